@@ -1,0 +1,1 @@
+"""Fabric emulation on one machine: namespaces, veth links, faults, scenarios."""
