@@ -1,0 +1,220 @@
+"""The one mapping from the switch's P4 names to the maps of ``ebpf/mrc_switch.bpf.c``.
+
+Design section 4 fixes the P4Runtime contract (tables ``my_usid``, ``usid_fib``, ``port_config``;
+counters ``rx_port``, ``tx_port``, ``trim_port``, ``ecn_port``, ``drop_port``, ``drop_reason``);
+``docs/ebpf-switch.md`` fixes the map layouts. This module only encodes and decodes: it turns a
+table entry given by P4 names (table, key, action, parameters) into map key and value bytes and
+back, so the eBPF manager, the P4Runtime server and the conformance suite share one encoding.
+
+The ctypes structures below mirror the C structs byte for byte (tests compare them with the
+BTF of the compiled object).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+
+from ..errors import MrcError
+from ..wire.constants import DropReason
+
+MAX_PORTS = 512
+"""Switch ports 0..511, the full 9-bit v1model range (design section 4)."""
+USID_KEY_FIELD = "hdr.outer_ipv6.dst_addr[127:80]"
+PORT_KEY_FIELD = "standard_metadata.egress_spec"
+THRESHOLD_NONE = 0xFFFFFFFF
+"""A threshold never reached: the value of a port with no ``port_config`` entry."""
+
+# Action ids of ``struct table_action`` (C enum table_action_id).
+ACTION_NOACTION = 0
+ACTION_USID_UN = 1
+ACTION_SET_EGRESS = 2
+ACTION_DROP = 3
+# Indexes of the ``table_defaults`` array.
+DEFAULT_INDEX = {"my_usid": 0, "usid_fib": 1}
+
+COUNTERS = ("rx_port", "tx_port", "trim_port", "ecn_port", "drop_port", "drop_reason")
+"""Indirect packets-and-bytes counters: per port, except ``drop_reason`` (by DropReason)."""
+COUNTER_SIZE = {name: MAX_PORTS for name in COUNTERS} | {"drop_reason": len(DropReason)}
+
+
+class UsidKey(ctypes.Structure):
+    """C ``struct usid_key``: the first 48 bits of the outer DA, network order, plus 2 pad bytes."""
+
+    _fields_ = [("prefix", ctypes.c_uint8 * 6), ("pad", ctypes.c_uint8 * 2)]
+
+
+class TableAction(ctypes.Structure):
+    """C ``struct table_action``: an ACTION_* id and, for set_egress, the port."""
+
+    _fields_ = [("action", ctypes.c_uint32), ("port", ctypes.c_uint32)]
+
+
+class PortConfig(ctypes.Structure):
+    """C ``struct port_config``: MACs, host-facing flag, thresholds in packets; valid=0: no entry."""
+
+    _fields_ = [("src_mac", ctypes.c_uint8 * 6), ("dst_mac", ctypes.c_uint8 * 6),
+                ("faces_host", ctypes.c_uint8), ("valid", ctypes.c_uint8),
+                ("pad", ctypes.c_uint8 * 2), ("trim_threshold", ctypes.c_uint32),
+                ("ecn_threshold", ctypes.c_uint32)]
+
+
+class Counter(ctypes.Structure):
+    """C ``struct counter``: one CPU's share of a packets-and-bytes counter."""
+
+    _fields_ = [("packets", ctypes.c_uint64), ("bytes", ctypes.c_uint64)]
+
+
+class VQueue(ctypes.Structure):
+    """C ``struct vqueue``: depth in nano-packets and the time of the last update (ns)."""
+
+    _fields_ = [("lock", ctypes.c_uint32), ("pad", ctypes.c_uint32),
+                ("depth_np", ctypes.c_uint64), ("last_ns", ctypes.c_uint64)]
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """One P4 action: its id in ``struct table_action`` and its parameters' widths in bits."""
+
+    action_id: int
+    params: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One P4 table: its key field (exact match), key width in bits, and allowed actions."""
+
+    name: str
+    key_field: str
+    key_bits: int
+    actions: dict[str, ActionSpec]
+    default_action: str
+
+
+TABLES: dict[str, TableSpec] = {
+    "my_usid": TableSpec("my_usid", USID_KEY_FIELD, 48,
+                         {"usid_un": ActionSpec(ACTION_USID_UN), "NoAction": ActionSpec(ACTION_NOACTION)},
+                         "NoAction"),
+    "usid_fib": TableSpec("usid_fib", USID_KEY_FIELD, 48,
+                          {"set_egress": ActionSpec(ACTION_SET_EGRESS, {"port": 9}),
+                           "drop": ActionSpec(ACTION_DROP)},
+                          "drop"),
+    "port_config": TableSpec("port_config", PORT_KEY_FIELD, 9,
+                             {"set_port": ActionSpec(-1, {"src_mac": 48, "dst_mac": 48, "faces_host": 1,
+                                                          "trim_threshold": 32, "ecn_threshold": 32}),
+                              "NoAction": ActionSpec(ACTION_NOACTION)},
+                             "NoAction"),
+}
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """A table entry by P4 names: key is the exact-match value as an integer (48-bit DA prefix,
+    or 9-bit port); params maps each action parameter name to an integer."""
+
+    table: str
+    key: int
+    action: str
+    params: dict[str, int] = field(default_factory=dict)
+
+
+def short_name(name: str) -> str:
+    """``MyIngress.usid_fib`` -> ``usid_fib``: P4Info names carry the control's prefix."""
+    return name.rsplit(".", 1)[-1]
+
+
+def table_spec(table: str) -> TableSpec:
+    """The spec of ``table`` (short or control-qualified name). Raises MrcError if unknown."""
+    spec = TABLES.get(short_name(table))
+    if spec is None:
+        raise MrcError(f"unknown table {table!r}: the switch has {', '.join(TABLES)}")
+    return spec
+
+
+def check_key(spec: TableSpec, key: int) -> int:
+    """Return ``key`` if it fits the table's key width, else raise MrcError naming the table."""
+    if not isinstance(key, int) or not 0 <= key < (1 << spec.key_bits):
+        raise MrcError(f"table {spec.name}: key {key!r} does not fit {spec.key_field} ({spec.key_bits} bits)")
+    if spec.name == "port_config" and key >= MAX_PORTS:
+        raise MrcError(f"table port_config: port {key} outside 0..{MAX_PORTS - 1}")
+    return key
+
+
+def check_action(spec: TableSpec, action: str, params: dict[str, int] | None) -> tuple[str, dict[str, int]]:
+    """Validate ``action`` and its ``params`` for ``spec``; return (short action name, params).
+
+    Raises:
+        MrcError: the action is not one of the table's, a parameter is missing, extra, or does
+            not fit its width.
+    """
+    name = short_name(action)
+    act = spec.actions.get(name)
+    if act is None:
+        raise MrcError(f"table {spec.name}: action {action!r} is not one of {', '.join(spec.actions)}")
+    params = dict(params or {})
+    if set(params) != set(act.params):
+        raise MrcError(f"table {spec.name}, action {name}: parameters {sorted(params)} given, "
+                       f"{sorted(act.params)} expected")
+    for pname, width in act.params.items():
+        value = params[pname]
+        if not isinstance(value, int) or not 0 <= value < (1 << width):
+            raise MrcError(f"table {spec.name}, action {name}: {pname}={value!r} does not fit {width} bits")
+    return name, params
+
+
+def usid_key(prefix: int) -> UsidKey:
+    """The map key of a 48-bit DA prefix (locator << 16 | uSID)."""
+    key = UsidKey()
+    key.prefix[:] = list(prefix.to_bytes(6, "big"))
+    return key
+
+
+def usid_key_value(key: UsidKey) -> int:
+    """The 48-bit prefix held in a ``UsidKey``."""
+    return int.from_bytes(bytes(key.prefix), "big")
+
+
+def encode_usid_action(spec: TableSpec, action: str, params: dict[str, int]) -> TableAction:
+    """The ``struct table_action`` of a my_usid/usid_fib action (already validated)."""
+    return TableAction(spec.actions[action].action_id, params.get("port", 0))
+
+
+def decode_usid_action(spec: TableSpec, value: TableAction) -> tuple[str, dict[str, int]]:
+    """(action name, params) of a ``struct table_action``; raises MrcError on a foreign id."""
+    for name, act in spec.actions.items():
+        if act.action_id == value.action:
+            return name, ({"port": value.port} if act.params else {})
+    if spec.name == "usid_fib" and value.action == ACTION_NOACTION:
+        return "drop", {}  # a fresh all-zero default entry means drop (contract)
+    raise MrcError(f"table {spec.name}: map holds unknown action id {value.action}")
+
+
+def encode_port_config(params: dict[str, int]) -> PortConfig:
+    """The ``struct port_config`` of a set_port action (already validated)."""
+    pc = PortConfig()
+    pc.src_mac[:] = list(params["src_mac"].to_bytes(6, "big"))
+    pc.dst_mac[:] = list(params["dst_mac"].to_bytes(6, "big"))
+    pc.faces_host = params["faces_host"]
+    pc.valid = 1
+    pc.trim_threshold = params["trim_threshold"]
+    pc.ecn_threshold = params["ecn_threshold"]
+    return pc
+
+
+def decode_port_config(pc: PortConfig) -> dict[str, int]:
+    """The set_port parameters held in a valid ``struct port_config``."""
+    return {"src_mac": int.from_bytes(bytes(pc.src_mac), "big"),
+            "dst_mac": int.from_bytes(bytes(pc.dst_mac), "big"),
+            "faces_host": pc.faces_host, "trim_threshold": pc.trim_threshold,
+            "ecn_threshold": pc.ecn_threshold}
+
+
+def mac_int(mac: str) -> int:
+    """``"02:00:00:00:00:01"`` -> 48-bit integer. Raises MrcError on a malformed MAC."""
+    parts = mac.split(":")
+    if len(parts) != 6 or not all(len(p) == 2 for p in parts):
+        raise MrcError(f"malformed MAC address {mac!r} (expected six hex bytes with colons)")
+    try:
+        return int("".join(parts), 16)
+    except ValueError:
+        raise MrcError(f"malformed MAC address {mac!r}") from None

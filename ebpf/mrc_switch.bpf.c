@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mrc_switch: the eBPF (XDP) target of the MRC switch, design section 4.
+ *
+ * One program is attached to every port of a switch. For each frame it:
+ *   1. drops non-IPv6 (not_ipv6), short frames (malformed) and hop limit <= 1 (hop_limit);
+ *   2. applies the uN step once: when the first 48 bits of the outer DA are (locator, my uSID)
+ *      it shifts the 96 bits after the 32-bit locator left by 16, zero-filled
+ *      (RFC 9800 NEXT-C-SID, lblen 32, nflen 16);
+ *   3. looks up the egress port exactly on the first 48 bits of the (shifted) DA (no_route);
+ *   4. decrements the hop limit and rewrites the MACs from `port_config`;
+ *   5. runs the virtual queue of the egress port: trims congested TRIMMABLE/TRIMMABLE_RETX
+ *      writes to their headers, drops other congested traffic (congestion), never touches
+ *      CONTROL or already-trimmed packets;
+ *   6. marks CE on ECT packets above the ECN threshold on ports that do not face a host;
+ *   7. redirects through the `tx_ports` DEVMAP.
+ * Map names and layouts are the P4Runtime contract: docs/ebpf-switch.md.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "mrc_wire_gen.h"
+
+#define MRC_DROP_REASON_COUNT (MRC_DROP_MALFORMED + 1)
+
+#define MAX_PORTS 512
+#define NS_PER_SEC 1000000000ULL
+/* Virtual-queue depth is kept in nano-packets so a drain rate in packets/s needs no division
+ * on the hot path: elapsed_ns * rate_pps nano-packets leave the queue. */
+#define NANO_PACKETS_PER_PACKET NS_PER_SEC
+
+/* Fixed offsets of an encapsulated MRC frame (design section 3). */
+#define OFF_OUTER_IP6 MRC_ETH_LEN
+#define OFF_INNER_IP6 (OFF_OUTER_IP6 + MRC_IPV6_LEN)
+#define OFF_UDP (OFF_INNER_IP6 + MRC_IPV6_LEN)
+#define OFF_BTH (OFF_UDP + MRC_UDP_LEN)
+#define OFF_AFTER_BTH (OFF_BTH + MRC_BTH_LEN)
+
+enum table_action_id {
+	ACTION_NOACTION = 0,
+	ACTION_USID_UN = 1,
+	ACTION_SET_EGRESS = 2,
+	ACTION_DROP = 3,
+};
+
+enum table_default_index {
+	DEFAULT_MY_USID = 0,
+	DEFAULT_USID_FIB = 1,
+};
+
+struct usid_key {
+	__u8 prefix[6]; /* first 48 bits of the outer DA, network order */
+	__u8 pad[2];
+};
+
+struct table_action {
+	__u32 action;
+	__u32 port;
+};
+
+struct port_config {
+	__u8 src_mac[6];
+	__u8 dst_mac[6];
+	__u8 faces_host;
+	__u8 valid;
+	__u8 pad[2];
+	__u32 trim_threshold; /* packets, depth including this packet */
+	__u32 ecn_threshold;  /* packets */
+};
+
+struct counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct vqueue {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 depth_np; /* nano-packets */
+	__u64 last_ns;  /* bpf_ktime_get_ns() of the last update */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct usid_key);
+	__type(value, struct table_action);
+} my_usid SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct usid_key);
+	__type(value, struct table_action);
+} usid_fib SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct table_action);
+} table_defaults SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct port_config);
+} port_config SEC(".maps");
+
+#define COUNTER_MAP(name, n)                              \
+	struct {                                          \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);  \
+		__uint(max_entries, n);                   \
+		__type(key, __u32);                       \
+		__type(value, struct counter);            \
+	} name SEC(".maps")
+
+COUNTER_MAP(rx_port, MAX_PORTS);
+COUNTER_MAP(tx_port, MAX_PORTS);
+COUNTER_MAP(trim_port, MAX_PORTS);
+COUNTER_MAP(ecn_port, MAX_PORTS);
+COUNTER_MAP(drop_port, MAX_PORTS);
+COUNTER_MAP(drop_reason, MRC_DROP_REASON_COUNT);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tx_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);   /* ifindex in the switch's namespace */
+	__type(value, __u32); /* switch port */
+} ifindex_port SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32); /* 0 = up, 1 = down */
+} port_admin SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct vqueue);
+} vqueue SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u64); /* drain rate, packets/s; 0 = never drains */
+} queue_rate SEC(".maps");
+
+static __always_inline void count(void *map, __u32 index, __u32 bytes)
+{
+	struct counter *c = bpf_map_lookup_elem(map, &index);
+
+	if (c) {
+		c->packets += 1;
+		c->bytes += bytes;
+	}
+}
+
+static __always_inline int drop(__u32 port, __u32 reason, __u32 bytes)
+{
+	count(&drop_port, port, bytes);
+	count(&drop_reason, reason, bytes);
+	return XDP_DROP;
+}
+
+static __always_inline __u8 get_tclass(const __u8 *ip6)
+{
+	return (__u8)(((ip6[0] & 0x0f) << 4) | (ip6[1] >> 4));
+}
+
+static __always_inline void set_tclass(__u8 *ip6, __u8 tclass)
+{
+	ip6[0] = (ip6[0] & 0xf0) | (tclass >> 4);
+	ip6[1] = (ip6[1] & 0x0f) | (__u8)(tclass << 4);
+}
+
+/* Shift the 96 bits after the 32-bit locator left by one 16-bit uSID, zero-filled. */
+static __always_inline void usid_shift(__u8 *da)
+{
+#pragma unroll
+	for (int i = 4; i < 14; i++)
+		da[i] = da[i + 2];
+	da[14] = 0;
+	da[15] = 0;
+}
+
+static __always_inline void copy_prefix(struct usid_key *key, const __u8 *da)
+{
+	__builtin_memcpy(key->prefix, da, 6);
+	key->pad[0] = 0;
+	key->pad[1] = 0;
+}
+
+/* Depth of the egress port's queue in packets, counting this packet (design section 4).
+ * The packet is enqueued (depth + 1) when `enqueue` says so after the caller decided. */
+static __always_inline __u64 vqueue_depth(struct vqueue *q, __u64 rate, __u64 now)
+{
+	__u64 depth_np, elapsed;
+
+	bpf_spin_lock(&q->lock);
+	depth_np = q->depth_np;
+	elapsed = now > q->last_ns ? now - q->last_ns : 0;
+	q->last_ns = now;
+	if (rate && depth_np) {
+		/* elapsed * rate cannot overflow here: elapsed < depth_np / rate. */
+		if (elapsed >= depth_np / rate)
+			depth_np = 0;
+		else
+			depth_np -= elapsed * rate;
+	}
+	q->depth_np = depth_np;
+	bpf_spin_unlock(&q->lock);
+	return (depth_np + NANO_PACKETS_PER_PACKET - 1) / NANO_PACKETS_PER_PACKET + 1;
+}
+
+static __always_inline void vqueue_enqueue(struct vqueue *q)
+{
+	bpf_spin_lock(&q->lock);
+	q->depth_np += NANO_PACKETS_PER_PACKET;
+	bpf_spin_unlock(&q->lock);
+}
+
+/* Frame length after trimming an MRC write to its last header (design section 4, step 5),
+ * or 0 when the frame is not an MRC write with complete headers. */
+static __always_inline __u32 trim_length(void *data, void *data_end)
+{
+	__u8 *inner = data + OFF_INNER_IP6;
+	__u8 *outer = data + OFF_OUTER_IP6;
+	__u8 *bth = data + OFF_BTH;
+	__u16 *dport = data + OFF_UDP + 2;
+	__u32 len;
+	__u8 op;
+
+	if ((void *)(bth + MRC_BTH_LEN) > data_end)
+		return 0;
+	if (outer[6] != MRC_IPPROTO_IPV6 || inner[6] != MRC_IPPROTO_UDP ||
+	    *dport != bpf_htons(MRC_UDP_PORT_ROCEV2))
+		return 0;
+	op = bth[0];
+	if (op < MRC_OP_WRITE_FIRST || op > MRC_OP_WRITE_ONLY_IMM)
+		return 0;
+	len = OFF_AFTER_BTH + MRC_METH_LEN + MRC_RETH_LEN;
+	if (bth[8] & MRC_BTH_FLAG_TS)
+		len += MRC_TSETH_LEN;
+	if (op == MRC_OP_WRITE_LAST_IMM || op == MRC_OP_WRITE_ONLY_IMM)
+		len += MRC_IMMDT_LEN;
+	if (data + len > data_end)
+		return 0;
+	return len;
+}
+
+/* Cut the frame to `len` bytes and fix the outer/inner payload lengths and UDP length.
+ * Returns 0 on success. */
+static __always_inline int trim_to(struct xdp_md *ctx, __u32 len)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 cur = data_end - data;
+	__u8 *outer, *inner, *udp;
+
+	if (cur > len && bpf_xdp_adjust_tail(ctx, (int)len - (int)cur))
+		return -1;
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	if (data + OFF_BTH > data_end)
+		return -1;
+	outer = data + OFF_OUTER_IP6;
+	inner = data + OFF_INNER_IP6;
+	udp = data + OFF_UDP;
+	*(__u16 *)(outer + 4) = bpf_htons(len - OFF_INNER_IP6);
+	*(__u16 *)(inner + 4) = bpf_htons(len - OFF_UDP);
+	*(__u16 *)(udp + 4) = bpf_htons(len - OFF_UDP);
+	return 0;
+}
+
+static __always_inline __u32 ingress_port(struct xdp_md *ctx, int *known)
+{
+	__u32 ifindex = ctx->ingress_ifindex;
+	__u32 *port = bpf_map_lookup_elem(&ifindex_port, &ifindex);
+
+	*known = port != 0;
+	return port ? *port : 0;
+}
+
+static __always_inline int port_down(__u32 port)
+{
+	__u32 *down = bpf_map_lookup_elem(&port_admin, &port);
+
+	return down && *down;
+}
+
+/* Steps 2 and 3: the uN shift and the FIB. Returns the egress port or -1 for no route. */
+static __always_inline int route(__u8 *da)
+{
+	struct table_action *act;
+	struct usid_key key;
+	__u32 idx;
+
+	copy_prefix(&key, da);
+	act = bpf_map_lookup_elem(&my_usid, &key);
+	if (!act) {
+		idx = DEFAULT_MY_USID;
+		act = bpf_map_lookup_elem(&table_defaults, &idx);
+	}
+	if (act && act->action == ACTION_USID_UN) {
+		usid_shift(da);
+		copy_prefix(&key, da);
+	}
+	act = bpf_map_lookup_elem(&usid_fib, &key);
+	if (!act) {
+		idx = DEFAULT_USID_FIB;
+		act = bpf_map_lookup_elem(&table_defaults, &idx);
+	}
+	if (!act || act->action != ACTION_SET_EGRESS || act->port >= MAX_PORTS)
+		return -1;
+	return (int)act->port;
+}
+
+SEC("xdp")
+int mrc_switch(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 len = data_end - data;
+	struct port_config *pc;
+	struct ethhdr *eth = data;
+	__u32 in_port, out_port, trim_len = 0;
+	__u64 depth, now, *rate;
+	__u8 *ip6, tclass, dscp, ecn;
+	struct vqueue *q;
+	int known, egress, trim_congested, ecn_congested;
+
+	in_port = ingress_port(ctx, &known);
+	if (!known)
+		return XDP_PASS; /* not a switch port: leave it to the kernel */
+	count(&rx_port, in_port, len);
+
+	if (port_down(in_port))
+		return drop(in_port, MRC_DROP_PORT_DOWN, len);
+	if ((void *)(eth + 1) > data_end)
+		return drop(in_port, MRC_DROP_MALFORMED, len);
+	if (eth->h_proto != bpf_htons(ETH_P_IPV6))
+		return drop(in_port, MRC_DROP_NOT_IPV6, len);
+	ip6 = data + OFF_OUTER_IP6;
+	if ((void *)(ip6 + MRC_IPV6_LEN) > data_end)
+		return drop(in_port, MRC_DROP_MALFORMED, len);
+	if (ip6[7] <= 1)
+		return drop(in_port, MRC_DROP_HOP_LIMIT, len);
+
+	egress = route(ip6 + 24);
+	if (egress < 0)
+		return drop(in_port, MRC_DROP_NO_ROUTE, len);
+	out_port = (__u32)egress;
+	/* No device behind the port: the route leads nowhere. */
+	if (bpf_redirect_map(&tx_ports, out_port, 0) != XDP_REDIRECT)
+		return drop(in_port, MRC_DROP_NO_ROUTE, len);
+	if (port_down(out_port))
+		return drop(out_port, MRC_DROP_PORT_DOWN, len);
+
+	ip6[7] -= 1;
+	pc = bpf_map_lookup_elem(&port_config, &out_port);
+	if (pc && pc->valid) {
+		__builtin_memcpy(eth->h_source, pc->src_mac, ETH_ALEN);
+		__builtin_memcpy(eth->h_dest, pc->dst_mac, ETH_ALEN);
+	}
+
+	q = bpf_map_lookup_elem(&vqueue, &out_port);
+	rate = bpf_map_lookup_elem(&queue_rate, &out_port);
+	if (!q || !rate)
+		return drop(out_port, MRC_DROP_MALFORMED, len); /* unreachable: arrays */
+	now = bpf_ktime_get_ns();
+	depth = vqueue_depth(q, *rate, now);
+	trim_congested = pc && pc->valid && depth >= pc->trim_threshold;
+	ecn_congested = pc && pc->valid && depth >= pc->ecn_threshold;
+
+	tclass = get_tclass(ip6);
+	dscp = tclass >> 2;
+	ecn = tclass & 3;
+	if (trim_congested && dscp != MRC_DSCP_CONTROL && dscp != MRC_DSCP_TRIMMED &&
+	    dscp != MRC_DSCP_TRIMMED_LASTHOP) {
+		if (dscp == MRC_DSCP_TRIMMABLE || dscp == MRC_DSCP_TRIMMABLE_RETX)
+			trim_len = trim_length(data, data_end);
+		if (!trim_len)
+			return drop(out_port, MRC_DROP_CONGESTION, len);
+		dscp = pc->faces_host ? MRC_DSCP_TRIMMED_LASTHOP : MRC_DSCP_TRIMMED;
+	}
+	if (ecn_congested && !pc->faces_host && (ecn == MRC_ECN_ECT0 || ecn == MRC_ECN_ECT1)) {
+		ecn = MRC_ECN_CE;
+		count(&ecn_port, out_port, trim_len ? trim_len : len);
+	}
+	set_tclass(ip6, (__u8)(dscp << 2 | ecn));
+
+	if (trim_len) {
+		if (trim_to(ctx, trim_len))
+			return drop(out_port, MRC_DROP_MALFORMED, len);
+		count(&trim_port, out_port, trim_len);
+		len = trim_len;
+	}
+	vqueue_enqueue(q);
+	count(&tx_port, out_port, len);
+	return XDP_REDIRECT;
+}
+
+char LICENSE[] SEC("license") = "GPL";
