@@ -180,3 +180,46 @@ MAX_USIDS_IN_CONTAINER = 6
 SWITCH_PORT_BITS = 9
 BMV2_MAX_PORTS = 510
 """bmv2 reserves port 511 as its drop port, so a bmv2 switch has ports 0..509 (design 4)."""
+
+# --- Bit layouts inside header fields (design section 3.2) ------------------------------------
+# Masks and shifts apply to the field as a big-endian integer of the width named in the comment.
+IPV6_DSCP_SHIFT = 2
+"""Traffic class (8 bits) = DSCP << 2 | ECN (RFC 2474, RFC 3168)."""
+IPV6_ECN_MASK = 0x3
+IPV6_FLOW_LABEL_MASK = 0xFFFFF
+BTH_SE = 0x80
+"""BTH byte 1 (8 bits): SE(7) M(6) PadCnt(5..4) TVer(3..0), as in RoCE."""
+BTH_MIGREQ = 0x40
+BTH_PADCNT_SHIFT = 4
+BTH_PADCNT_MASK = 0x3
+BTH_TVER_MASK = 0xF
+BTH_FLAGS_RESERVED_MASK = 0x4F
+"""BTH byte 8 bits that are reserved: r(6) and 3..0."""
+TS_TSR = 0x8000
+"""TSETH/PETH word at offset 2 (16 bits): TSR(15) reserved(14..4) format(3..0)."""
+TS_FORMAT_MASK = 0xF
+SETH_TYPE_SHIFT = 12
+"""SETH/NETH word at offset 0 (16 bits): type(15..12) next(11..7) ..."""
+SETH_NEXT_SHIFT = 7
+SETH_NEXT_MASK = 0x1F
+SETH_M_SHIFT = 5
+"""SETH word 0: M(6..5)."""
+SETH_M_MASK = 0x3
+SETH_PR = 0x10
+"""SETH word 0: PR(4), the SACK answers a PROBE."""
+CC_TYPE_SHIFT = 4
+"""SETH/NETH cc byte (8 bits): cc_type(7..4) cc_flags(3..0)."""
+CC_FLAGS_MASK = 0xF
+CC_OOO_COUNT_MASK = 0x7FFF
+"""CC_STATE word at offset 2 (16 bits): reserved(15) ooo_count(14..0)."""
+CC_RESTORE_CWND = 0x80
+"""CC_STATE byte 4 (8 bits): restore_cwnd(7) rcv_cwnd_pen(6..0)."""
+CC_RCV_CWND_PEN_MASK = 0x7F
+EP_OP_SHIFT = 6
+"""ERTH/EETH byte 0 (8 bits): op(7..6)."""
+EP_OP_MASK = 0x3
+EP_STATUS_SHIFT = 4
+"""EETH byte 0: status(5..4)."""
+EP_STATUS_MASK = 0x3
+SACK_BITMAP_BITS = 64
+"""sack_bitmap bit 63 is the PSN cack_psn + sack_offset + 0."""

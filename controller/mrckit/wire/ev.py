@@ -15,6 +15,11 @@ PLANE_SHIFT = 28
 T1_SHIFT = 20
 SALT_BITS = 20
 SALT_MASK = (1 << SALT_BITS) - 1
+PLANE_MASK = 0xF
+T1_MASK = 0xFF
+EV_SPORT_SHIFT = 16
+"""UDP source port = EV >> 16; flow label = EV & 0xFFFF (design section 3.1)."""
+EV_FLOW_LABEL_MASK = 0xFFFF
 
 
 class EvFields(NamedTuple):

@@ -18,6 +18,12 @@ DEFAULT_LOCATOR = 0xFCBBBB00
 """fcbb:bb00::/32, the default uSID block (design section 3.1)."""
 LOCATOR_BITS = 32
 USID_BITS = 16
+USID_PLANE_SHIFT = 12
+USID_ROLE_SHIFT = 10
+USID_ROLE_MASK = 0x3
+USID_INDEX_MASK = 0x3FF
+ACTIVE_PREFIX_BITS = LOCATOR_BITS + USID_BITS
+"""The 48-bit key of ``my_usid`` and ``usid_fib``: locator and active uSID (design section 4)."""
 
 
 class UsidFields(NamedTuple):
@@ -37,7 +43,7 @@ def usid_pack(plane: int, role: UsidRole | int, index: int) -> int:
     check_range("plane", plane, 0, 15)
     check_range("role", int(role), 1, 3)
     check_range("index", index, 0, 1023)
-    return (plane << 12) | (int(role) << 10) | index
+    return (plane << USID_PLANE_SHIFT) | (int(role) << USID_ROLE_SHIFT) | index
 
 
 def usid_unpack(usid: int) -> UsidFields:
@@ -47,10 +53,10 @@ def usid_unpack(usid: int) -> UsidFields:
         ValueError: usid outside 1..65535, or with the reserved role 0.
     """
     check_range("usid", usid, 1, 0xFFFF)
-    role = (usid >> 10) & 0x3
+    role = (usid >> USID_ROLE_SHIFT) & USID_ROLE_MASK
     if role == UsidRole.RESERVED:
         raise ValueError(f"usid=0x{usid:04x} has the reserved role 0")
-    return UsidFields(usid >> 12, UsidRole(role), usid & 0x3FF)
+    return UsidFields(usid >> USID_PLANE_SHIFT, UsidRole(role), usid & USID_INDEX_MASK)
 
 
 def container_pack(usids: list[int], locator: int = DEFAULT_LOCATOR) -> int:
