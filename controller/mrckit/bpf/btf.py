@@ -1,0 +1,127 @@
+"""Struct layouts read from an object's BTF, to prove ctypes mirrors equal to the C structs.
+
+clang ``-g`` stores every struct of a BPF object in its BTF section. :func:`btf_struct_layout`
+reads one back (size, and each member's offset and size in bytes); :func:`layout_mismatches`
+compares it with a ``ctypes.Structure``. A test then asserts ``layout_mismatches(...) == []``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import _libbpf as L
+from .errors import BpfError
+from .objects import BpfObject, object_path
+
+
+@dataclass
+class FieldLayout:
+    """One member: byte ``offset`` and ``size`` (bytes); bit fields give ``bit_offset``/``bit_size``
+    (bits from the struct start) and a ``size`` of 0."""
+    offset: int
+    size: int
+    bit_offset: int
+    bit_size: int = 0
+
+
+@dataclass
+class StructLayout:
+    """A C struct or union as BTF describes it: ``size`` in bytes and its members in order.
+    Members of anonymous nested structs/unions appear flattened at their absolute offsets."""
+    name: str
+    size: int
+    fields: dict[str, FieldLayout] = field(default_factory=dict)
+
+
+def _kind(t: L.BtfType) -> int:
+    return (t.info >> 24) & 0x1F
+
+
+def _collect(btf: int, type_id: int, base_bits: int, out: StructLayout) -> None:
+    lib = L.require()
+    t = lib.btf__type_by_id(btf, type_id).contents
+    kflag, vlen = t.info >> 31, t.info & 0xFFFF
+    members = ctypes.cast(ctypes.addressof(t) + ctypes.sizeof(L.BtfType),
+                          ctypes.POINTER(L.BtfMember * vlen)).contents
+    for m in members:
+        bit_size = m.offset >> 24 if kflag else 0
+        bit_off = base_bits + (m.offset & 0xFFFFFF if kflag else m.offset)
+        name = lib.btf__name_by_offset(btf, m.name_off).decode()
+        if not name:
+            # An anonymous struct/union: flatten its members (after skipping modifiers).
+            _collect(btf, _strip(btf, m.type), bit_off, out)
+            continue
+        size = 0 if bit_size else lib.btf__resolve_size(btf, m.type)
+        out.fields[name] = FieldLayout(bit_off // 8, max(size, 0), bit_off, bit_size)
+
+
+def _strip(btf: int, type_id: int) -> int:
+    # typedef (8), volatile (9), const (10), restrict (11), type_tag (18) wrap the real type.
+    lib = L.require()
+    while _kind(lib.btf__type_by_id(btf, type_id).contents) in (8, 9, 10, 11, 18):
+        type_id = lib.btf__type_by_id(btf, type_id).contents.size
+    return type_id
+
+
+def btf_struct_layout(obj_or_path: BpfObject | str | os.PathLike, struct_name: str) -> StructLayout:
+    """Layout of ``struct struct_name`` (or union) in an object's BTF.
+
+    ``obj_or_path``: a :class:`BpfObject`, an object path, or a packaged object name.
+
+    Raises:
+        BpfError: the object has no BTF (built without ``-g``) or no such struct/union.
+    """
+    lib = L.require()
+    if isinstance(obj_or_path, BpfObject):
+        path = obj_or_path.path
+    else:
+        text = os.fspath(obj_or_path)
+        path = Path(text) if ("/" in text or text.endswith(".o")) else object_path(text)
+    btf = L.check_ptr(lib.btf__parse(os.fsencode(path), None), f"read BTF of {path}")
+    try:
+        for kind in (L.BTF_KIND_STRUCT, L.BTF_KIND_UNION):
+            type_id = lib.btf__find_by_name_kind(btf, struct_name.encode(), kind)
+            if type_id > 0:
+                break
+        else:
+            raise BpfError(f"{path.name} has no struct or union {struct_name!r} in its BTF "
+                           "(is it used by the program? unused types are dropped)")
+        layout = StructLayout(struct_name, int(lib.btf__resolve_size(btf, type_id)))
+        _collect(btf, type_id, 0, layout)
+        return layout
+    finally:
+        lib.btf__free(btf)
+
+
+def layout_mismatches(ctype: type, layout: StructLayout) -> list[str]:
+    """Differences between a ctypes Structure/Union and a BTF layout; ``[]`` when they agree.
+
+    Compares total size, the set of member names, and each member's offset and size (bit
+    fields: bit offset and width).
+    """
+    problems = []
+    if ctypes.sizeof(ctype) != layout.size:
+        problems.append(f"size: ctypes {ctypes.sizeof(ctype)} != C {layout.size}")
+    names = [f[0] for f in ctype._fields_]
+    for missing in set(layout.fields) - set(names):
+        problems.append(f"member {missing}: in C, missing in ctypes")
+    for extra in set(names) - set(layout.fields):
+        problems.append(f"member {extra}: in ctypes, missing in C")
+    for spec in ctype._fields_:
+        name = spec[0]
+        if name not in layout.fields:
+            continue
+        want, desc = layout.fields[name], getattr(ctype, name)
+        if want.bit_size:
+            got_bits = desc.size >> 16  # ctypes packs (bit width << 16 | bit offset) in size
+            got_off = desc.offset * 8 + (desc.size & 0xFFFF)
+            if (got_off, got_bits) != (want.bit_offset, want.bit_size):
+                problems.append(f"member {name}: ctypes bits {got_off}+{got_bits} != C "
+                                f"{want.bit_offset}+{want.bit_size}")
+        elif (desc.offset, desc.size) != (want.offset, want.size):
+            problems.append(f"member {name}: ctypes offset {desc.offset} size {desc.size} != "
+                            f"C offset {want.offset} size {want.size}")
+    return problems

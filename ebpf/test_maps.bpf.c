@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Exercises mrckit.bpf: typed hash and per-CPU maps, BTF layouts, test_run data out, tc.
+ *
+ * xdp_count: counts every packet and its bytes per "kind" (first byte of the EtherType's low
+ * octet) in a per-CPU array, records the last packet length per kind in a hash map, and
+ * rewrites the destination MAC to the value in `cfg` (if set) so tests can check data out.
+ * tc_count: the same counting for tc (ingress or egress), returning TC_ACT_OK.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+
+struct pkt_stats {
+	__u64 packets;
+	__u64 bytes;
+	__u32 last_len;
+	__u8 kind;
+	__u8 pad[3];
+};
+
+struct cfg_val {
+	__u8 dmac[6];
+	__u16 flags;
+	__u32 verdict;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct pkt_stats);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, struct cfg_val);
+} cfg SEC(".maps");
+
+static __always_inline void count(__u32 kind, __u32 len)
+{
+	struct pkt_stats *s = bpf_map_lookup_elem(&stats, &kind);
+
+	if (s) {
+		s->packets++;
+		s->bytes += len;
+		s->last_len = len;
+		s->kind = kind;
+	}
+}
+
+SEC("xdp")
+int xdp_count(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct cfg_val *c;
+	__u32 key = 0, kind;
+
+	if ((void *)(eth + 1) > data_end)
+		return XDP_ABORTED;
+	kind = ((__u8 *)&eth->h_proto)[1];
+	count(kind, data_end - data);
+	c = bpf_map_lookup_elem(&cfg, &key);
+	if (!c)
+		return XDP_PASS;
+	__builtin_memcpy(eth->h_dest, c->dmac, ETH_ALEN);
+	return c->verdict;
+}
+
+SEC("tc")
+int tc_count(struct __sk_buff *skb)
+{
+	count(255, skb->len);
+	return TC_ACT_OK;
+}
+
+char LICENSE[] SEC("license") = "GPL";
