@@ -21,7 +21,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
-#include "mrc_wire_gen.h"
+#include "mrc_wire.h"
 
 #define MRC_DROP_REASON_COUNT (MRC_DROP_MALFORMED + 1)
 

@@ -1,0 +1,399 @@
+"""The eBPF switch target: load ``mrc_switch.bpf.o``, attach it to a switch's ports, and drive
+its maps by P4 names (design section 4; map layouts in ``docs/ebpf-switch.md``).
+
+Two classes:
+
+- :class:`SwitchTables` reads and writes one switch's maps by P4 names: table entries
+  (``my_usid``, ``usid_fib``, ``port_config``), counters, port admin state, queue drain rate.
+  It works on a freshly loaded object or on the maps pinned under
+  ``/sys/fs/bpf/mrckit/switch/<name>/`` (:meth:`SwitchTables.open_pinned`), so the P4Runtime
+  server and the conformance suite share this one mapping.
+- :class:`EbpfSwitch` sets one switch up in its network namespace (load, pin, attach XDP to
+  every port, fill the DEVMAP from inside the namespace) and tears it down completely.
+
+>>> with EbpfSwitch("s0", "mrcsw", {0: "p0", 1: "p1"}) as sw:      # doctest: +SKIP
+...     sw.tables.write_entry("usid_fib", 0xFCBBBB001001, "set_egress", {"port": 1})
+...     sw.tables.counter("tx_port", 1)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Iterable
+
+from .. import netns
+from ..bpf.attach import ifindex_of, xdp_attach, xdp_detach, xdp_query
+from ..bpf.errors import BpfError
+from ..bpf.fs import BPFFS, ensure_bpffs, pin_path, unpin
+from ..bpf.maps import Map
+from ..bpf.objects import BpfObject
+from ..errors import MrcError
+from . import tables as T
+
+OBJECT = "mrc_switch"
+PROGRAM = "mrc_switch"
+PIN_DIR = "switch"
+DEFAULT_QUEUE_RATE_PPS = 1_000_000
+"""Drain rate of every port's virtual queue after set-up (packets/s), a fast veth's rate."""
+MAX_QUEUE_RATE_PPS = 1_000_000_000
+"""The C side multiplies elapsed ns by the rate in 64 bits; 1e9 pps keeps that exact."""
+
+_u32 = ctypes.c_uint32
+MAP_TYPES: dict[str, tuple[type, type]] = {
+    "my_usid": (T.UsidKey, T.TableAction),
+    "usid_fib": (T.UsidKey, T.TableAction),
+    "table_defaults": (_u32, T.TableAction),
+    "port_config": (_u32, T.PortConfig),
+    **{name: (_u32, T.Counter) for name in T.COUNTERS},
+    "tx_ports": (_u32, _u32),
+    "ifindex_port": (_u32, _u32),
+    "port_admin": (_u32, _u32),
+    "vqueue": (_u32, T.VQueue),
+    "queue_rate": (_u32, ctypes.c_uint64),
+}
+"""Every map of ``mrc_switch.bpf.c`` with its key and value ctypes (the pinned set)."""
+
+
+class EntryExists(MrcError):
+    """An insert found the key present (P4Runtime ALREADY_EXISTS)."""
+
+
+class EntryNotFound(MrcError):
+    """A modify or delete found no entry for the key (P4Runtime NOT_FOUND)."""
+
+
+def switch_pin_dir(name: str) -> str:
+    """``/sys/fs/bpf/mrckit/switch/<name>``; raises ValueError for a name with ``/``."""
+    return pin_path(PIN_DIR, name)
+
+
+def _check_port(port: int) -> int:
+    if not isinstance(port, int) or not 0 <= port < T.MAX_PORTS:
+        raise MrcError(f"switch port {port!r} outside 0..{T.MAX_PORTS - 1}")
+    return port
+
+
+class SwitchTables:
+    """P4-name access to the maps of one eBPF switch.
+
+    Keys are integers: the 48-bit DA prefix (locator << 16 | uSID) for ``my_usid`` and
+    ``usid_fib``, the 9-bit port for ``port_config``. Action parameters are integers of the
+    widths of design section 4 (MACs as 48-bit integers, thresholds in packets).
+    Table and action names may carry a P4Info control prefix (``MyIngress.usid_fib``).
+    """
+
+    def __init__(self, maps: dict[str, Map], *, owned: bool = False):
+        missing = set(MAP_TYPES) - set(maps)
+        if missing:
+            raise MrcError(f"switch maps missing: {', '.join(sorted(missing))}")
+        self.maps, self._owned = maps, owned
+
+    @classmethod
+    def from_object(cls, obj: BpfObject) -> "SwitchTables":
+        """The maps of a loaded ``mrc_switch`` object (they live as long as the object)."""
+        return cls({name: obj.map(name, key_type=k, value_type=v) for name, (k, v) in MAP_TYPES.items()})
+
+    @classmethod
+    def open_pinned(cls, name: str) -> "SwitchTables":
+        """The maps pinned for switch ``name``; close the result when done.
+
+        Raises:
+            MrcError: the switch is not set up (no pins), naming the folder.
+        """
+        folder = switch_pin_dir(name)
+        maps: dict[str, Map] = {}
+        try:
+            for map_name, (k, v) in MAP_TYPES.items():
+                maps[map_name] = Map.from_pin(os.path.join(folder, map_name), key_type=k, value_type=v)
+        except BpfError as exc:
+            for m in maps.values():
+                m.close()
+            raise MrcError(f"switch {name} is not set up: {exc}") from None
+        return cls(maps, owned=True)
+
+    def close(self) -> None:
+        """Close the map fds opened by :meth:`open_pinned` (no-op otherwise)."""
+        if self._owned:
+            for m in self.maps.values():
+                m.close()
+            self._owned = False
+
+    # --- table entries ---
+    def write_entry(self, table: str, key: int, action: str, params: dict[str, int] | None = None,
+                    *, mode: str = "upsert") -> None:
+        """Write one entry. ``mode``: "insert" (P4Runtime INSERT), "modify" or "upsert".
+
+        Raises:
+            MrcError: unknown table/action, bad key or parameters (nothing is written);
+            EntryExists (insert of a present key); EntryNotFound (modify of an absent key).
+        """
+        spec = T.table_spec(table)
+        key = T.check_key(spec, key)
+        name, params = T.check_action(spec, action, params)
+        if mode not in ("insert", "modify", "upsert"):
+            raise MrcError(f"write mode {mode!r}: use insert, modify or upsert")
+        present = self._present(spec, key)
+        if mode == "insert" and present:
+            raise EntryExists(f"table {spec.name}: an entry for key 0x{key:x} exists")
+        if mode == "modify" and not present:
+            raise EntryNotFound(f"table {spec.name}: no entry for key 0x{key:x}")
+        if spec.name == "port_config":
+            if name == "NoAction":
+                raise MrcError("table port_config: entries take set_port; NoAction is only the default")
+            self.maps["port_config"].update(key, T.encode_port_config(params))
+        else:
+            self.maps[spec.name].update(T.usid_key(key), T.encode_usid_action(spec, name, params))
+
+    def delete_entry(self, table: str, key: int) -> None:
+        """Delete the entry at ``key``. Raises MrcError (bad table/key) or EntryNotFound."""
+        spec = T.table_spec(table)
+        key = T.check_key(spec, key)
+        if not self._present(spec, key):
+            raise EntryNotFound(f"table {spec.name}: no entry for key 0x{key:x}")
+        if spec.name == "port_config":
+            self.maps["port_config"].update(key, T.PortConfig())
+        else:
+            self.maps[spec.name].delete(T.usid_key(key))
+
+    def read_entries(self, table: str) -> list[T.TableEntry]:
+        """Every entry of ``table``, sorted by key."""
+        spec = T.table_spec(table)
+        out = []
+        if spec.name == "port_config":
+            for port, pc in self.maps["port_config"].items():
+                if pc.valid:
+                    out.append(T.TableEntry(spec.name, port, "set_port", T.decode_port_config(pc)))
+        else:
+            for key, value in self.maps[spec.name].items():
+                name, params = T.decode_usid_action(spec, value)
+                out.append(T.TableEntry(spec.name, T.usid_key_value(key), name, params))
+        return sorted(out, key=lambda e: e.key)
+
+    def clear_table(self, table: str) -> None:
+        """Delete every entry of ``table`` and restore its default action."""
+        for entry in self.read_entries(table):
+            self.delete_entry(entry.table, entry.key)
+        spec = T.table_spec(table)
+        if spec.name in T.DEFAULT_INDEX:
+            self.set_default_action(spec.name, spec.default_action)
+
+    def set_default_action(self, table: str, action: str, params: dict[str, int] | None = None) -> None:
+        """Set the default action of ``my_usid`` or ``usid_fib``.
+
+        Raises:
+            MrcError: ``port_config`` (its default, no entry, is fixed) or a bad action.
+        """
+        spec = T.table_spec(table)
+        if spec.name not in T.DEFAULT_INDEX:
+            raise MrcError(f"table {spec.name}: the default action is fixed ({spec.default_action})")
+        name, params = T.check_action(spec, action, params)
+        self.maps["table_defaults"].update(T.DEFAULT_INDEX[spec.name], T.encode_usid_action(spec, name, params))
+
+    def default_action(self, table: str) -> tuple[str, dict[str, int]]:
+        """(action, params) of the default action of ``table``."""
+        spec = T.table_spec(table)
+        if spec.name not in T.DEFAULT_INDEX:
+            return spec.default_action, {}
+        return T.decode_usid_action(spec, self.maps["table_defaults"].lookup(T.DEFAULT_INDEX[spec.name]))
+
+    def _present(self, spec: T.TableSpec, key: int) -> bool:
+        if spec.name == "port_config":
+            return bool(self.maps["port_config"].lookup(key).valid)
+        return self.maps[spec.name].lookup(T.usid_key(key)) is not None
+
+    # --- counters ---
+    def counter(self, name: str, index: int) -> tuple[int, int]:
+        """(packets, bytes) of counter ``name`` at ``index``, summed over CPUs.
+
+        Raises:
+            MrcError: unknown counter or index out of range.
+        """
+        cmap = self._counter_map(name)
+        if not isinstance(index, int) or not 0 <= index < cmap.max_entries:
+            raise MrcError(f"counter {name}: index {index!r} outside 0..{cmap.max_entries - 1}")
+        total = cmap.lookup_sum(index)
+        return total.packets, total.bytes
+
+    def counters(self, name: str) -> dict[int, tuple[int, int]]:
+        """Non-zero cells of counter ``name``: index -> (packets, bytes)."""
+        out = {}
+        for index, total in self._counter_map(name).items_sum():
+            if total.packets or total.bytes:
+                out[index] = (total.packets, total.bytes)
+        return out
+
+    def reset_counters(self) -> None:
+        """Zero every counter cell on every CPU."""
+        for name in T.COUNTERS:
+            cmap = self.maps[name]
+            zero = [T.Counter() for _ in range(cmap.ncpus)]
+            for index in range(cmap.max_entries):
+                cmap.update(index, zero)
+
+    def _counter_map(self, name: str) -> Map:
+        short = T.short_name(name)
+        if short not in T.COUNTERS:
+            raise MrcError(f"unknown counter {name!r}: the switch has {', '.join(T.COUNTERS)}")
+        return self.maps[short]
+
+    # --- target settings: admin state and queues ---
+    def set_port_up(self, port: int, up: bool) -> None:
+        """Set the admin state of ``port``; a down port drops (reason port_down)."""
+        self.maps["port_admin"].update(_check_port(port), 0 if up else 1)
+
+    def port_up(self, port: int) -> bool:
+        """The admin state of ``port``."""
+        return self.maps["port_admin"].lookup(_check_port(port)) == 0
+
+    def set_queue_rate(self, port: int, pps: int) -> None:
+        """Set the drain rate of ``port``'s virtual queue in packets/s (0 = never drains).
+
+        Raises:
+            MrcError: port out of range or rate outside 0..MAX_QUEUE_RATE_PPS.
+        """
+        if not isinstance(pps, int) or not 0 <= pps <= MAX_QUEUE_RATE_PPS:
+            raise MrcError(f"queue rate {pps!r} pps outside 0..{MAX_QUEUE_RATE_PPS}")
+        self.maps["queue_rate"].update(_check_port(port), pps)
+
+    def queue_rate(self, port: int) -> int:
+        """The drain rate of ``port``'s virtual queue (packets/s)."""
+        return self.maps["queue_rate"].lookup(_check_port(port))
+
+    def queue_depth(self, port: int) -> float:
+        """The depth of ``port``'s virtual queue at its last update, in packets."""
+        return self.maps["vqueue"].lookup(_check_port(port)).depth_np / 1e9
+
+    def reset_queues(self, ports: Iterable[int] | None = None) -> None:
+        """Empty the virtual queues of ``ports`` (default: all)."""
+        for port in (range(T.MAX_PORTS) if ports is None else ports):
+            self.maps["vqueue"].update(_check_port(port), T.VQueue())
+
+    # --- port wiring (called from inside the switch's namespace) ---
+    def bind_port(self, port: int, ifindex: int) -> None:
+        """Wire switch ``port`` to interface ``ifindex``: the DEVMAP entry for redirects and the
+        reverse entry for the ingress port. Call it inside the switch's namespace: the kernel
+        resolves DEVMAP ifindexes in the caller's namespace (design section 9)."""
+        self.maps["tx_ports"].update(_check_port(port), ifindex)
+        self.maps["ifindex_port"].update(ifindex, port)
+
+    def unbind_port(self, port: int) -> None:
+        """Remove ``port``'s DEVMAP and ingress entries (absent entries are fine)."""
+        for ifindex, p in list(self.maps["ifindex_port"].items()):
+            if p == port:
+                self.maps["ifindex_port"].delete(ifindex)
+        self.maps["tx_ports"].delete(_check_port(port))
+
+    def init_defaults(self) -> None:
+        """Default actions of design section 4 and default queue rates, on a fresh switch."""
+        self.set_default_action("my_usid", "NoAction")
+        self.set_default_action("usid_fib", "drop")
+        for port in range(T.MAX_PORTS):
+            self.maps["queue_rate"].update(port, DEFAULT_QUEUE_RATE_PPS)
+
+
+class EbpfSwitch:
+    """One eBPF switch: the XDP program on every port of ``ports`` in namespace ``netns``.
+
+    Args:
+        name: the switch's name; its maps are pinned under ``/sys/fs/bpf/mrckit/switch/<name>/``.
+        netns: the namespace holding the port interfaces (None: the caller's namespace).
+        ports: switch port number (0..511) -> interface name.
+        xdp_mode: "native" (default; design section 9 explains the veth traps), "generic", "auto".
+
+    :meth:`setup` is idempotent and reuses pinned maps, so a restarted manager keeps its
+    tables; :meth:`teardown` detaches and unpins everything and is idempotent too.
+    Redirecting into a veth needs NAPI on its peer (an XDP program or ``gro on``); the
+    fabric builder sets that on the far ends, which this switch cannot reach.
+    """
+
+    def __init__(self, name: str, netns: str | None, ports: dict[int, str], *, xdp_mode: str = "native"):
+        if not name or "/" in name or name in (".", ".."):
+            raise MrcError(f"switch name {name!r}: must be a plain name")
+        for port in ports:
+            _check_port(port)
+        if len(set(ports.values())) != len(ports):
+            raise MrcError(f"switch {name}: an interface appears on two ports: {ports}")
+        self.name, self.netns, self.ports, self.xdp_mode = name, netns, dict(ports), xdp_mode
+        self.pin_dir = switch_pin_dir(name)
+        self._obj: BpfObject | None = None
+        self.tables: SwitchTables | None = None
+        self.attach_modes: dict[int, str] = {}
+
+    def setup(self) -> "EbpfSwitch":
+        """Load (reusing pins), pin, wire the DEVMAP and attach to every port.
+
+        Raises:
+            MrcError / BpfError: namespace or interface missing, verifier refusal (with log),
+            attach refused. Whatever was done is undone before the error propagates.
+        """
+        ensure_bpffs()
+        try:
+            self._load()
+            with self._in_netns():
+                for port, iface in self.ports.items():
+                    self.tables.bind_port(port, ifindex_of(iface))
+                    self.attach_modes[port] = xdp_attach(iface, self._obj.program(PROGRAM), self.xdp_mode,
+                                                         replace=True)
+        except BaseException:
+            self.teardown()
+            raise
+        return self
+
+    def _load(self) -> None:
+        fresh = not os.path.isdir(self.pin_dir)
+        obj = BpfObject.open(OBJECT)
+        try:
+            for map_name in MAP_TYPES:
+                obj.map(map_name).set_pin_path(os.path.join(self.pin_dir, map_name))
+            obj.load()
+        except BaseException:
+            obj.close()
+            raise
+        self._obj = obj
+        self.tables = SwitchTables.from_object(obj)
+        if fresh:
+            self.tables.init_defaults()
+
+    def _in_netns(self):
+        import contextlib
+        return netns.enter(self.netns) if self.netns else contextlib.nullcontext()
+
+    def teardown(self) -> None:
+        """Detach from every port, unpin every map and remove the pin folder. Idempotent:
+        a missing namespace, interface or pin is skipped."""
+        if self.netns is None or netns.exists(self.netns):
+            with self._in_netns():
+                for iface in self.ports.values():
+                    try:
+                        if xdp_query(iface).mode is not None:
+                            xdp_detach(iface)
+                    except BpfError:
+                        pass  # the interface is gone, and its attachment with it
+        remove_pins(self.name)
+        if self._obj is not None:
+            self._obj.close()
+            self._obj, self.tables = None, None
+        self.attach_modes = {}
+
+    def __enter__(self) -> "EbpfSwitch":
+        return self.setup()
+
+    def __exit__(self, *exc) -> None:
+        self.teardown()
+
+
+def remove_pins(name: str) -> None:
+    """Unpin every map of switch ``name`` and remove its folder (quiet when absent)."""
+    folder = switch_pin_dir(name)
+    if not os.path.isdir(folder):
+        return
+    for entry in os.listdir(folder):
+        unpin(os.path.join(folder, entry))
+    os.rmdir(folder)
+
+
+def pinned_switches() -> list[str]:
+    """Names of switches with pins under ``/sys/fs/bpf/mrckit/switch``."""
+    root = os.path.join(BPFFS, "mrckit", PIN_DIR)
+    return sorted(os.listdir(root)) if os.path.isdir(root) else []
