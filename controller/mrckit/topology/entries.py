@@ -1,0 +1,168 @@
+"""Compiled, target-neutral configuration: switch table entries and host configs.
+
+These are plain data. The controller writes a :class:`SwitchConfig`'s entries unchanged to
+either target (bmv2 through finsy, or the eBPF target's P4Runtime server), and hands a
+:class:`HostConfig` to a host agent. Names follow the P4Runtime contract of design section 4
+and ``SWITCH_CONTRACT.md``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+# --- P4 names (design section 4) -------------------------------------------------------------
+MY_USID = "my_usid"
+USID_FIB = "usid_fib"
+PORT_CONFIG = "port_config"
+DA_PREFIX_FIELD = "hdr.outer_ipv6.dst_addr[127:80]"
+"""Exact-match key of ``my_usid`` and ``usid_fib``: the first 48 bits of the outer DA."""
+EGRESS_PORT_FIELD = "standard_metadata.egress_spec"
+"""Exact-match key of ``port_config``: the egress port (9 bits)."""
+USID_UN = "usid_un"
+SET_EGRESS = "set_egress"
+SET_PORT = "set_port"
+DROP = "drop"
+TABLES = (MY_USID, USID_FIB, PORT_CONFIG)
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """One P4Runtime table entry by P4 names, target-neutral.
+
+    Attributes:
+        table: ``my_usid``, ``usid_fib`` or ``port_config``.
+        match: match field name -> exact value, e.g.
+            ``{"hdr.outer_ipv6.dst_addr[127:80]": 0xfcbbbb000401}`` (48 bits: locator << 16 | uSID)
+            or ``{"standard_metadata.egress_spec": 3}`` (9 bits).
+        action: ``usid_un``, ``set_egress`` or ``set_port``.
+        params: action parameter name -> value: ``{"port": 9 bits}`` for set_egress;
+            ``src_mac``/``dst_mac`` (48 bits), ``faces_host`` (1 bit), ``trim_threshold`` and
+            ``ecn_threshold`` (32 bits, packets) for set_port; ``{}`` for usid_un.
+    """
+
+    table: str
+    match: dict[str, int]
+    action: str
+    params: dict[str, int]
+
+    @property
+    def key(self) -> int:
+        """The single exact-match value (every table of the contract has one key field)."""
+        (value,) = self.match.values()
+        return value
+
+    def identity(self) -> tuple:
+        """A hashable (table, match) pair: what P4Runtime identifies an entry by."""
+        return self.table, tuple(sorted(self.match.items()))
+
+    def __hash__(self) -> int:
+        return hash((self.identity(), self.action, tuple(sorted(self.params.items()))))
+
+    def __str__(self) -> str:
+        match = ", ".join(f"{k}=0x{v:x}" for k, v in self.match.items())
+        params = ", ".join(f"{k}=0x{v:x}" if k.endswith("mac") else f"{k}={v}" for k, v in self.params.items())
+        return f"{self.table} {match} -> {self.action}({params})"
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchPort:
+    """One port of a switch and what it connects to.
+
+    Attributes:
+        number: port number (0..511; 0..509 on bmv2).
+        ifname: the emulator's interface name for it (``down-<D>``, ``t1-<t>``, ``t0-<L>``).
+        mac: its MAC (48-bit int, the MAC plan of ``plan.py``).
+        peer: the neighbour node's name; ``peer_ifname`` and ``peer_mac`` its interface.
+        faces_host: whether the neighbour is a host.
+        link: the link name of design 3.3.
+    """
+
+    number: int
+    ifname: str
+    mac: int
+    peer: str
+    peer_ifname: str
+    peer_mac: int
+    faces_host: bool
+    link: str
+
+
+@dataclass(frozen=True)
+class SwitchConfig:
+    """Everything a switch needs: its identity, its ports and its table entries.
+
+    Attributes:
+        name, role (``"t0"``/``"t1"``), plane, index, usid: the switch's identity (design 3.3).
+        ports: every connected port, by port number.
+        entries: the ``my_usid``, ``usid_fib`` and ``port_config`` entries, in that order.
+    """
+
+    name: str
+    role: str
+    plane: int
+    index: int
+    usid: int
+    ports: tuple[SwitchPort, ...]
+    entries: tuple[TableEntry, ...]
+
+    def port_map(self) -> dict[int, str]:
+        """Port number -> interface name (the shape ``EbpfSwitch`` and bmv2 ``-i`` take)."""
+        return {p.number: p.ifname for p in self.ports}
+
+    def table(self, name: str) -> list[TableEntry]:
+        """The entries of one table."""
+        return [e for e in self.entries if e.table == name]
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A host's port on one plane.
+
+    Attributes:
+        plane: the plane.
+        ifname: the emulator's interface name (``plane<p>``).
+        address: the port address ``2001:db8:2PP:L::H`` (the outer source address).
+        mac: the port's MAC; ``t0_mac`` the MAC of the T0 port it links to (the outer
+            destination MAC: there is no ND on the fabric, design section 4).
+        t0, t0_port: the T0's name and its port number.
+        link: the link name ``p<plane>/t0-<L>/down-<D>``.
+    """
+
+    plane: int
+    ifname: str
+    address: ipaddress.IPv6Address
+    mac: int
+    t0_mac: int
+    t0: str
+    t0_port: int
+    link: str
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """What a host agent needs, and nothing per peer (design section 5: memory grows with
+    hosts, not with hosts squared). The path to any peer follows from the peer's NIC address
+    and the EV (design 3.3, ``mrckit.wire.addressing.path_da``).
+
+    Attributes:
+        name: the host's name.
+        nic_address: ``2001:db8:100:L::H``, the inner source address on every plane.
+        leaf, downlink: its place (L, D).
+        locator: the 32-bit uSID locator.
+        mtu: L3 MTU of its plane ports in bytes; ``nic_mtu`` = mtu - 40 for its NIC device.
+        planes: number of planes.
+        t1_per_plane: T1 count of each plane; an EV of plane p names T1 0..count-1.
+        ports: one :class:`HostPort` per plane, indexed by plane.
+    """
+
+    name: str
+    nic_address: ipaddress.IPv6Address
+    leaf: int
+    downlink: int
+    locator: int
+    mtu: int
+    nic_mtu: int
+    planes: int
+    t1_per_plane: tuple[int, ...]
+    ports: tuple[HostPort, ...]
