@@ -1,0 +1,263 @@
+"""The host dataplane: loads ``mrc_host.bpf.o`` and owns its maps (design section 5).
+
+:class:`HostDataplane` writes the host config, the plane ports, the template EV set and the
+denied links, reads the per-peer EV sets and counters, attaches tc egress to the virtual NIC
+device and XDP ingress to every plane port, and drains the dataplane's EV events.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ipaddress
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from ..bpf import _libbpf as L
+from ..bpf.attach import tc_attach, tc_detach, xdp_attach, xdp_detach
+from ..bpf.maps import Map
+from ..bpf.objects import BpfObject, Program
+from ..errors import MrcError
+from ..wire.constants import MAX_PLANES
+from .maps import (LINK_KIND, MAX_EVS, EvEvent, EvSet, EvSlot, HostConfigMap, LinkKey, PeerKey,
+                   PlanePort, N_STATS, Stat)
+
+OBJECT = "mrc_host"
+TC_PROG = "mrc_host_egress"
+XDP_PROG = "mrc_host_ingress"
+
+
+def addr_bytes(addr: str | ipaddress.IPv6Address) -> bytes:
+    """16 network-order bytes of an IPv6 address. Raises ValueError on a bad address."""
+    return ipaddress.IPv6Address(addr).packed
+
+
+def mac_bytes(mac: str | bytes) -> bytes:
+    """6 bytes of a MAC given as ``aa:bb:cc:dd:ee:ff`` or bytes. Raises ValueError."""
+    if isinstance(mac, bytes):
+        raw = mac
+    else:
+        raw = bytes(int(part, 16) for part in mac.split(":"))
+    if len(raw) != 6:
+        raise ValueError(f"MAC {mac!r} must have 6 bytes")
+    return raw
+
+
+def _u8s(ctype, raw: bytes):
+    return ctype.from_buffer_copy(raw)
+
+
+@dataclass
+class PortSetting:
+    """One plane port as the dataplane sees it."""
+
+    plane: int
+    ifindex: int
+    mac: bytes
+    neigh_mac: bytes
+    port_addr: bytes
+    up: bool = True
+
+
+class HostDataplane:
+    """The loaded host BPF object and typed handles on its maps.
+
+    Use as a context manager or call :meth:`close`; closing detaches nothing (see
+    :meth:`detach`), it frees the object.
+
+    Raises:
+        BpfError: on load (object missing: run ``make bpf``; verifier refusal with its log).
+    """
+
+    def __init__(self, obj_path: str = OBJECT):
+        self.obj = BpfObject.open(obj_path).load()
+        self.config = self.obj.map("host_config", key_type=U32, value_type=HostConfigMap)
+        self.ports = self.obj.map("plane_ports", key_type=U32, value_type=PlanePort)
+        self.template = self.obj.map("ev_template", key_type=U32, value_type=EvSet)
+        self.peers = self.obj.map("peer_evs", key_type=PeerKey, value_type=EvSet)
+        self.denied = self.obj.map("denied_links", key_type=LinkKey, value_type=ctypes.c_uint8)
+        self.stats = self.obj.map("host_stats", key_type=U32, value_type=ctypes.c_uint64)
+        self.egress: Program = self.obj.program(TC_PROG)
+        self.ingress: Program = self.obj.program(XDP_PROG)
+        self._events = _RingBuffer(self.obj.map("ev_events"))
+        self.attached: list[tuple[str, str]] = []
+
+    # ---- configuration -----------------------------------------------------------------
+    def set_host(self, nic_addr: str, locator: int, leaf: int, downlink: int, n_planes: int,
+                 agent_port: int) -> None:
+        """Write ``host_config`` (n_denied and configured are kept as they are)."""
+        cur = self.config.lookup(0)
+        cfg = HostConfigMap(nic_addr=_u8s(ctypes.c_uint8 * 16, addr_bytes(nic_addr)),
+                            locator=locator, leaf=leaf, downlink=downlink, n_planes=n_planes,
+                            agent_port=agent_port, configured=cur.configured,
+                            n_denied=cur.n_denied)
+        self.config.update(0, cfg)
+
+    def set_configured(self, on: bool) -> None:
+        """Open (or close) the dataplane: until then both programs drop and count MRC traffic."""
+        cfg = self.config.lookup(0)
+        cfg.configured = 1 if on else 0
+        self.config.update(0, cfg)
+
+    def set_port(self, p: PortSetting) -> None:
+        """Write ``plane_ports[p.plane]``. Raises ValueError for a plane outside 0..15."""
+        if not 0 <= p.plane < MAX_PLANES:
+            raise ValueError(f"plane {p.plane} outside 0..{MAX_PLANES - 1}")
+        self.ports.update(p.plane, PlanePort(
+            ifindex=p.ifindex, up=1 if p.up else 0, mac=_u8s(ctypes.c_uint8 * 6, p.mac),
+            neigh_mac=_u8s(ctypes.c_uint8 * 6, p.neigh_mac),
+            port_addr=_u8s(ctypes.c_uint8 * 16, p.port_addr)))
+
+    def set_port_up(self, plane: int, up: bool) -> None:
+        """Flip one plane port's ``up`` flag; tc egress skips the EVs of a down plane."""
+        port = self.ports.lookup(plane)
+        port.up = 1 if up else 0
+        self.ports.update(plane, port)
+
+    def port(self, plane: int) -> PlanePort:
+        """``plane_ports[plane]``."""
+        return self.ports.lookup(plane)
+
+    def set_template(self, evs: list[int], states: Iterable[int] | None = None) -> None:
+        """Write the template EV set (1..256 EVs, all GOOD unless ``states`` says otherwise).
+
+        Raises:
+            ValueError: no EVs or more than 256.
+        """
+        if not 1 <= len(evs) <= MAX_EVS:
+            raise ValueError(f"an EV set holds 1..{MAX_EVS} EVs, got {len(evs)}")
+        tset = EvSet(n=len(evs), rot=0, seq=0, stride=1, offset=0)
+        for i, (ev, state) in enumerate(zip(evs, states or [0] * len(evs))):
+            tset.slots[i] = EvSlot(ev=ev, state=state)
+        self.template.update(0, tset)
+
+    def deny_link(self, plane: int, leaf: int, kind: str, index: int, on: bool) -> bool:
+        """Add (``on``) or remove a denied link; returns whether the map changed."""
+        key = LinkKey(plane=plane, kind=LINK_KIND[kind], leaf=leaf, index=index)
+        if on:
+            changed = self.denied.lookup(key) is None
+            self.denied.update(key, 1)
+        else:
+            changed = self.denied.delete(key)
+        cfg = self.config.lookup(0)
+        cfg.n_denied = sum(1 for _ in self.denied.keys())
+        self.config.update(0, cfg)
+        return changed
+
+    # ---- EV sets -----------------------------------------------------------------------
+    def peer_sets(self) -> Iterator[tuple[ipaddress.IPv6Address, EvSet]]:
+        """Every live peer's EV set, as (peer NIC address, set)."""
+        for key, value in self.peers.items():
+            yield ipaddress.IPv6Address(bytes(key)), value
+
+    def peer_set(self, peer: str | ipaddress.IPv6Address) -> EvSet | None:
+        """One peer's EV set, or None if no packet has gone to it yet."""
+        return self.peers.lookup(_u8s(PeerKey, addr_bytes(peer)))
+
+    def write_slot(self, peer: str | ipaddress.IPv6Address, index: int, ev: int | None = None,
+                   state: int | None = None, reset: bool = False) -> bool:
+        """Change slot ``index`` of a peer's set: its EV and/or state, and with ``reset`` its
+        counters. Only those fields are written, re-reading the set just before, so the
+        dataplane's concurrent counter updates are mostly kept. Returns False for an unknown
+        peer."""
+        key = _u8s(PeerKey, addr_bytes(peer))
+        cur = self.peers.lookup(key)
+        if cur is None:
+            return False
+        slot = cur.slots[index]
+        if reset:
+            cur.slots[index] = slot = EvSlot(ev=slot.ev, state=slot.state)
+        if ev is not None:
+            slot.ev = ev
+        if state is not None:
+            slot.state = state
+            slot.skip_until_rot = 0
+        self.peers.update(key, cur)
+        return True
+
+    def forget_peers(self) -> None:
+        """Drop every peer set (a new template takes effect on the next packet)."""
+        self.peers.clear()
+
+    def stat_values(self) -> dict[str, int]:
+        """Every ``host_stats`` counter summed over CPUs, by ``Stat`` name."""
+        return {s.name: int(self.stats.lookup_sum(int(s))) for s in Stat}
+
+    # ---- attach ------------------------------------------------------------------------
+    def attach_egress(self, nic_dev: str) -> None:
+        """tc egress on the virtual NIC device. Raises BpfError."""
+        tc_attach(nic_dev, self.egress, "egress", replace=True)
+        self.attached.append(("tc", nic_dev))
+
+    def attach_ingress(self, port_dev: str, mode: str = "native") -> str:
+        """XDP on a plane port; ``mode`` "native", "generic" or "auto". Returns the mode got."""
+        got = xdp_attach(port_dev, self.ingress, mode, replace=True)
+        self.attached.append(("xdp", port_dev))
+        return got
+
+    def detach(self) -> None:
+        """Remove every attachment this object made (quiet for interfaces already gone)."""
+        for kind, dev in reversed(self.attached):
+            try:
+                if kind == "tc":
+                    tc_detach(dev, "egress")
+                else:
+                    xdp_detach(dev)
+            except MrcError:
+                pass
+        self.attached.clear()
+
+    # ---- events ------------------------------------------------------------------------
+    def poll_events(self, timeout_ms: int = 0) -> list[EvEvent]:
+        """EV state changes the dataplane made since the last call (oldest first)."""
+        return self._events.poll(timeout_ms)
+
+    def close(self) -> None:
+        """Free the ring buffer and the object (attachments made stay until detach())."""
+        self._events.close()
+        self.obj.close()
+
+    def __enter__(self) -> "HostDataplane":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+U32 = ctypes.c_uint32
+_SAMPLE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+
+
+class _RingBuffer:
+    """Consumer of a BPF_MAP_TYPE_RINGBUF map through libbpf's ``ring_buffer__*`` API."""
+
+    def __init__(self, ring: Map):
+        lib = L.require()
+        lib.ring_buffer__new.restype = ctypes.c_void_p
+        lib.ring_buffer__new.argtypes = [ctypes.c_int, _SAMPLE_FN, ctypes.c_void_p, ctypes.c_void_p]
+        lib.ring_buffer__poll.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.ring_buffer__consume.argtypes = [ctypes.c_void_p]
+        lib.ring_buffer__free.argtypes = [ctypes.c_void_p]
+        self._lib, self._pending = lib, []
+        self._cb = _SAMPLE_FN(self._sample)  # keep a reference: libbpf calls it later
+        self._rb = L.check_ptr(lib.ring_buffer__new(ring.fd, self._cb, None, None),
+                               "ring_buffer__new(ev_events)")
+
+    def _sample(self, _ctx, data, size) -> int:
+        if size >= ctypes.sizeof(EvEvent):
+            self._pending.append(EvEvent.from_buffer_copy(ctypes.string_at(data, ctypes.sizeof(EvEvent))))
+        return 0
+
+    def poll(self, timeout_ms: int) -> list[EvEvent]:
+        if not self._rb:
+            return []
+        if timeout_ms:
+            self._lib.ring_buffer__poll(self._rb, timeout_ms)
+        else:
+            self._lib.ring_buffer__consume(self._rb)
+        out, self._pending = self._pending, []
+        return out
+
+    def close(self) -> None:
+        if self._rb:
+            self._lib.ring_buffer__free(self._rb)
+            self._rb = None

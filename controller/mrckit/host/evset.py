@@ -1,0 +1,85 @@
+"""EV set provisioning (design sections 3.3 and 5): the template set and its backups.
+
+A host has one template: ``count`` EVs (128..256, equal per plane) spread round-robin over the
+T1 switches of each plane, plus ``backups_per_plane`` spare EVs per plane. Every EV is
+``plane | T1 | salt`` (``mrckit.wire.ev``); the salt is random and unique within the host, so
+that two EVs on the same path stay distinct on the wire. A peer's set starts as a copy of the
+template (the dataplane copies it on the first packet) and diverges as EVs are replaced.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from ..wire.ev import SALT_MASK, ev_pack, ev_unpack
+
+MIN_EVS, MAX_EVS = 128, 256
+"""An EV set holds 128..256 EVs per peer [H: P1], equal per plane."""
+
+
+@dataclass
+class Template:
+    """The template EV set: ``active`` (slot order, grouped by plane) and ``backups`` per plane."""
+
+    active: list[int]
+    backups: dict[int, list[int]] = field(default_factory=dict)
+
+    def planes(self) -> list[int]:
+        """Planes present in the active set, ascending."""
+        return sorted({ev_unpack(ev).plane for ev in self.active})
+
+
+def build_template(t1_counts: dict[int, int], count: int = 128, backups_per_plane: int = 16,
+                   *, seed: int | None = None, check_range: bool = True) -> Template:
+    """Build a template: ``count`` EVs split equally over the planes of ``t1_counts``
+    (plane -> number of T1 switches in that plane), plus ``backups_per_plane`` per plane.
+
+    Within a plane, EV k uses T1 ``k % t1_count`` so every spine carries an equal share; the
+    backups continue the same round-robin, so a replacement keeps the spread even.
+
+    Raises:
+        ValueError: no planes; a T1 count outside 1..256; ``count`` outside 128..256 (when
+            ``check_range``) or not a multiple of the number of planes; negative backups.
+    """
+    if not t1_counts:
+        raise ValueError("t1_counts is empty: a host needs at least one plane")
+    for plane, t1 in t1_counts.items():
+        if not 1 <= t1 <= 256:
+            raise ValueError(f"plane {plane}: T1 count {t1} outside 1..256")
+    if check_range and not MIN_EVS <= count <= MAX_EVS:
+        raise ValueError(f"EV count {count} outside {MIN_EVS}..{MAX_EVS}")
+    if not 1 <= count <= MAX_EVS:
+        raise ValueError(f"EV count {count} outside 1..{MAX_EVS}")
+    if count % len(t1_counts):
+        raise ValueError(f"EV count {count} is not a multiple of the {len(t1_counts)} planes "
+                         "(EV sets are equal per plane)")
+    if backups_per_plane < 0:
+        raise ValueError(f"backups_per_plane {backups_per_plane} is negative")
+    rng = random.Random(seed)
+    salts = _unique_salts(rng, count + backups_per_plane * len(t1_counts))
+    per_plane = count // len(t1_counts)
+    active, backups = [], {}
+    for plane in sorted(t1_counts):
+        n_t1 = t1_counts[plane]
+        evs = [ev_pack(plane, k % n_t1, next(salts)) for k in range(per_plane + backups_per_plane)]
+        active += evs[:per_plane]
+        backups[plane] = evs[per_plane:]
+    return Template(active, backups)
+
+
+def _unique_salts(rng: random.Random, n: int):
+    seen: set[int] = set()
+    while len(seen) < n:
+        salt = rng.randint(1, SALT_MASK)
+        if salt not in seen:
+            seen.add(salt)
+            yield salt
+
+
+def fresh_ev(plane: int, t1: int, used: set[int], rng: random.Random) -> int:
+    """A new EV on (plane, t1) whose salt differs from every EV in ``used``."""
+    while True:
+        ev = ev_pack(plane, t1, rng.randint(1, SALT_MASK))
+        if ev not in used:
+            return ev

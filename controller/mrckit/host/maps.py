@@ -1,0 +1,135 @@
+"""ctypes views of the host dataplane's BPF maps (``ebpf/mrc_host.bpf.c``).
+
+Each class mirrors one C struct field for field; ``tests/bpf/host/test_layout.py`` proves the
+two agree with the object's BTF. Addresses and MACs are byte arrays in network order; every
+other field is host order, as the BPF program reads it.
+"""
+
+import ctypes
+from enum import IntEnum
+
+from ..wire.constants import EvState
+
+MAX_EVS = 256
+"""Slots in one EV set (the C HOST_MAX_EVS)."""
+MAX_PEERS = 256
+"""Peers whose EV sets the LRU map keeps (the C HOST_MAX_PEERS)."""
+
+U8, U16, U32, U64 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64
+
+
+class Reason(IntEnum):
+    """Why an EV changed state. 1..4 come from the dataplane (``enum ev_reason``); the rest
+    from the agent."""
+
+    NONE = 0
+    SACK_SKIP_ONCE = 1
+    NACK_TRIMMED = 2
+    SACK_ALWAYS_SKIP = 3
+    SKIP_EXPIRED = 4
+    RTO_TIMEOUT = 16
+    REPLACED = 17
+    PROBE_OK = 18
+    PORT_DOWN = 19
+    PEER_PORT_DOWN = 20
+    API_DENY = 21
+    API_ALLOW = 22
+    LINK_DENIED = 23
+    LINK_ALLOWED = 24
+    PROBE_RESULT = 25
+
+
+class Stat(IntEnum):
+    """Indexes of the ``host_stats`` per-CPU counters (``enum host_stat``). Every XDP_DROP
+    and TC_ACT_SHOT is counted under exactly one ``*_DROP_*`` index."""
+
+    TX_ENCAP = 0
+    TX_PASS_ENCAPPED = 1
+    TX_PASS_OTHER = 2
+    TX_DROP_NO_GOOD_EV = 3
+    TX_DROP_BAD_DST = 4
+    TX_DROP_NOT_CONFIGURED = 5
+    TX_DROP_ENCAP_FAILED = 6
+    TX_DROP_MALFORMED = 7
+    RX_DECAP = 8
+    RX_PASS_OTHER = 9
+    RX_DROP_MALFORMED = 10
+    RX_DROP_NOT_LOCAL = 11
+    RX_DROP_CE_NOT_ECT = 12
+    RX_DROP_NOT_CONFIGURED = 13
+    RX_DROP_DECAP_FAILED = 14
+    RX_AGENT = 15
+    FB_SACK = 16
+    FB_SKIP_ONCE = 17
+    FB_ALWAYS_SKIP = 18
+    FB_NACK_TRIMMED = 19
+    FB_NACK_LASTHOP = 20
+    FB_NACK_OTHER = 21
+    FB_UNKNOWN_PEER = 22
+    FB_UNKNOWN_EV = 23
+    FB_SHORT = 24
+    EVENTS_LOST = 25
+
+
+N_STATS = len(Stat)
+TX_DROPS = tuple(s for s in Stat if s.name.startswith("TX_DROP_"))
+RX_DROPS = tuple(s for s in Stat if s.name.startswith("RX_DROP_"))
+
+
+class HostConfigMap(ctypes.Structure):
+    """``struct host_config``: index 0 of map ``host_config``."""
+
+    _fields_ = [("nic_addr", U8 * 16), ("locator", U32), ("leaf", U16), ("downlink", U16),
+                ("n_planes", U32), ("agent_port", U16), ("configured", U16), ("n_denied", U32)]
+
+
+class PlanePort(ctypes.Structure):
+    """``struct plane_port``: map ``plane_ports``, index = plane."""
+
+    _fields_ = [("ifindex", U32), ("up", U8), ("pad", U8), ("mac", U8 * 6),
+                ("neigh_mac", U8 * 6), ("pad2", U8 * 2), ("port_addr", U8 * 16)]
+
+
+class EvSlot(ctypes.Structure):
+    """``struct ev_slot``: one EV with its state and counters. Times are CLOCK_MONOTONIC ns."""
+
+    _fields_ = [("ev", U32), ("state", U8), ("reason", U8), ("pad", U16),
+                ("skip_until_rot", U32), ("pad2", U32),
+                ("tx_packets", U64), ("tx_bytes", U64), ("last_tx_ns", U64),
+                ("pending_ns", U64), ("last_ack_ns", U64), ("acked", U64),
+                ("skips", U64), ("nacks", U64)]
+
+
+class EvSet(ctypes.Structure):
+    """``struct ev_set``: the template (``ev_template[0]``) or one peer's set (``peer_evs``)."""
+
+    _fields_ = [("n", U32), ("rot", U32), ("seq", U64), ("stride", U32), ("offset", U32),
+                ("slots", EvSlot * MAX_EVS)]
+
+
+class LinkKey(ctypes.Structure):
+    """``struct link_key``: key of ``denied_links``; kind 1 = T0-T1 link, 2 = host link."""
+
+    _fields_ = [("plane", U8), ("kind", U8), ("leaf", U16), ("index", U16), ("pad", U16)]
+
+
+LINK_KIND = {"t1": 1, "down": 2}
+
+
+class EvEvent(ctypes.Structure):
+    """``struct ev_event``: one dataplane state change from the ``ev_events`` ring buffer."""
+
+    _fields_ = [("peer", U8 * 16), ("ev", U32), ("old_state", U8), ("new_state", U8),
+                ("reason", U8), ("pad", U8), ("ts_ns", U64)]
+
+
+PeerKey = U8 * 16
+"""Key of ``peer_evs``: the peer's NIC address, network order."""
+
+
+def state_name(state: int) -> str:
+    """``EvState`` name of a state byte, or ``"?<n>"`` for an unknown value."""
+    try:
+        return EvState(state).name
+    except ValueError:
+        return f"?{state}"

@@ -1,0 +1,794 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mrckit host dataplane (design section 5): the NIC half of MRC on Linux.
+ *
+ * - SEC("tc") mrc_host_egress: tc egress on the host's virtual NIC device (one end of a veth
+ *   pair that carries the NIC address). For every RoCEv2 packet from the local NIC address it
+ *   picks a GOOD EV of the destination's EV set, writes the EV into the UDP source port and the
+ *   flow label, pushes the outer IPv6 header (uSID DA = path derived from the EV and the
+ *   destination NIC address, design 3.3), rewrites the MACs and redirects to the plane's port.
+ * - SEC("xdp") mrc_host_ingress: XDP on every plane port. Decapsulates packets for the local
+ *   NIC address (copying DSCP, CE and flow label inward, design 3.1 / RFC 6040), redirects QP 0x2
+ *   traffic to the agent's UDP port and applies SACK/NACK feedback to the EV state.
+ *
+ * The per-peer EV set lives in an LRU map seeded from the template on the first packet to a
+ * peer; the agent (controller/mrckit/host) owns the maps and mirrors these structs with ctypes.
+ */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "mrc_wire_gen.h"
+
+#define HOST_MAX_EVS 256
+/* Slot index bounded for the verifier: clang drops a plain mask after a range check, so the
+ * empty asm hides the value from the optimiser first. */
+#define SLOT_IDX(x) ({ __u32 __v = (x); asm volatile("" : "+r"(__v)); __v & (HOST_MAX_EVS - 1); })
+#define HOST_MAX_PEERS 256
+#define HOST_MAX_DENIED 1024
+
+/* Byte offsets of the headers in an Ethernet frame (design section 3). */
+#define OFF_IP6 MRC_ETH_LEN
+#define OFF_INNER_IP6 (MRC_ETH_LEN + MRC_IPV6_LEN)
+
+/* Why an EV changed state; mirrored by mrckit.host.maps.Reason. */
+enum ev_reason {
+	REASON_NONE = 0,
+	REASON_SACK_SKIP_ONCE = 1,
+	REASON_NACK_TRIMMED = 2,
+	REASON_SACK_ALWAYS_SKIP = 3,
+	REASON_SKIP_EXPIRED = 4,
+};
+
+/* Counter indexes of host_stats; mirrored by mrckit.host.maps.Stat. Every XDP_DROP and
+ * TC_ACT_SHOT is counted under exactly one DROP_* index. */
+enum host_stat {
+	STAT_TX_ENCAP = 0,
+	STAT_TX_PASS_ENCAPPED,
+	STAT_TX_PASS_OTHER,
+	STAT_TX_DROP_NO_GOOD_EV,
+	STAT_TX_DROP_BAD_DST,
+	STAT_TX_DROP_NOT_CONFIGURED,
+	STAT_TX_DROP_ENCAP_FAILED,
+	STAT_TX_DROP_MALFORMED,
+	STAT_RX_DECAP,
+	STAT_RX_PASS_OTHER,
+	STAT_RX_DROP_MALFORMED,
+	STAT_RX_DROP_NOT_LOCAL,
+	STAT_RX_DROP_CE_NOT_ECT,
+	STAT_RX_DROP_NOT_CONFIGURED,
+	STAT_RX_DROP_DECAP_FAILED,
+	STAT_RX_AGENT,
+	STAT_FB_SACK,
+	STAT_FB_SKIP_ONCE,
+	STAT_FB_ALWAYS_SKIP,
+	STAT_FB_NACK_TRIMMED,
+	STAT_FB_NACK_LASTHOP,
+	STAT_FB_NACK_OTHER,
+	STAT_FB_UNKNOWN_PEER,
+	STAT_FB_UNKNOWN_EV,
+	STAT_FB_SHORT,
+	STAT_EVENTS_LOST,
+	STAT_MAX,
+};
+
+/* Host-wide settings, written by the agent. Index 0 of host_config. */
+struct host_config {
+	__u8 nic_addr[16];   /* local NIC address, network order */
+	__u32 locator;       /* uSID block, host order (e.g. 0xfcbbbb00) */
+	__u16 leaf;          /* T0 index of this host (same in every plane) */
+	__u16 downlink;      /* downlink index D on that T0 */
+	__u32 n_planes;
+	__u16 agent_port;    /* UDP port that QP 0x2 traffic is rewritten to, host order */
+	__u16 configured;    /* 0 until the agent has written every map */
+	__u32 n_denied;      /* entries in denied_links; 0 skips the lookups */
+};
+
+/* One plane port, index = plane. */
+struct plane_port {
+	__u32 ifindex;
+	__u8 up;
+	__u8 pad;
+	__u8 mac[6];         /* the port's own MAC */
+	__u8 neigh_mac[6];   /* the T0 port it faces */
+	__u8 pad2[2];
+	__u8 port_addr[16];  /* outer SA on this plane, network order */
+};
+
+/* One EV of a set, with its path state and counters. Times are bpf_ktime_get_ns(). */
+struct ev_slot {
+	__u32 ev;
+	__u8 state;          /* MRC_EV_STATE_* */
+	__u8 reason;         /* enum ev_reason of the last dataplane transition */
+	__u16 pad;
+	__u32 skip_until_rot;/* SKIP ends once the set's rotation exceeds this */
+	__u32 pad2;
+	__u64 tx_packets;
+	__u64 tx_bytes;      /* encapsulated frame bytes */
+	__u64 last_tx_ns;
+	__u64 pending_ns;    /* first send after the last ack; 0 = nothing outstanding */
+	__u64 last_ack_ns;
+	__u64 acked;         /* SACKs that echoed this EV */
+	__u64 skips;         /* SKIP_ONCE and NACK TRIMMED feedback */
+	__u64 nacks;
+};
+
+/* An EV set: the template (ev_template[0]) or one peer's copy (peer_evs). */
+struct ev_set {
+	__u32 n;             /* active slots, 1..HOST_MAX_EVS */
+	__u32 rot;           /* rotation that stride/offset belong to */
+	__u64 seq;           /* scan positions consumed; rotation = seq / n */
+	__u32 stride;        /* scan order of this rotation: slot = (pos*stride + offset) % n */
+	__u32 offset;
+	struct ev_slot slots[HOST_MAX_EVS];
+};
+
+/* Key of denied_links: the fields of a link name (design 3.3). kind 1 = t1, 2 = down. */
+struct link_key {
+	__u8 plane;
+	__u8 kind;
+	__u16 leaf;
+	__u16 index;
+	__u16 pad;
+};
+#define LINK_T1 1
+#define LINK_DOWN 2
+
+/* A dataplane EV state change, pushed to the agent through ev_events. */
+struct ev_event {
+	__u8 peer[16];
+	__u32 ev;
+	__u8 old_state;
+	__u8 new_state;
+	__u8 reason;
+	__u8 pad;
+	__u64 ts_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct host_config);
+} host_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MRC_MAX_PLANES);
+	__type(key, __u32);
+	__type(value, struct plane_port);
+} plane_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ev_set);
+} ev_template SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, HOST_MAX_PEERS);
+	__type(key, __u8[16]);
+	__type(value, struct ev_set);
+} peer_evs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HOST_MAX_DENIED);
+	__type(key, struct link_key);
+	__type(value, __u8);
+} denied_links SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} host_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} ev_events SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&host_stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void emit(const __u8 *peer, struct ev_slot *s, __u8 new_state,
+				 __u8 reason, __u64 now)
+{
+	struct ev_event *e;
+
+	if (s->state == new_state)
+		return;
+	e = bpf_ringbuf_reserve(&ev_events, sizeof(*e), 0);
+	if (e) {
+		__builtin_memcpy(e->peer, peer, 16);
+		e->ev = s->ev;
+		e->old_state = s->state;
+		e->new_state = new_state;
+		e->reason = reason;
+		e->pad = 0;
+		e->ts_ns = now;
+		bpf_ringbuf_submit(e, 0);
+	} else {
+		count(STAT_EVENTS_LOST);
+	}
+	s->state = new_state;
+	s->reason = reason;
+}
+
+static __always_inline int addr_eq(const __u8 *a, const __u8 *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+
+	return x[0] == y[0] && x[1] == y[1];
+}
+
+/* ---------------------------------------------------------------- tc egress ---------- */
+
+static __always_inline __u16 usid(__u32 plane, __u32 role, __u32 index)
+{
+	return (plane << MRC_USID_PLANE_SHIFT) | (role << MRC_USID_ROLE_SHIFT) |
+	       (index & MRC_USID_INDEX_MASK);
+}
+
+/* The uSID container of design 3.3, written into da (network order). */
+static __always_inline void path_da(__u8 *da, __u32 locator, __u32 plane, __u32 t1,
+				    __u32 src_leaf, __u32 dst_leaf, __u32 dst_down)
+{
+	__u16 u[6] = {};
+	__be32 loc = bpf_htonl(locator);
+	int i;
+
+	if (src_leaf == dst_leaf) {
+		u[0] = usid(plane, MRC_USID_ROLE_T0, dst_leaf);
+		u[1] = usid(plane, MRC_USID_ROLE_DOWN, dst_down);
+	} else {
+		u[0] = usid(plane, MRC_USID_ROLE_T0, src_leaf);
+		u[1] = usid(plane, MRC_USID_ROLE_T1, t1);
+		u[2] = usid(plane, MRC_USID_ROLE_T0, dst_leaf);
+		u[3] = usid(plane, MRC_USID_ROLE_DOWN, dst_down);
+	}
+	__builtin_memcpy(da, &loc, 4);
+#pragma unroll
+	for (i = 0; i < 6; i++) {
+		da[4 + 2 * i] = u[i] >> 8;
+		da[5 + 2 * i] = u[i] & 0xff;
+	}
+}
+
+static __always_inline int link_denied(__u32 plane, __u32 leaf, __u8 kind, __u32 index)
+{
+	struct link_key k = { .plane = plane, .kind = kind, .leaf = leaf, .index = index };
+
+	return bpf_map_lookup_elem(&denied_links, &k) != NULL;
+}
+
+/* Whether the path of EV (plane, t1) toward NIC (dst_leaf, dst_down) crosses a denied link. */
+static __always_inline int path_denied(struct host_config *cfg, __u32 plane, __u32 t1,
+				       __u32 dst_leaf, __u32 dst_down)
+{
+	if (!cfg->n_denied)
+		return 0;
+	if (link_denied(plane, cfg->leaf, LINK_DOWN, cfg->downlink) ||
+	    link_denied(plane, dst_leaf, LINK_DOWN, dst_down))
+		return 1;
+	if (cfg->leaf == dst_leaf)
+		return 0;
+	return link_denied(plane, cfg->leaf, LINK_T1, t1) ||
+	       link_denied(plane, dst_leaf, LINK_T1, t1);
+}
+
+static __always_inline __u32 gcd(__u32 a, __u32 b)
+{
+	int i;
+
+	for (i = 0; i < 16 && b; i++) {
+		__u32 t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* A new scan order for rotation rot: an affine permutation of 0..n-1 with a random stride
+ * coprime to n and a random offset. */
+static __always_inline void new_rotation(struct ev_set *set, __u32 rot, __u32 n)
+{
+	__u32 stride = 1;
+	int i;
+
+	if (n > 2) {
+		stride = bpf_get_prandom_u32() % (n - 1) + 1;
+		for (i = 0; i < 32 && gcd(n, stride) != 1; i++)
+			stride = stride % (n - 1) + 1;
+		if (gcd(n, stride) != 1)
+			stride = 1;
+	}
+	set->stride = stride;
+	set->offset = bpf_get_prandom_u32() % n;
+	set->rot = rot;
+}
+
+struct pick_ctx {
+	struct ev_set *set;
+	struct host_config *cfg;
+	const __u8 *peer;
+	__u64 now;
+	__u32 n;
+	__u32 dst_leaf;
+	__u32 dst_down;
+	__u32 slot;
+	__u32 found;
+};
+
+/* One scan position: consume it and accept its slot if the EV is usable. */
+static long pick_one(__u32 i, void *data)
+{
+	struct pick_ctx *c = data;
+	struct ev_set *set = c->set;
+	struct ev_slot *s;
+	struct plane_port *pp;
+	__u64 pos_seq;
+	__u32 n = c->n, rot, slot, plane, t1;
+
+	if (n == 0 || n > HOST_MAX_EVS)
+		return 1;
+	pos_seq = __sync_fetch_and_add(&set->seq, 1);
+	rot = pos_seq / n;
+	if (rot != set->rot)
+		new_rotation(set, rot, n);
+	slot = (__u32)(((pos_seq % n) * set->stride + set->offset) % n);
+	if (slot >= HOST_MAX_EVS)
+		return 1;
+	s = &set->slots[SLOT_IDX(slot)];
+	if (s->state == MRC_EV_STATE_SKIP && rot > s->skip_until_rot)
+		emit(c->peer, s, MRC_EV_STATE_GOOD, REASON_SKIP_EXPIRED, c->now);
+	if (s->state != MRC_EV_STATE_GOOD)
+		return 0;
+	plane = (s->ev >> MRC_EV_PLANE_SHIFT) & MRC_EV_PLANE_MASK;
+	t1 = (s->ev >> MRC_EV_T1_SHIFT) & MRC_EV_T1_MASK;
+	pp = bpf_map_lookup_elem(&plane_ports, &plane);
+	if (!pp || !pp->up || !pp->ifindex)
+		return 0;
+	if (path_denied(c->cfg, plane, t1, c->dst_leaf, c->dst_down))
+		return 0;
+	c->slot = slot;
+	c->found = 1;
+	return 1;
+}
+
+/* dst is an mrckit NIC address 2001:db8:100:L::H (design 3.3)? Fills leaf and downlink. */
+static __always_inline int parse_nic(const __u8 *a, __u32 *leaf, __u32 *down)
+{
+	__u32 h;
+
+	if (a[0] != 0x20 || a[1] != 0x01 || a[2] != 0x0d || a[3] != 0xb8 || a[4] != 0x01 ||
+	    a[5] != 0x00)
+		return 0;
+	if (a[8] | a[9] | a[10] | a[11] | a[12] | a[13])
+		return 0;
+	*leaf = (a[6] << 8) | a[7];
+	h = (a[14] << 8) | a[15];
+	if (*leaf >= MRC_MAX_T0_PER_PLANE || h == 0 || h > MRC_MAX_DOWNLINKS_PER_T0 - 1)
+		return 0;
+	*down = h - 1;
+	return 1;
+}
+
+/* The per-peer EV set, seeded from the template on the first packet. */
+static __always_inline struct ev_set *peer_set(const __u8 *peer)
+{
+	struct ev_set *set = bpf_map_lookup_elem(&peer_evs, peer);
+	__u32 zero = 0;
+	struct ev_set *tmpl;
+
+	if (set)
+		return set;
+	tmpl = bpf_map_lookup_elem(&ev_template, &zero);
+	if (!tmpl || tmpl->n == 0)
+		return NULL;
+	bpf_map_update_elem(&peer_evs, peer, tmpl, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&peer_evs, peer);
+}
+
+#define TX_HDRS (MRC_ETH_LEN + MRC_IPV6_LEN + MRC_UDP_LEN + MRC_BTH_LEN)
+
+static __always_inline __u8 tx_dscp(__u8 opcode, __u8 bth_flags, __u8 *ecn)
+{
+	if (opcode >= MRC_OP_WRITE_FIRST && opcode <= MRC_OP_WRITE_ONLY_IMM) {
+		*ecn = MRC_ECN_ECT0;
+		return (bth_flags & MRC_BTH_FLAG_RTX) ? MRC_DSCP_TRIMMABLE_RETX : MRC_DSCP_TRIMMABLE;
+	}
+	*ecn = MRC_ECN_NOT_ECT;
+	return MRC_DSCP_CONTROL;
+}
+
+/* Write the EV into the inner header (UDP sport, flow label) and set the inner class. */
+static __always_inline int tx_mark_inner(struct __sk_buff *skb, __u32 ev, __u8 tclass)
+{
+	__be32 word = bpf_htonl((6u << 28) | ((__u32)tclass << 20) | (ev & MRC_EV_FLOW_LABEL_MASK));
+	__be16 old_sport, new_sport = bpf_htons(ev >> MRC_EV_SPORT_SHIFT);
+	__be16 csum;
+	int off_udp = MRC_ETH_LEN + MRC_IPV6_LEN; /* before the outer header is pushed */
+
+	if (bpf_skb_store_bytes(skb, OFF_IP6, &word, 4, 0))
+		return -1;
+	if (bpf_skb_load_bytes(skb, off_udp, &old_sport, 2) ||
+	    bpf_skb_load_bytes(skb, off_udp + 6, &csum, 2))
+		return -1;
+	/* RoCEv2 sends a zero UDP checksum; an ordinary socket's checksum must stay valid. */
+	if (csum && bpf_l4_csum_replace(skb, off_udp + 6, old_sport, new_sport, sizeof(new_sport)))
+		return -1;
+	return bpf_skb_store_bytes(skb, off_udp, &new_sport, 2, 0);
+}
+
+static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_config *cfg,
+					 struct plane_port *pp, __u32 ev, __u8 tclass,
+					 __u32 dst_leaf, __u32 dst_down, __u16 inner_plen)
+{
+	__u8 hdr[MRC_ETH_LEN + MRC_IPV6_LEN];
+	__u32 plane = (ev >> MRC_EV_PLANE_SHIFT) & MRC_EV_PLANE_MASK;
+	__u32 t1 = (ev >> MRC_EV_T1_SHIFT) & MRC_EV_T1_MASK;
+	__be32 w0 = bpf_htonl((6u << 28) | ((__u32)tclass << 20) | (ev & MRC_EV_FLOW_LABEL_MASK));
+	__be16 plen = bpf_htons(inner_plen + MRC_IPV6_LEN);
+
+	if (bpf_skb_adjust_room(skb, MRC_IPV6_LEN, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6))
+		return -1;
+	__builtin_memcpy(hdr, pp->neigh_mac, 6);
+	__builtin_memcpy(hdr + 6, pp->mac, 6);
+	hdr[12] = MRC_ETHERTYPE_IPV6 >> 8;
+	hdr[13] = MRC_ETHERTYPE_IPV6 & 0xff;
+	__builtin_memcpy(hdr + 14, &w0, 4);
+	__builtin_memcpy(hdr + 18, &plen, 2);
+	hdr[20] = MRC_IPPROTO_IPV6;
+	hdr[21] = MRC_OUTER_HOP_LIMIT;
+	__builtin_memcpy(hdr + 22, pp->port_addr, 16);
+	path_da(hdr + 38, cfg->locator, plane, t1, cfg->leaf, dst_leaf, dst_down);
+	return bpf_skb_store_bytes(skb, 0, hdr, sizeof(hdr), 0);
+}
+
+static __always_inline void tx_account(struct ev_slot *s, __u32 len, __u64 now)
+{
+	__sync_fetch_and_add(&s->tx_packets, 1);
+	__sync_fetch_and_add(&s->tx_bytes, len);
+	s->last_tx_ns = now;
+	if (!s->pending_ns)
+		s->pending_ns = now;
+}
+
+SEC("tc")
+int mrc_host_egress(struct __sk_buff *skb)
+{
+	__u32 zero = 0, dst_leaf, dst_down, plane, n;
+	struct pick_ctx pc = {};
+	struct host_config *cfg;
+	struct plane_port *pp;
+	struct ev_set *set;
+	struct ev_slot *s;
+	__u8 src[16], dst[16], tclass, ecn;
+	__u8 *p, *data, *data_end;
+	__u16 inner_plen;
+
+	if (skb->protocol != bpf_htons(MRC_ETHERTYPE_IPV6))
+		goto other;
+	if (skb->len < TX_HDRS)
+		goto other;
+	if (bpf_skb_pull_data(skb, TX_HDRS))
+		goto other;
+	data = (void *)(long)skb->data;
+	data_end = (void *)(long)skb->data_end;
+	if (data + TX_HDRS > data_end)
+		goto other;
+	p = data + OFF_IP6;
+	if ((p[0] >> 4) != 6)
+		goto other;
+	if (p[6] == MRC_IPPROTO_IPV6) {
+		count(STAT_TX_PASS_ENCAPPED);
+		return TC_ACT_OK;
+	}
+	if (p[6] != MRC_IPPROTO_UDP || p[42] != (MRC_UDP_PORT_ROCEV2 >> 8) ||
+	    p[43] != (MRC_UDP_PORT_ROCEV2 & 0xff))
+		goto other;
+	cfg = bpf_map_lookup_elem(&host_config, &zero);
+	if (!cfg || !cfg->configured) {
+		count(STAT_TX_DROP_NOT_CONFIGURED);
+		return TC_ACT_SHOT;
+	}
+	__builtin_memcpy(src, p + 8, 16);
+	if (!addr_eq(src, cfg->nic_addr))
+		goto other;
+	__builtin_memcpy(dst, p + 24, 16);
+	inner_plen = (p[4] << 8) | p[5];
+	if (inner_plen + MRC_ETH_LEN + MRC_IPV6_LEN > skb->len) {
+		count(STAT_TX_DROP_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+	tclass = tx_dscp(p[48], p[56], &ecn);
+	tclass = (tclass << MRC_IPV6_DSCP_SHIFT) | ecn;
+	if (!parse_nic(dst, &dst_leaf, &dst_down)) {
+		count(STAT_TX_DROP_BAD_DST);
+		return TC_ACT_SHOT;
+	}
+	set = peer_set(dst);
+	if (!set) {
+		count(STAT_TX_DROP_NOT_CONFIGURED);
+		return TC_ACT_SHOT;
+	}
+	n = set->n;
+	if (n == 0 || n > HOST_MAX_EVS) {
+		count(STAT_TX_DROP_NO_GOOD_EV);
+		return TC_ACT_SHOT;
+	}
+	pc.set = set;
+	pc.cfg = cfg;
+	pc.peer = dst;
+	pc.now = bpf_ktime_get_ns();
+	pc.n = n;
+	pc.dst_leaf = dst_leaf;
+	pc.dst_down = dst_down;
+	/* 2n positions always include one whole rotation, so every slot is tried once. */
+	bpf_loop(2 * n, pick_one, &pc, 0);
+	if (!pc.found || pc.slot >= HOST_MAX_EVS) {
+		count(STAT_TX_DROP_NO_GOOD_EV);
+		return TC_ACT_SHOT;
+	}
+	s = &set->slots[SLOT_IDX(pc.slot)];
+	plane = (s->ev >> MRC_EV_PLANE_SHIFT) & MRC_EV_PLANE_MASK;
+	pp = bpf_map_lookup_elem(&plane_ports, &plane);
+	if (!pp) {
+		count(STAT_TX_DROP_NO_GOOD_EV);
+		return TC_ACT_SHOT;
+	}
+	if (tx_mark_inner(skb, s->ev, tclass) ||
+	    tx_push_outer(skb, cfg, pp, s->ev, tclass, dst_leaf, dst_down, inner_plen)) {
+		count(STAT_TX_DROP_ENCAP_FAILED);
+		return TC_ACT_SHOT;
+	}
+	tx_account(s, skb->len, pc.now);
+	count(STAT_TX_ENCAP);
+	return bpf_redirect(pp->ifindex, 0);
+other:
+	count(STAT_TX_PASS_OTHER);
+	return TC_ACT_OK;
+}
+
+/* ---------------------------------------------------------------- XDP ingress -------- */
+
+/* Offsets after decap-to-be, from the start of the received frame. */
+#define RX_INNER MRC_ETH_LEN + MRC_IPV6_LEN
+#define RX_UDP (RX_INNER + MRC_IPV6_LEN)
+#define RX_BTH (RX_UDP + MRC_UDP_LEN)
+#define RX_EXT (RX_BTH + MRC_BTH_LEN)
+
+struct find_ctx {
+	struct ev_set *set;
+	__u32 ev;
+	__u32 n;
+	__u32 slot;
+	__u32 found;
+};
+
+static long find_one(__u32 i, void *data)
+{
+	struct find_ctx *c = data;
+
+	if (i >= HOST_MAX_EVS || i >= c->n)
+		return 1;
+	if (c->set->slots[SLOT_IDX(i)].ev == c->ev) {
+		c->slot = i;
+		c->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline struct ev_slot *find_slot(struct ev_set *set, __u32 ev)
+{
+	struct find_ctx fc = { .set = set, .ev = ev, .n = set->n };
+
+	if (fc.n > HOST_MAX_EVS)
+		return NULL;
+	bpf_loop(fc.n, find_one, &fc, 0);
+	if (!fc.found || fc.slot >= HOST_MAX_EVS)
+		return NULL;
+	return &set->slots[SLOT_IDX(fc.slot)];
+}
+
+static __always_inline void skip_slot(const __u8 *peer, struct ev_set *set, struct ev_slot *s,
+				      __u8 reason, __u64 now)
+{
+	__sync_fetch_and_add(&s->skips, 1);
+	if (s->state != MRC_EV_STATE_GOOD && s->state != MRC_EV_STATE_SKIP)
+		return;
+	/* Skipped for the rest of this rotation and the whole next one. */
+	s->skip_until_rot = set->rot + 1;
+	emit(peer, s, MRC_EV_STATE_SKIP, reason, now);
+}
+
+/* Apply a SACK or NACK's echoed EV to the sender's EV state (design 5). */
+static __always_inline void feedback(__u8 *data, void *data_end, __u8 opcode)
+{
+	__u8 *peer = data + RX_INNER + 8;
+	__u8 *ext = data + RX_EXT;
+	struct ev_set *set;
+	struct ev_slot *s;
+	__u64 now;
+	__u32 ev;
+
+	if (opcode == MRC_OP_SACK) {
+		if ((void *)(ext + MRC_SETH_LEN) > data_end) {
+			count(STAT_FB_SHORT);
+			return;
+		}
+	} else if ((void *)(ext + MRC_NETH_LEN) > data_end) {
+		count(STAT_FB_SHORT);
+		return;
+	}
+	ev = ((__u32)ext[4] << 24) | ((__u32)ext[5] << 16) | ((__u32)ext[6] << 8) | ext[7];
+	set = bpf_map_lookup_elem(&peer_evs, peer);
+	if (!set) {
+		count(STAT_FB_UNKNOWN_PEER);
+		return;
+	}
+	s = find_slot(set, ev);
+	if (!s) {
+		count(STAT_FB_UNKNOWN_EV);
+		return;
+	}
+	now = bpf_ktime_get_ns();
+	if (opcode == MRC_OP_SACK) {
+		__u8 m = (ext[1] >> MRC_SETH_M_SHIFT) & MRC_SETH_M_MASK;
+
+		count(STAT_FB_SACK);
+		__sync_fetch_and_add(&s->acked, 1);
+		s->last_ack_ns = now;
+		s->pending_ns = 0;
+		if (m == MRC_M_SKIP_ONCE) {
+			count(STAT_FB_SKIP_ONCE);
+			skip_slot(peer, set, s, REASON_SACK_SKIP_ONCE, now);
+		} else if (m == MRC_M_ALWAYS_SKIP) {
+			count(STAT_FB_ALWAYS_SKIP);
+			if (s->state == MRC_EV_STATE_GOOD || s->state == MRC_EV_STATE_SKIP)
+				emit(peer, s, MRC_EV_STATE_ASSUMED_BAD, REASON_SACK_ALWAYS_SKIP, now);
+		}
+		return;
+	}
+	__sync_fetch_and_add(&s->nacks, 1);
+	if (ext[2] == MRC_NACK_TRIMMED) {
+		count(STAT_FB_NACK_TRIMMED);
+		skip_slot(peer, set, s, REASON_NACK_TRIMMED, now);
+	} else if (ext[2] == MRC_NACK_TRIMMED_LASTHOP) {
+		/* Trimmed at the last hop: the receiver's link, not the path, was congested. */
+		count(STAT_FB_NACK_LASTHOP);
+	} else {
+		count(STAT_FB_NACK_OTHER);
+	}
+}
+
+/* Rewrite the inner UDP destination port of QP 0x2 traffic to the agent's port. */
+static __always_inline void to_agent(__u8 *udp, __u16 agent_port)
+{
+	__u16 old = (udp[2] << 8) | udp[3];
+	__u16 csum = (udp[6] << 8) | udp[7];
+
+	udp[2] = agent_port >> 8;
+	udp[3] = agent_port & 0xff;
+	if (csum) {
+		/* RFC 1624 incremental update: HC' = ~(~HC + ~m + m'). */
+		__u32 sum = (__u16)~csum + (__u16)~old + agent_port;
+
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		csum = ~sum & 0xffff;
+		if (!csum)
+			csum = 0xffff;
+		udp[6] = csum >> 8;
+		udp[7] = csum & 0xff;
+	}
+}
+
+/* Copy the outer DSCP, flow label and CE mark into the inner header (design 3.1, RFC 6040).
+ * Returns -1 when the packet must be dropped (CE on a not-ECT inner packet). */
+static __always_inline int copy_outer_fields(__u8 *outer, __u8 *inner)
+{
+	__u8 otc = (outer[0] << 4) | (outer[1] >> 4);
+	__u8 itc = (inner[0] << 4) | (inner[1] >> 4);
+	__u8 ecn = itc & MRC_IPV6_ECN_MASK;
+
+	if ((otc & MRC_IPV6_ECN_MASK) == MRC_ECN_CE) {
+		if (ecn == MRC_ECN_NOT_ECT)
+			return -1;
+		ecn = MRC_ECN_CE;
+	}
+	itc = (otc & ~MRC_IPV6_ECN_MASK) | ecn;
+	inner[0] = 0x60 | (itc >> 4);
+	inner[1] = (itc << 4) | (outer[1] & 0x0f);
+	inner[2] = outer[2];
+	inner[3] = outer[3];
+	return 0;
+}
+
+SEC("xdp")
+int mrc_host_ingress(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u8 *d = data, *outer, *inner, eth[MRC_ETH_LEN];
+	struct host_config *cfg;
+	__u32 zero = 0;
+	__u16 plen, iplen;
+
+	if (data + MRC_ETH_LEN + MRC_IPV6_LEN > data_end)
+		goto other;
+	if (d[12] != (MRC_ETHERTYPE_IPV6 >> 8) || d[13] != (MRC_ETHERTYPE_IPV6 & 0xff))
+		goto other;
+	outer = d + MRC_ETH_LEN;
+	if ((outer[0] >> 4) != 6 || outer[6] != MRC_IPPROTO_IPV6)
+		goto other;
+	cfg = bpf_map_lookup_elem(&host_config, &zero);
+	if (!cfg || !cfg->configured) {
+		count(STAT_RX_DROP_NOT_CONFIGURED);
+		return XDP_DROP;
+	}
+	inner = d + RX_INNER;
+	if ((void *)(inner + MRC_IPV6_LEN) > data_end || (inner[0] >> 4) != 6) {
+		count(STAT_RX_DROP_MALFORMED);
+		return XDP_DROP;
+	}
+	plen = (outer[4] << 8) | outer[5];
+	iplen = (inner[4] << 8) | inner[5];
+	if (plen != iplen + MRC_IPV6_LEN ||
+	    (void *)(d + RX_INNER + MRC_IPV6_LEN) + iplen > data_end) {
+		count(STAT_RX_DROP_MALFORMED);
+		return XDP_DROP;
+	}
+	if (!addr_eq(inner + 24, cfg->nic_addr)) {
+		count(STAT_RX_DROP_NOT_LOCAL);
+		return XDP_DROP;
+	}
+	if (copy_outer_fields(outer, inner)) {
+		count(STAT_RX_DROP_CE_NOT_ECT);
+		return XDP_DROP;
+	}
+	if (inner[6] == MRC_IPPROTO_UDP && (void *)(d + RX_EXT) <= data_end && iplen >= MRC_UDP_LEN + MRC_BTH_LEN) {
+		__u8 *udp = d + RX_UDP, *bth = d + RX_BTH;
+
+		if (udp[2] == (MRC_UDP_PORT_ROCEV2 >> 8) && udp[3] == (MRC_UDP_PORT_ROCEV2 & 0xff)) {
+			if (bth[5] == 0 && bth[6] == 0 && bth[7] == MRC_QP_ENDPOINT_OPS) {
+				to_agent(udp, cfg->agent_port);
+				count(STAT_RX_AGENT);
+			} else if (bth[0] == MRC_OP_SACK || bth[0] == MRC_OP_NACK) {
+				feedback(d, data_end, bth[0]);
+			}
+		}
+	}
+	__builtin_memcpy(eth, d, MRC_ETH_LEN);
+	if (bpf_xdp_adjust_head(ctx, MRC_IPV6_LEN)) {
+		count(STAT_RX_DROP_DECAP_FAILED);
+		return XDP_DROP;
+	}
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	if (data + MRC_ETH_LEN > data_end) {
+		count(STAT_RX_DROP_DECAP_FAILED);
+		return XDP_DROP;
+	}
+	__builtin_memcpy(data, eth, MRC_ETH_LEN);
+	count(STAT_RX_DECAP);
+	return XDP_PASS;
+other:
+	count(STAT_RX_PASS_OTHER);
+	return XDP_PASS;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,93 @@
+"""Packets for the host dataplane tests, built with scapy's IPv6/UDP and packed MRC headers.
+
+The expected bytes are built here independently of the BPF program, from design section 3.
+"""
+
+import struct
+
+from scapy.layers.inet6 import IPv6
+from scapy.layers.inet import UDP
+from scapy.layers.l2 import Ether
+
+from mrckit.wire.addressing import nic_address, path_da, port_address
+from mrckit.wire.constants import QP_ENDPOINT_OPS, UDP_PORT_ROCEV2, Dscp, Ecn, Opcode
+
+# Host A (under test): leaf 0, downlink 0. Peer B: leaf 1, downlink 2. Peer C: leaf 0, downlink 5.
+A_LEAF, A_DOWN = 0, 0
+B_LEAF, B_DOWN = 1, 2
+C_LEAF, C_DOWN = 0, 5
+NIC_A = str(nic_address(A_LEAF, A_DOWN))
+NIC_B = str(nic_address(B_LEAF, B_DOWN))
+NIC_C = str(nic_address(C_LEAF, C_DOWN))
+PLANES = 2
+T1_PER_PLANE = 4
+MAC = {0: "02:00:00:00:0a:00", 1: "02:00:00:00:0a:01"}
+NEIGH = {0: "02:00:00:00:f0:00", 1: "02:00:00:00:f0:01"}
+NIC_DEV_MAC_SRC = "02:00:00:00:00:aa"
+NIC_DEV_MAC_DST = "02:00:00:00:00:bb"
+PORT_IFINDEX = 1  # test runs never redirect for real; any nonzero ifindex will do
+
+
+def port_addr(plane: int, leaf: int = A_LEAF, down: int = A_DOWN) -> str:
+    return str(port_address(plane, leaf, down))
+
+
+def bth(opcode: int, dqpn: int = 0x11, psn: int = 7, flags: int = 0) -> bytes:
+    return struct.pack(">BBHII", opcode, 0, 0xFFFF, dqpn & 0xFFFFFF, (flags << 24) | psn)
+
+
+def write_payload(opcode: int = Opcode.WRITE_ONLY, flags: int = 0, payload: bytes = b"\xab" * 64) -> bytes:
+    meth = struct.pack(">HH", 1, 1)
+    reth = struct.pack(">QII", 0x1000, 0x55, len(payload))
+    return bth(opcode, flags=flags) + meth + reth + payload + b"\x00" * 4
+
+
+def seth(ev: int, m: int = 0) -> bytes:
+    return struct.pack(">HhIHHIBBhQ", m << 5, 0, ev, 1, 2, 9, 0, 4, 0, 0) + struct.pack(">HHI", 0, 0, 0)
+
+
+def neth(ev: int, reason: int) -> bytes:
+    return struct.pack(">HBBIHHIBBH", 0, reason, 0, ev, 1, 2, 9, 0, 0, 0)
+
+
+def plain(src: str, dst: str, l4: bytes, sport: int = 0x1234, dport: int = UDP_PORT_ROCEV2,
+          tc: int = 0, fl: int = 0, chksum: int | None = 0) -> bytes:
+    """An unencapsulated frame as the endpoint's socket sends it on the NIC device."""
+    udp = UDP(sport=sport, dport=dport) if chksum is None else UDP(sport=sport, dport=dport, chksum=chksum)
+    return bytes(Ether(src=NIC_DEV_MAC_SRC, dst=NIC_DEV_MAC_DST) /
+                 IPv6(src=src, dst=dst, tc=tc, fl=fl, hlim=64) / udp / l4)
+
+
+def encapped(inner_src: str, inner_dst: str, l4: bytes, *, ev: int, outer_tc: int, inner_tc: int,
+             inner_fl: int | None = None, outer_src: str | None = None,
+             outer_dst: str = "fcbb:bb00:1c02::", dport: int = UDP_PORT_ROCEV2,
+             eth_src: str = NEIGH[0], eth_dst: str = MAC[0], chksum: int = 0) -> bytes:
+    """An encapsulated frame: Ether | outer IPv6 (nh 41) | inner IPv6 | UDP | l4."""
+    inner = (IPv6(src=inner_src, dst=inner_dst, tc=inner_tc,
+                  fl=ev & 0xFFFF if inner_fl is None else inner_fl, hlim=64) /
+             UDP(sport=ev >> 16, dport=dport, chksum=chksum) / l4)
+    outer = IPv6(src=outer_src or port_addr(0, B_LEAF, B_DOWN), dst=outer_dst, tc=outer_tc,
+                 fl=ev & 0xFFFF, nh=41, hlim=64)
+    return bytes(Ether(src=eth_src, dst=eth_dst) / outer / inner)
+
+
+def tclass(dscp: int, ecn: int = Ecn.NOT_ECT) -> int:
+    return (int(dscp) << 2) | int(ecn)
+
+
+def expected_encap(frame: bytes, ev: int, dscp: int, ecn: int, dst_leaf: int, dst_down: int) -> bytes:
+    """What tc egress must emit for ``frame`` on EV ``ev`` (design 3.1 and 3.3)."""
+    pkt = Ether(frame)
+    inner = pkt[IPv6]
+    inner.tc, inner.fl = tclass(dscp, ecn), ev & 0xFFFF
+    old_ck = inner[UDP].chksum
+    inner[UDP].sport = ev >> 16
+    if old_ck:
+        del inner[UDP].chksum  # scapy recomputes it, as bpf_l4_csum_replace must
+    plane, t1 = ev >> 28, (ev >> 20) & 0xFF
+    outer = IPv6(src=port_addr(plane), dst=str(path_da(plane, t1, A_LEAF, dst_leaf, dst_down)),
+                 tc=tclass(dscp, ecn), fl=ev & 0xFFFF, nh=41, hlim=64)
+    return bytes(Ether(src=MAC[plane], dst=NEIGH[plane]) / outer / IPv6(bytes(inner)))
+
+
+__all__ = ["Dscp", "Ecn", "Opcode", "QP_ENDPOINT_OPS"]
