@@ -1,0 +1,102 @@
+"""The P4-name mapping of ``mrckit.switch.tables`` / ``SwitchTables``: layouts equal the C
+structs, writes validate everything before touching a map, reads give back what was written."""
+
+import ctypes
+
+import pytest
+
+from mrckit.bpf.btf import btf_struct_layout
+from mrckit.errors import MrcError
+from mrckit.switch import tables as T
+from mrckit.switch.ebpf_target import MAP_TYPES, EntryExists, EntryNotFound
+
+
+def test_ctypes_sizes_match_the_maps(switch):
+    for name, (ktype, vtype) in MAP_TYPES.items():
+        m = switch.obj.map(name)
+        assert (m.key_size, m.value_size) == (ctypes.sizeof(ktype), ctypes.sizeof(vtype)), name
+
+
+def test_ctypes_layouts_match_btf():
+    """Every ctypes struct equals its C struct in the object's BTF: names, offsets, sizes."""
+    for cname, ctype in (("usid_key", T.UsidKey), ("table_action", T.TableAction),
+                         ("port_config", T.PortConfig), ("counter", T.Counter), ("vqueue", T.VQueue)):
+        layout = btf_struct_layout("mrc_switch", cname)
+        assert layout.size == ctypes.sizeof(ctype), cname
+        mine = {f[0]: (getattr(ctype, f[0]).offset, getattr(ctype, f[0]).size) for f in ctype._fields_}
+        assert {n: (f.offset, f.size) for n, f in layout.fields.items()} == mine, cname
+
+
+def test_write_read_delete_roundtrip(switch):
+    t = switch.tables
+    t.write_entry("MyIngress.usid_fib", 0xFCBBBB000805, "MyIngress.set_egress", {"port": 511})
+    t.write_entry("my_usid", 0xFCBBBB000400, "usid_un")
+    t.write_entry("port_config", 7, "set_port", {"src_mac": 0x0200000000A7, "dst_mac": 0x0200000000B7,
+                                                 "faces_host": 1, "trim_threshold": 8, "ecn_threshold": 4})
+    assert t.read_entries("usid_fib") == [T.TableEntry("usid_fib", 0xFCBBBB000805, "set_egress", {"port": 511})]
+    assert t.read_entries("my_usid") == [T.TableEntry("my_usid", 0xFCBBBB000400, "usid_un", {})]
+    assert t.read_entries("port_config") == [T.TableEntry("port_config", 7, "set_port", {
+        "src_mac": 0x0200000000A7, "dst_mac": 0x0200000000B7, "faces_host": 1,
+        "trim_threshold": 8, "ecn_threshold": 4})]
+    # The map bytes are the contract's layout: prefix in network order, pad zero.
+    raw = next(iter(t.maps["usid_fib"].typed(None, None).items()))
+    assert raw == (bytes.fromhex("fcbbbb000805") + b"\0\0", (2).to_bytes(4, "little") + (511).to_bytes(4, "little"))
+    for table, key in (("usid_fib", 0xFCBBBB000805), ("my_usid", 0xFCBBBB000400), ("port_config", 7)):
+        t.delete_entry(table, key)
+        assert t.read_entries(table) == []
+        with pytest.raises(EntryNotFound):
+            t.delete_entry(table, key)
+
+
+def test_insert_modify_semantics(switch):
+    t = switch.tables
+    with pytest.raises(EntryNotFound):
+        t.write_entry("usid_fib", 1, "drop", mode="modify")
+    t.write_entry("usid_fib", 1, "drop", mode="insert")
+    with pytest.raises(EntryExists):
+        t.write_entry("usid_fib", 1, "set_egress", {"port": 2}, mode="insert")
+    t.write_entry("usid_fib", 1, "set_egress", {"port": 2}, mode="modify")
+    assert t.read_entries("usid_fib")[0].params == {"port": 2}
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("nope", 1, "drop", {}), "unknown table"),
+    (("usid_fib", 1 << 48, "drop", {}), "48 bits"),
+    (("usid_fib", 1, "usid_un", {}), "not one of"),
+    (("usid_fib", 1, "set_egress", {}), "parameters"),
+    (("usid_fib", 1, "set_egress", {"port": 512}), "9 bits"),
+    (("port_config", 512, "set_port", {}), "9 bits"),
+    (("port_config", 1, "set_port", {"src_mac": 1, "dst_mac": 1, "faces_host": 2,
+                                     "trim_threshold": 1, "ecn_threshold": 1}), "faces_host"),
+])
+def test_bad_writes_are_refused_and_change_nothing(switch, args, needle):
+    with pytest.raises(MrcError, match=needle):
+        switch.tables.write_entry(*args)
+    for table in T.TABLES:
+        assert switch.tables.read_entries(table) == []
+
+
+def test_defaults(switch):
+    t = switch.tables
+    assert t.default_action("usid_fib") == ("drop", {})
+    assert t.default_action("my_usid") == ("NoAction", {})
+    assert t.default_action("port_config") == ("NoAction", {})
+    t.maps["table_defaults"].update(1, T.TableAction())  # a fresh all-zero entry reads as drop
+    assert t.default_action("usid_fib") == ("drop", {})
+    with pytest.raises(MrcError):
+        t.set_default_action("port_config", "NoAction")
+
+
+def test_counters_and_settings_validation(switch):
+    t = switch.tables
+    with pytest.raises(MrcError, match="unknown counter"):
+        t.counter("bogus", 0)
+    with pytest.raises(MrcError, match="outside"):
+        t.counter("drop_reason", 6)
+    assert t.counter("MyIngress.rx_port", 511) == (0, 0)
+    with pytest.raises(MrcError):
+        t.set_queue_rate(0, -1)
+    with pytest.raises(MrcError):
+        t.set_port_up(512, True)
+    t.set_queue_rate(5, 1000)
+    assert t.queue_rate(5) == 1000
