@@ -1,0 +1,435 @@
+"""The requestor: RDMA WRITE and WRITE_WITH_IMM with selective retransmission (design 6;
+reference 3.2, 3.4 and 3.5).
+
+A :class:`RequestorQp` segments posted writes into packets of at most ``mtu`` payload bytes
+(FIRST/MIDDLE/LAST or ONLY, METH, TSETH and a RETH in every packet), keeps PSNs inside the MPR
+window, paces with an NSCC-style window (:mod:`.cc`) and recovers losses:
+
+- **NACK** TRIMMED, TRIMMED_LASTHOP, NO_BITMAP, NO_PKT_BUFFER, NO_RESOURCE or PSN_OOR_WINDOW:
+  the PSN is retransmitted at once; UNEXP_EVENT moves the QP to error;
+- **SACK gaps**: each SACK acknowledges its cumulative PSN, its 64-bit bitmap and its
+  triggering PSN. A packet still unacknowledged when a packet *sent* ``reorder_packets`` or
+  more transmissions after it has been acknowledged is declared lost (a RACK-style rule, ours:
+  sprayed packets reorder, so PSN order alone says little);
+- **RTO**: when the oldest transmission is older than 1.024 µs × 2^n, every transmission that
+  old is retransmitted and a PROBE is sent. The first ``linear_retries`` timeouts keep n; later
+  ones double the timeout; after ``linear_retries + exp_retries`` consecutive timeouts without
+  progress the QP goes to error (reference 3.5).
+
+Retransmissions carry the rtx flag and DSCP TRIMMABLE_RETX, oldest PSN first; the host
+dataplane gives them a fresh EV. Data is sent ECT(0).
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+
+from mrckit.wire.constants import (
+    BTH_FLAG_ACKREQ, BTH_FLAG_RTX, BTH_FLAG_TS, DEFAULT_PAYLOAD_LEN, ICRC_LEN, MPR_UNIT_PSNS,
+    PSN_MOD, TIME_UNIT_NS, Dscp, Ecn, MultipathState, NackReason, Opcode,
+)
+
+from .cc import NsccConfig, NsccWindow
+from .headers import Nack, Sack, pack_bth, pack_data_headers, pack_probe
+from .icrc import ICRC, IcrcContext
+from .psn import unwrap
+from .stats import RequestorStats
+
+REORDER_PACKETS = 16
+"""A packet is lost once one sent this many transmissions later is acknowledged (ours)."""
+TCLASS_DATA = Dscp.TRIMMABLE << 2 | Ecn.ECT0
+TCLASS_RETX = Dscp.TRIMMABLE_RETX << 2 | Ecn.ECT0
+TCLASS_CONTROL = Dscp.CONTROL << 2
+INFINITE_RETRIES = 25
+_RESEND_REASONS = {
+    NackReason.TRIMMED: "nack_trimmed", NackReason.TRIMMED_LASTHOP: "nack_trimmed_lasthop",
+    NackReason.NO_BITMAP: "nack_resource", NackReason.NO_PKT_BUFFER: "nack_resource",
+    NackReason.NO_RESOURCE: "nack_resource", NackReason.PSN_OOR_WINDOW: "nack_psn_oor_window",
+}
+
+Send = Callable[[list, int], None]
+"""Packet sink: (buffers whose concatenation is the UDP payload, IPv6 traffic class)."""
+
+
+class QpError(Exception):
+    """The QP went to the error state; the message says why (retry limit, UNEXP_EVENT...)."""
+
+
+@dataclass
+class RetryConfig:
+    """Local ACK timeout 1.024 µs × 2^``timeout_exp`` (0..24), ``linear_retries`` (0..7) at that
+    value, then ``exp_retries`` (0..25, 25 = no limit) doubling ones (reference 3.5). The
+    default, 2^15 units = 33.5 ms, suits a software endpoint."""
+
+    timeout_exp: int = 15
+    linear_retries: int = 7
+    exp_retries: int = 7
+
+    def __post_init__(self):
+        for name, value, hi in (("timeout_exp", self.timeout_exp, 24), ("linear_retries", self.linear_retries, 7),
+                                ("exp_retries", self.exp_retries, INFINITE_RETRIES)):
+            if not 0 <= value <= hi:
+                raise ValueError(f"{name} must be within 0..{hi}, got {value}")
+
+    def rto_ns(self, retries: int) -> int:
+        """The timeout in ns after ``retries`` consecutive timeouts."""
+        n = min(24, self.timeout_exp + max(0, retries - self.linear_retries))
+        return TIME_UNIT_NS << n
+
+    def exhausted(self, retries: int) -> bool:
+        """Whether ``retries`` consecutive timeouts exceed the limit."""
+        return self.exp_retries != INFINITE_RETRIES and retries > self.linear_retries + self.exp_retries
+
+
+class Completion:
+    """The completion of one posted write: wait on it from any thread.
+
+    ``nbytes`` is the message length; ``started_ns``/``finished_ns`` are monotonic times.
+    """
+
+    def __init__(self, nbytes: int, imm: int | None):
+        self.nbytes = nbytes
+        self.imm = imm
+        self.error: QpError | None = None
+        self.started_ns = time.monotonic_ns()
+        self.finished_ns: int | None = None
+        self._event = threading.Event()
+        self._callbacks: list[Callable[["Completion"], None]] = []
+
+    def done(self) -> bool:
+        """Whether the write completed or failed."""
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> "Completion":
+        """Block until every byte is placed at the responder (acknowledged).
+
+        Raises:
+            TimeoutError: ``timeout`` seconds passed first.
+            QpError: the QP went to error before the write completed.
+        """
+        if not self._event.wait(timeout):
+            raise TimeoutError(f"write of {self.nbytes} B not complete after {timeout} s")
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def add_done_callback(self, fn: Callable[["Completion"], None]) -> None:
+        """Call ``fn(self)`` on completion (from the endpoint's thread)."""
+        self._callbacks.append(fn)
+
+    def _finish(self, error: QpError | None = None) -> None:
+        self.error = error
+        self.finished_ns = time.monotonic_ns()
+        self._event.set()
+        for fn in self._callbacks:
+            fn(self)
+
+
+class _Message:
+    __slots__ = ("completion", "data", "remote_va", "rkey", "imm", "msn", "rqmsn", "first_psn",
+                 "last_psn", "npkts", "next_idx")
+
+    def __init__(self, completion, data, remote_va, rkey, imm, msn, rqmsn, mtu):
+        self.completion, self.data, self.remote_va, self.rkey, self.imm = completion, data, remote_va, rkey, imm
+        self.msn, self.rqmsn = msn, rqmsn
+        self.npkts = max(1, -(-len(data) // mtu))
+        self.first_psn = self.last_psn = -1
+        self.next_idx = 0
+
+
+class _Packet:
+    __slots__ = ("psn", "msg", "off", "size", "opcode", "tx_seq", "sent_at", "lost", "reason", "last")
+
+    def __init__(self, psn, msg, off, size, opcode, last):
+        self.psn, self.msg, self.off, self.size, self.opcode, self.last = psn, msg, off, size, opcode, last
+        self.tx_seq = 0
+        self.sent_at = 0
+        self.lost = False
+        self.reason = ""
+
+
+def _opcode(idx: int, npkts: int, imm: bool) -> int:
+    if npkts == 1:
+        return Opcode.WRITE_ONLY_IMM if imm else Opcode.WRITE_ONLY
+    if idx == 0:
+        return Opcode.WRITE_FIRST
+    if idx == npkts - 1:
+        return Opcode.WRITE_LAST_IMM if imm else Opcode.WRITE_LAST
+    return Opcode.WRITE_MIDDLE
+
+
+class RequestorQp:
+    """Send state of one QP from ``local_addr`` to ``peer`` (NIC addresses), whose responder QP
+    is ``remote_qpn``. ``mtu`` is the payload per packet in bytes, ``mpr`` the window in PSNs.
+    ``send(buffers, tclass)`` puts one packet on the wire."""
+
+    def __init__(self, qpn: int, remote_qpn: int, local_addr: str, peer: str, send: Send, *,
+                 mtu: int = DEFAULT_PAYLOAD_LEN, mpr: int = 1024, initial_psn: int = 0,
+                 retry: RetryConfig | None = None, cc: NsccConfig | None = None,
+                 reorder_packets: int = REORDER_PACKETS):
+        if not 0 < mtu <= 4096:
+            raise ValueError(f"path MTU payload must be within 1..4096 B, got {mtu}")
+        if mpr < MPR_UNIT_PSNS or mpr % MPR_UNIT_PSNS:
+            raise ValueError(f"MPR {mpr} is not a positive multiple of {MPR_UNIT_PSNS} PSNs")
+        self.qpn, self.remote_qpn, self.peer, self.send = qpn, remote_qpn, peer, send
+        self.mtu, self.mpr, self.retry = mtu, mpr, retry or RetryConfig()
+        self.reorder_packets = reorder_packets
+        self.cc = NsccWindow(cc or NsccConfig(mtu=mtu, initial_cwnd=64 * mtu, max_cwnd=mpr * mtu))
+        self.icrc = IcrcContext(local_addr, peer)
+        self.icrc_rx = IcrcContext(peer, local_addr)
+        self.stats = RequestorStats()
+        self.error: str | None = None
+        self.next_psn = initial_psn
+        self.outstanding: dict[int, _Packet] = {}  # unacknowledged, in PSN order
+        self.order: dict[int, _Packet] = {}  # unacknowledged and not lost, in send order
+        self.rtxq: list[int] = []
+        self.inflight = 0
+        self.tx_seq = 0
+        self.highest_acked_tx = 0
+        self.retries = 0
+        self.msn = 0
+        self.rqmsn = 0
+        self.queue: deque[_Message] = deque()
+        self.active: deque[_Message] = deque()
+        self._hdr = bytearray(64)
+        self._hview = memoryview(self._hdr)
+        self._probe_id = 0
+
+    # --- posting ------------------------------------------------------------------------
+    def post(self, data, remote_va: int, rkey: int, imm: int | None = None) -> Completion:
+        """Queue a WRITE (or WRITE_WITH_IMM when ``imm`` is given) of ``data`` (bytes-like) to
+        ``remote_va`` under ``rkey``. Returns its :class:`Completion`.
+
+        Raises:
+            ValueError: VA, rkey or imm out of range (64, 32, 32 bits).
+            QpError: the QP is in error.
+        """
+        data = memoryview(data).cast("B")
+        if remote_va < 0 or remote_va + len(data) > 1 << 64:
+            raise ValueError(f"remote VA {remote_va:#x} + {len(data)} B exceeds 64 bits")
+        if not 0 <= rkey <= 0xFFFFFFFF or (imm is not None and not 0 <= imm <= 0xFFFFFFFF):
+            raise ValueError("rkey and imm must be 32-bit values")
+        if self.error is not None:
+            raise QpError(f"QP {self.qpn:#x} is in error: {self.error}")
+        comp = Completion(len(data), imm)
+        self.msn += 1
+        if imm is not None:
+            self.rqmsn += 1
+        self.queue.append(_Message(comp, data, remote_va, rkey, imm, self.msn, self.rqmsn, self.mtu))
+        return comp
+
+    def busy(self) -> bool:
+        """Whether writes are queued or unacknowledged."""
+        return bool(self.queue or self.active)
+
+    # --- sending ------------------------------------------------------------------------
+    def una(self) -> int:
+        """The lowest unacknowledged absolute PSN (``next_psn`` when all are acknowledged)."""
+        return next(iter(self.outstanding), self.next_psn)
+
+    def pump(self, now: int, budget: int = 32) -> int:
+        """Send up to ``budget`` packets that the window allows, retransmissions first (oldest
+        PSN first). Returns how many were sent."""
+        sent = 0
+        while sent < budget and self.error is None:
+            pkt, rtx = self._next_packet()
+            if pkt is None:
+                break
+            self._transmit(pkt, rtx, now)
+            sent += 1
+        return sent
+
+    def _window_allows(self, size: int) -> bool:
+        return self.inflight == 0 or self.inflight + size <= self.cc.cwnd
+
+    def _next_packet(self) -> tuple[_Packet | None, bool]:
+        while self.rtxq:
+            pkt = self.outstanding.get(self.rtxq[0])
+            if pkt is None or not pkt.lost:
+                heapq.heappop(self.rtxq)
+                continue
+            if not self._window_allows(pkt.size):
+                return None, True
+            heapq.heappop(self.rtxq)
+            return pkt, True
+        if not self.queue or self.next_psn >= self.una() + self.mpr:
+            return None, False
+        msg = self.queue[0]
+        size = min(self.mtu, len(msg.data) - msg.next_idx * self.mtu)
+        if not self._window_allows(size):
+            return None, False
+        return self._segment(msg, size), False
+
+    def _segment(self, msg: _Message, size: int) -> _Packet:
+        idx = msg.next_idx
+        if idx == 0:
+            msg.first_psn = self.next_psn
+            msg.last_psn = self.next_psn + msg.npkts - 1
+            self.active.append(msg)
+        msg.next_idx += 1
+        if msg.next_idx == msg.npkts:
+            self.queue.popleft()
+        pkt = _Packet(self.next_psn, msg, idx * self.mtu, size, _opcode(idx, msg.npkts, msg.imm is not None),
+                      idx == msg.npkts - 1)
+        self.outstanding[pkt.psn] = pkt
+        self.next_psn += 1
+        return pkt
+
+    def _transmit(self, pkt: _Packet, rtx: bool, now: int) -> None:
+        self.tx_seq += 1
+        pkt.tx_seq, pkt.sent_at, pkt.lost = self.tx_seq, now, False
+        self.order.pop(pkt.psn, None)
+        self.order[pkt.psn] = pkt
+        self.inflight += pkt.size
+        flags = BTH_FLAG_TS
+        if rtx:
+            flags |= BTH_FLAG_RTX
+            self.stats.retransmits[pkt.reason] += 1
+        if pkt.last or self.inflight + self.mtu > self.cc.cwnd or self.next_psn >= self.una() + self.mpr:
+            flags |= BTH_FLAG_ACKREQ
+        msg = pkt.msg
+        pack_bth(self._hdr, pkt.opcode, flags, self.remote_qpn, pkt.psn)
+        hlen = pack_data_headers(self._hdr, pkt.opcode, msg.rqmsn, msg.msn, now // TIME_UNIT_NS,
+                                 msg.remote_va + pkt.off, msg.rkey, pkt.size, msg.imm)
+        hdr = self._hview[:hlen]
+        payload = msg.data[pkt.off:pkt.off + pkt.size]
+        crc = self.icrc.compute(hdr, payload, total=hlen + pkt.size + ICRC_LEN)
+        self.send([hdr, payload, ICRC.pack(crc)], TCLASS_RETX if rtx else TCLASS_DATA)
+        self.stats.packets += 1
+        self.stats.payload_bytes += pkt.size
+
+    def send_probe(self, now: int) -> None:
+        """Send a reliability PROBE (PETH); the responder answers with a SACK with PR = 1."""
+        self._probe_id += 1
+        buf = bytearray(64)
+        n = pack_probe(buf, self.remote_qpn, self._probe_id, now // TIME_UNIT_NS)
+        crc = self.icrc.compute(memoryview(buf)[:n], total=n + ICRC_LEN)
+        self.send([memoryview(buf)[:n], ICRC.pack(crc)], TCLASS_CONTROL)
+        self.stats.probes += 1
+
+    # --- feedback -----------------------------------------------------------------------
+    def on_sack(self, s: Sack, now: int) -> None:
+        """Apply a SACK: acknowledge, detect losses, adapt the window, complete writes."""
+        if self.error is not None:
+            return
+        self.stats.sacks += 1
+        ecn = s.m != MultipathState.NONE
+        if ecn:
+            self.stats.ecn_sacks += 1
+        ref = self.una()
+        acked = 0
+        cack = unwrap(s.cack_psn, ref)
+        od = self.outstanding
+        while od:
+            psn = next(iter(od))
+            if psn > cack:
+                break
+            acked += self._ack(psn)
+        bm, base = s.bitmap, unwrap(s.sack_base, ref)
+        while bm:
+            b = bm.bit_length() - 1
+            bm ^= 1 << b
+            psn = base + 63 - b
+            if psn in od:
+                acked += self._ack(psn)
+        psn = unwrap(s.ack_psn, ref)
+        if psn in od:
+            acked += self._ack(psn)
+        rtt = ((now // TIME_UNIT_NS - s.tx_ts) & 0xFFFF) * TIME_UNIT_NS
+        self.cc.on_ack(acked, rtt, ecn, now)
+        if acked:
+            self.retries = 0
+        self._detect_losses()
+        self._complete()
+
+    def _ack(self, psn: int) -> int:
+        pkt = self.outstanding.pop(psn)
+        self.order.pop(psn, None)
+        if not pkt.lost:
+            self.inflight -= pkt.size
+        if pkt.tx_seq > self.highest_acked_tx:
+            self.highest_acked_tx = pkt.tx_seq
+        return pkt.size or 1
+
+    def _detect_losses(self) -> None:
+        limit = self.highest_acked_tx - self.reorder_packets
+        order = self.order
+        while order:
+            pkt = next(iter(order.values()))
+            if pkt.tx_seq > limit:
+                break
+            self._mark_lost(pkt, "sack_gap")
+
+    def _mark_lost(self, pkt: _Packet, reason: str) -> None:
+        if pkt.lost:
+            return
+        pkt.lost, pkt.reason = True, reason
+        self.inflight -= pkt.size
+        self.order.pop(pkt.psn, None)
+        heapq.heappush(self.rtxq, pkt.psn)
+
+    def on_nack(self, nk: Nack, now: int) -> None:
+        """Apply a NACK: retransmit its PSN, or go to error on UNEXP_EVENT (reference 2.6)."""
+        if self.error is not None:
+            return
+        try:
+            reason = NackReason(nk.reason)
+        except ValueError:
+            self.stats.nacks[f"unknown_{nk.reason:#x}"] += 1
+            return
+        self.stats.nacks[reason.name] += 1
+        if reason == NackReason.UNEXP_EVENT:
+            self.fail(f"responder answered PSN {nk.psn} with NACK UNEXP_EVENT")
+            return
+        if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
+            self.cc.on_trim(now)
+        pkt = self.outstanding.get(unwrap(nk.psn, self.una()))
+        if pkt is not None:
+            self._mark_lost(pkt, _RESEND_REASONS[reason])
+
+    def on_timer(self, now: int) -> int | None:
+        """Run the RTO. Returns the next deadline in ns, or None when nothing is in flight."""
+        if self.error is not None or not self.order:
+            return None
+        rto = self.retry.rto_ns(self.retries)
+        oldest = next(iter(self.order.values()))
+        if now < oldest.sent_at + rto:
+            return oldest.sent_at + rto
+        self.retries += 1
+        self.stats.timeouts += 1
+        if self.retry.exhausted(self.retries):
+            self.fail(f"retry counter exceeded: {self.retries - 1} timeouts without progress")
+            return None
+        self.cc.on_timeout()
+        while self.order:
+            pkt = next(iter(self.order.values()))
+            if now < pkt.sent_at + rto:
+                break
+            self._mark_lost(pkt, "rto")
+        self.send_probe(now)
+        return now + self.retry.rto_ns(self.retries)
+
+    def _complete(self) -> None:
+        una = self.una()
+        while self.active and self.active[0].last_psn < una:
+            msg = self.active.popleft()
+            self.stats.completions += 1
+            msg.completion._finish()
+
+    def fail(self, why: str) -> None:
+        """Move the QP to error: every pending write fails with :class:`QpError`."""
+        self.error = why
+        err = QpError(f"QP {self.qpn:#x} to {self.peer}: {why}")
+        for msg in list(self.active) + list(self.queue):
+            msg.completion._finish(err)
+        self.active.clear()
+        self.queue.clear()
+        self.outstanding.clear()
+        self.order.clear()
+        self.rtxq.clear()
+        self.inflight = 0
