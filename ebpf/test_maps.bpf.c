@@ -4,12 +4,14 @@
  * xdp_count: counts every packet and its bytes per "kind" (first byte of the EtherType's low
  * octet) in a per-CPU array, records the last packet length per kind in a hash map, and
  * rewrites the destination MAC to the value in `cfg` (if set) so tests can check data out.
- * tc_count: the same counting for tc (ingress or egress), returning TC_ACT_OK.
+ * tc_count: the same counting for tc (ingress or egress), keyed by the same EtherType octet,
+ * returning TC_ACT_OK.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 
 struct pkt_stats {
 	__u64 packets;
@@ -74,7 +76,7 @@ int xdp_count(struct xdp_md *ctx)
 SEC("tc")
 int tc_count(struct __sk_buff *skb)
 {
-	count(255, skb->len);
+	count(bpf_ntohs(skb->protocol) & 0xff, skb->len);
 	return TC_ACT_OK;
 }
 

@@ -137,17 +137,23 @@ def tc_attach(iface: str | int, prog: Program, direction: str = "ingress", *,
     """
     ifindex = ifindex_of(iface)
     hook = _tc_hook(ifindex, direction)
+    prog_fd = prog.fd
     ret = L.require().bpf_tc_hook_create(ctypes.byref(hook))
     if ret < 0 and L.errno_of(ret) != EEXIST:
         L.check(ret, f"create clsact qdisc on {iface}")
-    opts = L.TcOpts(sz=ctypes.sizeof(L.TcOpts), prog_fd=prog.fd, handle=handle, priority=priority,
+    created = ret >= 0
+    opts = L.TcOpts(sz=ctypes.sizeof(L.TcOpts), prog_fd=prog_fd, handle=handle, priority=priority,
                     flags=1 if replace else 0)  # BPF_TC_F_REPLACE
     ret = L.require().bpf_tc_attach(ctypes.byref(hook), ctypes.byref(opts))
-    if ret < 0 and L.errno_of(ret) == EEXIST:
+    if ret >= 0:
+        return opts.prog_id
+    if created:  # leave the interface as we found it
+        tc_hook_destroy(ifindex)
+    if L.errno_of(ret) == EEXIST:
         raise BpfError(f"tc {direction} filter handle {handle} priority {priority} exists on "
                        f"{iface}; detach it or pass replace=True", errno=EEXIST)
     L.check(ret, f"tc {direction} attach of {prog.name} to {iface}")
-    return opts.prog_id
+    raise AssertionError("unreachable")
 
 
 def tc_query(iface: str | int, direction: str = "ingress", *, handle: int = 1,
