@@ -1,0 +1,113 @@
+"""What the P4Runtime server needs from a switch target, in P4 names only.
+
+The server never encodes BPF maps itself: ``mrckit.switch.ebpf_target.SwitchTables`` owns the
+mapping from P4 names to maps (see /work/shared/SWITCH_CONTRACT.md), and ``EbpfBackend`` below
+only adapts its calls to this interface. Keys are tuples with one item per match field, in P4Info order
+(exact fields: ``int``); parameters are ``{name: int}``.
+"""
+
+import ctypes
+from collections.abc import Iterable
+from typing import Protocol
+
+from ...bpf import _libbpf as L
+from ...bpf.errors import BpfError
+from ...errors import MrcError
+from ..ebpf_target import SwitchTables
+
+
+class Backend(Protocol):
+    """A switch's tables and counters by P4 names. Errors: ValueError/KeyError for what the
+    target cannot hold, NotImplementedError for what it does not support, OSError from maps."""
+
+    def write_entry(self, table: str, key: tuple, action: str, params: dict) -> None:
+        """Insert or overwrite the entry ``key`` of ``table``."""
+
+    def delete_entry(self, table: str, key: tuple) -> None:
+        """Remove the entry ``key`` of ``table``."""
+
+    def read_entries(self, table: str) -> Iterable[tuple[tuple, str, dict]]:
+        """Every entry of ``table`` as (key, action, params)."""
+
+    def write_default(self, table: str, action: str, params: dict) -> None:
+        """Set the default action of ``table``."""
+
+    def read_default(self, table: str) -> tuple[str, dict]:
+        """The default action of ``table`` as (action, params)."""
+
+    def read_counter(self, name: str) -> list[tuple[int, int]]:
+        """Every cell of indirect counter ``name`` as (packets, bytes), summed over CPUs."""
+
+    def identity(self) -> str:
+        """A string that changes when the maps are re-created (so a stored pipeline is stale)."""
+
+
+class EbpfBackend:
+    """``Backend`` over ``SwitchTables`` (a freshly loaded switch, or its pins through
+    ``EbpfBackend.open(name)``). Existence checks are the server's (its view), so entries are
+    written in upsert mode; ``MrcError`` from the mapping becomes ValueError."""
+
+    def __init__(self, tables: SwitchTables):
+        self.tables = tables
+
+    @classmethod
+    def open(cls, switch: str) -> "EbpfBackend":
+        """The pinned maps of switch ``switch``. Raises MrcError if it is not set up."""
+        return cls(SwitchTables.open_pinned(switch))
+
+    def close(self) -> None:
+        """Close the map fds (the pins stay)."""
+        self.tables.close()
+
+    def identity(self) -> str:
+        """Kernel ids of the table maps: new maps (a re-created switch) get new ids."""
+        return ",".join(str(_map_id(self.tables.maps[n].fd)) for n in ("my_usid", "usid_fib", "port_config"))
+
+    def write_entry(self, table: str, key: tuple, action: str, params: dict) -> None:
+        _mapped(self.tables.write_entry, table, _one(key), action, params, mode="upsert")
+
+    def delete_entry(self, table: str, key: tuple) -> None:
+        _mapped(self.tables.delete_entry, table, _one(key))
+
+    def read_entries(self, table: str):
+        return [((e.key,), e.action, e.params) for e in self.tables.read_entries(table)]
+
+    def write_default(self, table: str, action: str, params: dict) -> None:
+        spec_default, _ = self.tables.default_action(table)
+        if table == "port_config":
+            if action != spec_default:
+                raise NotImplementedError(f"the eBPF program fixes the default action of {table} to {spec_default}")
+            return
+        _mapped(self.tables.set_default_action, table, action, params)
+
+    def read_default(self, table: str) -> tuple[str, dict]:
+        return self.tables.default_action(table)
+
+    def read_counter(self, name: str) -> list[tuple[int, int]]:
+        size = self.tables.maps[name].max_entries
+        cells = [(0, 0)] * size
+        for index, cell in self.tables.counters(name).items():
+            cells[index] = cell
+        return cells
+
+
+def _mapped(fn, *args, **kwargs) -> None:
+    try:
+        fn(*args, **kwargs)
+    except BpfError as exc:
+        raise OSError(exc.errno, str(exc)) from exc
+    except MrcError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _map_id(fd: int) -> int:
+    info = L.MapInfo()
+    size = ctypes.c_uint32(ctypes.sizeof(info))
+    L.check(L.require().bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)), f"map info of fd {fd}")
+    return info.id
+
+
+def _one(key: tuple) -> int:
+    if len(key) != 1 or not isinstance(key[0], int):
+        raise ValueError(f"the eBPF tables take one exact key field, got {key!r}")
+    return key[0]

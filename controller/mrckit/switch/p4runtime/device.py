@@ -1,0 +1,235 @@
+"""One P4Runtime device: pipeline config, arbitration, Write and Read over a backend.
+
+Every method raises ``P4RuntimeError`` for a refused request; ``write`` returns the per-update
+errors of a batch (None for an update that took effect). Thread-safe: one lock orders every
+change of the pipeline and the tables. P4Runtime spec 1.4 sections 5, 7, 9, 11, 12, 13, 15.
+"""
+
+import logging
+import threading
+from pathlib import Path
+
+import grpc
+from finsy.proto import p4r
+
+from . import entries, store
+from .arbitration import Arbiter, uint128
+from .backend import Backend
+from .contract import Contract
+from .errors import P4RuntimeError, invalid
+from .p4info import Pipeline
+from .view import TableView
+
+log = logging.getLogger(__name__)
+NO_PIPELINE = "No forwarding pipeline config set for this device"
+Action = p4r.SetForwardingPipelineConfigRequest
+Response = p4r.GetForwardingPipelineConfigRequest
+
+
+class Device:
+    """The P4Runtime view of one switch: ``backend`` is its tables, ``contract`` its program."""
+
+    def __init__(self, backend: Backend, contract: Contract, device_id: int = 1, state_dir: Path | None = None):
+        self.backend = backend
+        self.contract = contract
+        self.device_id = device_id
+        self.state_dir = state_dir
+        self.arbiter = Arbiter(device_id)
+        self._lock = threading.RLock()
+        self._config: p4r.ForwardingPipelineConfig | None = None
+        self._saved: tuple | None = None  # VERIFY_AND_SAVE awaiting COMMIT
+        self.view: TableView | None = None
+        self._restore()
+
+    def _restore(self) -> None:
+        """Take back the pipeline stored for these maps and rebuild the view from them."""
+        if self.state_dir is None:
+            return
+        config = store.load(self.state_dir, self.backend.identity())
+        if config is None:
+            return
+        try:
+            pipeline = Pipeline.build(config.p4info, self.contract)
+        except P4RuntimeError as exc:
+            log.warning("ignoring the stored pipeline: %s", exc.message)
+            return
+        self._config, self.view = config, TableView(self.backend, pipeline)
+        self.view.load()
+
+    # -- pipeline ---------------------------------------------------------------------------
+    def set_pipeline(self, req: p4r.SetForwardingPipelineConfigRequest) -> None:
+        """SetForwardingPipelineConfig: VERIFY, VERIFY_AND_SAVE, VERIFY_AND_COMMIT, COMMIT,
+        RECONCILE_AND_COMMIT. The P4Info must match the contract; the device config and cookie
+        are stored untouched. COMMIT clears the tables, RECONCILE keeps them."""
+        self._check_device(req.device_id)
+        self.arbiter.check_primary(req.role, _election(req))
+        with self._lock:
+            if req.action == Action.COMMIT:
+                return self._commit_saved()
+            if req.action == Action.UNSPECIFIED:
+                raise invalid("SetForwardingPipelineConfig action is unspecified")
+            if not req.HasField("config") or not req.config.HasField("p4info"):
+                raise invalid("SetForwardingPipelineConfig carries no P4Info")
+            pipeline = Pipeline.build(req.config.p4info, self.contract)
+            if req.action == Action.VERIFY:
+                return None
+            if req.action == Action.VERIFY_AND_SAVE:
+                self._saved = (req.config, pipeline)
+                return None
+            if req.action == Action.VERIFY_AND_COMMIT:
+                return self._commit(req.config, pipeline, reconcile=False)
+            if req.action == Action.RECONCILE_AND_COMMIT:
+                return self._commit(req.config, pipeline, reconcile=True)
+            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"pipeline action {req.action} is not supported")
+
+    def _commit_saved(self) -> None:
+        if self._saved is None:
+            raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "COMMIT without a saved config (VERIFY_AND_SAVE first)")
+        config, pipeline = self._saved
+        self._saved = None
+        self._commit(config, pipeline, reconcile=False)
+
+    def _commit(self, config, pipeline: Pipeline, reconcile: bool) -> None:
+        view = TableView(self.backend, pipeline)
+        view.load()  # the maps are the truth, also after a RECONCILE
+        if not reconcile:
+            view.clear()
+        stored = p4r.ForwardingPipelineConfig()
+        stored.CopyFrom(config)
+        if self.state_dir is not None:
+            store.save(self.state_dir, self.backend.identity(), stored)
+        self._config, self.view = stored, view
+
+    def get_pipeline(self, req: p4r.GetForwardingPipelineConfigRequest) -> p4r.GetForwardingPipelineConfigResponse:
+        """GetForwardingPipelineConfig with the requested response type."""
+        self._check_device(req.device_id)
+        with self._lock:
+            config = self._config
+        if config is None:
+            raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, NO_PIPELINE)
+        reply = p4r.GetForwardingPipelineConfigResponse()
+        if config.HasField("cookie"):
+            reply.config.cookie.CopyFrom(config.cookie)
+        kind = req.response_type
+        if kind in (Response.ALL, Response.P4INFO_AND_COOKIE):
+            reply.config.p4info.CopyFrom(config.p4info)
+        if kind in (Response.ALL, Response.DEVICE_CONFIG_AND_COOKIE):
+            reply.config.p4_device_config = config.p4_device_config
+        return reply
+
+    # -- write ------------------------------------------------------------------------------
+    def write(self, req: p4r.WriteRequest) -> list:
+        """Apply a WriteRequest; return one ``P4RuntimeError`` or None per update.
+
+        CONTINUE_ON_ERROR (the default) applies every valid update; ROLLBACK_ON_ERROR undoes
+        the batch at the first error (later updates are reported ABORTED); DATAPLANE_ATOMIC is
+        UNIMPLEMENTED. A refused update leaves the maps unchanged.
+        """
+        self._check_device(req.device_id)
+        self.arbiter.check_primary(req.role, _election(req))
+        if req.atomicity == p4r.WriteRequest.DATAPLANE_ATOMIC:
+            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, "DATAPLANE_ATOMIC writes are not supported")
+        rollback = req.atomicity == p4r.WriteRequest.ROLLBACK_ON_ERROR
+        with self._lock:
+            view = self._need_view()
+            results, undo = [], []
+            for update in req.updates:
+                try:
+                    undo.append(self._apply(view, update))
+                    results.append(None)
+                except P4RuntimeError as exc:
+                    results.append(exc)
+                    if rollback:
+                        return self._roll_back(undo, results, len(req.updates))
+            return results
+
+    @staticmethod
+    def _roll_back(undo: list, results: list, total: int) -> list:
+        for fn in reversed(undo):
+            fn()
+        aborted = P4RuntimeError(grpc.StatusCode.ABORTED, "rolled back: another update of the batch failed")
+        results = [aborted if r is None else r for r in results]
+        return results + [aborted] * (total - len(results))
+
+    def _apply(self, view: TableView, update: p4r.Update):
+        kind = update.type
+        if kind not in (p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE):
+            raise invalid(f"update type {kind} is not INSERT, MODIFY or DELETE")
+        which = update.entity.WhichOneof("entity")
+        if which != "table_entry":
+            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"writing {which or 'an empty entity'} is not supported")
+        entry = entries.parse(view.pipeline, update.entity.table_entry, need_action=kind != p4r.Update.DELETE)
+        return view.apply(kind, entry)
+
+    # -- read -------------------------------------------------------------------------------
+    def read(self, req: p4r.ReadRequest) -> list:
+        """The entities a ReadRequest selects: table entries (wildcard, by table, by key,
+        default entries) and counter entries (all counters, one counter, one index)."""
+        self._check_device(req.device_id)
+        with self._lock:
+            view = self._need_view()
+            found = []
+            for entity in req.entities:
+                which = entity.WhichOneof("entity")
+                if which == "table_entry":
+                    found += [p4r.Entity(table_entry=e) for e in self._read_tables(view, entity.table_entry)]
+                elif which == "counter_entry":
+                    found += [p4r.Entity(counter_entry=c) for c in self._read_counters(view, entity.counter_entry)]
+                else:
+                    raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {which or 'an empty entity'} is not supported")
+            return found
+
+    @staticmethod
+    def _read_tables(view: TableView, query: p4r.TableEntry):
+        tables = [entries.table_of(view.pipeline, query.table_id)] if query.table_id else list(view.pipeline.tables.values())
+        for table in tables:
+            if query.is_default_action:
+                yield entries.to_proto(view.defaults[table.name])
+            elif query.match:
+                entry = view.entries[table.name].get(entries.parse_key(table, query.match))
+                if entry is not None:
+                    yield entries.to_proto(entry)
+            else:
+                for entry in view.entries[table.name].values():
+                    yield entries.to_proto(entry)
+
+    def _read_counters(self, view: TableView, query: p4r.CounterEntry):
+        pipeline = view.pipeline
+        if query.counter_id and query.counter_id not in pipeline.counters:
+            raise invalid(f"unknown counter id {query.counter_id:#x}")
+        counters = [pipeline.counters[query.counter_id]] if query.counter_id else list(pipeline.counters.values())
+        for counter in counters:
+            cells = self.backend.read_counter(counter.name)
+            if query.HasField("index"):
+                if not 0 <= query.index.index < counter.size:
+                    raise invalid(f"counter {counter.name!r}: index {query.index.index} outside 0..{counter.size - 1}")
+                indexes = [query.index.index]
+            else:
+                indexes = range(counter.size)
+            for i in indexes:
+                packets, nbytes = cells[i]
+                msg = p4r.CounterEntry(counter_id=counter.id)
+                msg.index.index = i
+                msg.data.packet_count, msg.data.byte_count = packets, nbytes
+                yield msg
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _need_view(self) -> TableView:
+        if self.view is None:
+            raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, NO_PIPELINE)
+        return self.view
+
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.device_id:
+            raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"unknown device id {device_id}, this is device {self.device_id}")
+
+    def capabilities(self) -> p4r.CapabilitiesResponse:
+        """The P4Runtime API version this server implements."""
+        return p4r.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+
+
+API_VERSION = "1.4.0"
+
+
+def _election(req) -> int | None:
+    return uint128(req.election_id) if req.HasField("election_id") else None

@@ -1,0 +1,173 @@
+"""Table entries: ``p4.v1.TableEntry`` to plain values and back, with every check of the spec.
+
+An ``Entry`` holds a table (``TableInfo``), its key as a tuple with one item per match field
+(exact: int; lpm: (value, prefix_len); ternary: (value, mask); optional: int or None for a
+wildcard), and an action name with integer parameters by name. The server keeps entries in its
+view and hands the plain values to the backend. P4Runtime spec 1.4 sections 9.1 (TableEntry),
+8.4 (bytestrings) and 9.1.1 (match formats: canonical, don't-care fields omitted).
+"""
+
+from dataclasses import dataclass
+
+import grpc
+from finsy.proto import p4r
+
+from . import bytestrings
+from .errors import P4RuntimeError, invalid
+from .p4info import ActionInfo, Pipeline, TableInfo
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One table entry (or, with ``key == ()`` and ``default``, a table's default action)."""
+
+    table: TableInfo
+    key: tuple
+    action: str | None
+    params: dict
+    default: bool = False
+
+
+def table_of(pipeline: Pipeline, table_id: int) -> TableInfo:
+    """The table with P4Runtime id ``table_id``; INVALID_ARGUMENT if the P4Info has none."""
+    table = pipeline.tables.get(table_id)
+    if table is None:
+        raise invalid(f"unknown table id {table_id:#x}")
+    return table
+
+
+def parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> Entry:
+    """Check ``msg`` against the P4Info and return it as an ``Entry``.
+
+    ``need_action`` is true for INSERT and MODIFY. Raises ``P4RuntimeError``
+    (INVALID_ARGUMENT for a malformed entry, PERMISSION_DENIED for a const default action).
+    """
+    table = table_of(pipeline, msg.table_id)
+    where = f"table {table.name!r}"
+    if msg.priority != 0 and all(f.match == "exact" for f in table.fields.values()):
+        raise invalid(f"{where}: priority {msg.priority} given for a table without ternary/range/optional fields")
+    if msg.HasField("counter_data") or msg.HasField("meter_config") or msg.idle_timeout_ns:
+        raise invalid(f"{where}: has no direct counter, meter or idle timeout")
+    if msg.is_default_action:
+        if msg.match:
+            raise invalid(f"{where}: a default entry has no match fields")
+        if table.const_default:
+            raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, f"{where}: the default action is const")
+        if not msg.HasField("action"):
+            return Entry(table, (), None, {}, default=True)
+        name, params = parse_action(table, msg.action, default=True)
+        return Entry(table, (), name, params, default=True)
+    key = parse_key(table, msg.match)
+    if not need_action:
+        return Entry(table, key, None, {})
+    if not msg.HasField("action"):
+        raise invalid(f"{where}: entry has no action")
+    name, params = parse_action(table, msg.action, default=False)
+    return Entry(table, key, name, params)
+
+
+def parse_key(table: TableInfo, matches) -> tuple:
+    """The key tuple of ``matches`` (repeated FieldMatch), in P4Info field order."""
+    given = {}
+    for m in matches:
+        if m.field_id not in table.fields:
+            raise invalid(f"table {table.name!r}: unknown match field id {m.field_id}")
+        if m.field_id in given:
+            raise invalid(f"table {table.name!r}: match field id {m.field_id} given twice")
+        given[m.field_id] = m
+    return tuple(_field_value(table, f, given.get(f.id)) for f in table.fields.values())
+
+
+def _field_value(table: TableInfo, field, m):
+    where = f"table {table.name!r} field {field.name!r}"
+    kind = field.match
+    if m is None:
+        if kind == "exact":
+            raise invalid(f"{where}: exact match field missing")
+        return {"lpm": (0, 0), "ternary": (0, 0), "optional": None}[kind]
+    if m.WhichOneof("field_match_type") != kind:
+        raise invalid(f"{where}: is {kind}, got {m.WhichOneof('field_match_type')}")
+    if kind == "exact":
+        return bytestrings.decode(m.exact.value, field.bits, where)
+    if kind == "optional":
+        return bytestrings.decode(m.optional.value, field.bits, where)
+    if kind == "lpm":
+        return _lpm(m.lpm, field.bits, where)
+    return _ternary(m.ternary, field.bits, where)
+
+
+def _lpm(lpm, bits: int, where: str) -> tuple:
+    value = bytestrings.decode(lpm.value, bits, where)
+    plen = lpm.prefix_len
+    if not 0 < plen <= bits:
+        raise invalid(f"{where}: prefix length {plen} outside 1..{bits} (omit the field for /0)")
+    if value & ((1 << (bits - plen)) - 1):
+        raise invalid(f"{where}: value has bits set beyond its /{plen} prefix")
+    return (value, plen)
+
+
+def _ternary(ternary, bits: int, where: str) -> tuple:
+    value = bytestrings.decode(ternary.value, bits, where)
+    mask = bytestrings.decode(ternary.mask, bits, where)
+    if mask == 0:
+        raise invalid(f"{where}: all-zero mask (omit the field for a wildcard)")
+    if value & ~mask:
+        raise invalid(f"{where}: value has bits set outside its mask")
+    return (value, mask)
+
+
+def parse_action(table: TableInfo, msg: p4r.TableAction, default: bool) -> tuple[str, dict]:
+    """(action name, {param name: int}) of a direct action, checked against the table."""
+    where = f"table {table.name!r}"
+    if msg.WhichOneof("type") != "action":
+        raise invalid(f"{where}: only direct actions are supported (no action profiles)")
+    action: ActionInfo | None = table.actions.get(msg.action.action_id)
+    if action is None:
+        raise invalid(f"{where}: unknown action id {msg.action.action_id:#x} for this table")
+    if default and not action.default_ok:
+        raise invalid(f"{where}: action {action.name!r} is @tableonly, not a default action")
+    if not default and not action.table_ok:
+        raise invalid(f"{where}: action {action.name!r} is @defaultonly")
+    return action.name, _params(where, action, msg.action.params)
+
+
+def _params(where: str, action: ActionInfo, params) -> dict:
+    values = {}
+    for p in params:
+        if p.param_id not in action.params:
+            raise invalid(f"{where} action {action.name!r}: unknown parameter id {p.param_id}")
+        name, bits = action.params[p.param_id]
+        if name in values:
+            raise invalid(f"{where} action {action.name!r}: parameter {name!r} given twice")
+        values[name] = bytestrings.decode(p.value, bits, f"{where} action {action.name!r} parameter {name!r}")
+    missing = [n for n, _ in action.params.values() if n not in values]
+    if missing:
+        raise invalid(f"{where} action {action.name!r}: missing parameters {missing}")
+    return values
+
+
+def to_proto(entry: Entry) -> p4r.TableEntry:
+    """The canonical ``p4.v1.TableEntry`` of ``entry`` (as a Read returns it)."""
+    table = entry.table
+    msg = p4r.TableEntry(table_id=table.id, is_default_action=entry.default)
+    for field, value in zip(table.fields.values(), entry.key):
+        _add_match(msg, field, value)
+    if entry.action is not None:
+        action = table.action_by_name(entry.action)
+        msg.action.action.action_id = action.id
+        for pid, (name, _bits) in action.params.items():
+            msg.action.action.params.add(param_id=pid, value=bytestrings.encode(entry.params[name]))
+    return msg
+
+
+def _add_match(msg, field, value) -> None:
+    if field.match == "exact":
+        msg.match.add(field_id=field.id).exact.value = bytestrings.encode(value)
+    elif field.match == "optional" and value is not None:
+        msg.match.add(field_id=field.id).optional.value = bytestrings.encode(value)
+    elif field.match == "lpm" and value[1]:
+        m = msg.match.add(field_id=field.id)
+        m.lpm.value, m.lpm.prefix_len = bytestrings.encode(value[0]), value[1]
+    elif field.match == "ternary" and value[1]:
+        m = msg.match.add(field_id=field.id)
+        m.ternary.value, m.ternary.mask = bytestrings.encode(value[0]), bytestrings.encode(value[1])

@@ -1,0 +1,49 @@
+"""The pipeline a switch was given, kept on disk so a restarted server answers as before.
+
+bpffs holds only BPF objects, so the file lives in a state directory of its own
+(default ``/run/mrckit/switch/<switch>/pipeline.bin``), next to the pins in spirit: it records
+the backend's identity (the ids of the pinned maps), and a file written for other maps is
+ignored. The file is a ``p4.v1.ForwardingPipelineConfig`` (P4Info, device config and cookie,
+untouched) preceded by one line with the identity. Design section 7.
+"""
+
+import os
+from pathlib import Path
+
+from finsy.proto import p4r
+
+STATE_ROOT = "/run/mrckit/switch"
+FILE_NAME = "pipeline.bin"
+
+
+def default_dir(switch: str) -> Path:
+    """The state directory of switch ``switch``."""
+    return Path(STATE_ROOT) / switch
+
+
+def save(directory: Path, identity: str, config: p4r.ForwardingPipelineConfig) -> None:
+    """Write ``config`` for the maps named by ``identity``, atomically (rename over the old file)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / (FILE_NAME + ".tmp")
+    tmp.write_bytes(identity.encode() + b"\n" + config.SerializeToString())
+    os.replace(tmp, directory / FILE_NAME)
+
+
+def load(directory: Path, identity: str) -> p4r.ForwardingPipelineConfig | None:
+    """The stored config if one exists for these maps (same ``identity``), else None."""
+    path = directory / FILE_NAME
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    stored_identity, _, body = data.partition(b"\n")
+    if stored_identity.decode(errors="replace") != identity:
+        return None
+    config = p4r.ForwardingPipelineConfig()
+    config.ParseFromString(body)
+    return config
+
+
+def remove(directory: Path) -> None:
+    """Forget the stored pipeline (the switch was torn down)."""
+    (directory / FILE_NAME).unlink(missing_ok=True)
