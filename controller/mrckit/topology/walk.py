@@ -1,0 +1,202 @@
+"""The reference walk: forward one packet through the compiled tables, hop by hop.
+
+This is a pure model of design section 4 steps 1-4 and 7 over the entries of
+:class:`~mrckit.topology.compile.CompiledFabric` (no queues, so no trimming or ECN):
+
+1. the source host writes the outer DA from the EV and the destination NIC address
+   (``mrckit.wire.addressing.path_da``, design 3.3) and sends on the EV's plane port, to the
+   MAC of its T0;
+2. a switch drops a frame not addressed to the ingress port's MAC, and a packet whose hop
+   limit is <= 1 (``hop_limit``);
+3. uN: if ``my_usid`` holds the first 48 bits of the DA, shift the uSIDs left by 16 (once);
+4. ``usid_fib`` on the first 48 bits gives the egress port, or the packet is dropped
+   (``no_route``); the hop limit drops by one; ``port_config`` rewrites the MACs;
+5. the link behind the egress port (from the switch's port list) leads to the next node.
+
+Tests use it to prove the tables against :mod:`~mrckit.topology.paths`; ``mrc trace`` prints it.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+from dataclasses import dataclass
+
+from ..wire.addressing import parse_nic_address, path_da
+from ..wire.constants import OUTER_HOP_LIMIT
+from ..wire.ev import ev_unpack
+from ..wire.usid import active_prefix, un_shift
+from .compile import CompiledFabric
+from .entries import MY_USID, PORT_CONFIG, USID_FIB, SwitchConfig, TableEntry
+from .model import TopologyError
+
+MAX_SWITCH_HOPS = 8
+"""A walk gives up after this many switches (a loop in the tables)."""
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One switch on the walk.
+
+    Attributes:
+        switch: its name. in_port: the ingress port number.
+        da_in, da_out: the outer DA on arrival and after the uN shift (equal if none).
+        hop_limit: the outer hop limit on arrival.
+        hits: the table entries the packet matched here, in order.
+        out_port: the egress port, or None when dropped here. link: the link taken out.
+    """
+
+    switch: str
+    in_port: int
+    da_in: ipaddress.IPv6Address
+    da_out: ipaddress.IPv6Address
+    hop_limit: int
+    hits: tuple[TableEntry, ...]
+    out_port: int | None
+    link: str | None
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The result of a walk.
+
+    Attributes:
+        src, dst: host names. ev: the EV. da: the outer DA the source wrote.
+        hops: the switches passed. links: every link crossed, in order, host links included.
+        reached: the host the packet ended at, and ``port``, its ingress interface; None if dropped.
+        delivered: the packet reached the host that owns the destination NIC address.
+        drop: why the packet was dropped (``no_route``, ``hop_limit``, ``mac_mismatch``,
+            ``loop``), else None.
+    """
+
+    src: str
+    dst: str
+    ev: int
+    da: ipaddress.IPv6Address
+    hops: tuple[Hop, ...]
+    links: tuple[str, ...]
+    reached: str | None
+    port: str | None
+    delivered: bool
+    drop: str | None
+
+
+class _SwitchView:
+    """One switch's compiled entries as lookup dicts, plus its ports by number and ifname."""
+
+    def __init__(self, cfg: SwitchConfig):
+        self.cfg = cfg
+        self.my = {e.key: e for e in cfg.entries if e.table == MY_USID}
+        self.fib = {e.key: e for e in cfg.entries if e.table == USID_FIB}
+        self.port_config = {e.key: e for e in cfg.entries if e.table == PORT_CONFIG}
+        self.ports = {p.number: p for p in cfg.ports}
+        self.by_ifname = {p.ifname: p for p in cfg.ports}
+
+
+class Walker:
+    """Walks packets through one :class:`CompiledFabric`, caching the switches it visits.
+
+    Use one walker for many walks; ``walk`` is pure (the cache only saves recompilation).
+    """
+
+    def __init__(self, fabric: CompiledFabric, cache_size: int = 256):
+        self.fabric = fabric
+        self._view = functools.lru_cache(maxsize=cache_size)(lambda name: _SwitchView(fabric.switch(name)))
+
+    def walk(self, src: str, dst: str, ev: int) -> Trace:
+        """Forward one packet with EV ``ev`` from host ``src`` towards host ``dst`` (names or
+        NIC addresses) through the compiled tables.
+
+        Raises:
+            TopologyError: unknown hosts, ``src`` equal to ``dst``, or an EV whose plane the
+                source host has no port on. (An EV naming a T1 the plane lacks is walked, and
+                ends in a ``no_route`` drop.)
+            ValueError: ``ev`` outside 0..2**32-1.
+        """
+        topo = self.fabric.topology
+        s, d = topo.host(src), topo.host(dst)
+        if s == d:
+            raise TopologyError(f"source and destination are the same host ({s.name})")
+        plane, t1, _ = ev_unpack(ev)
+        if plane >= topo.planes:
+            raise TopologyError(f"EV 0x{ev:08x} names plane {plane}; {s.name} has ports on planes "
+                                f"0..{topo.planes - 1}")
+        dloc = parse_nic_address(d.nic_address)
+        da = int(path_da(plane, t1, s.leaf, dloc.leaf, dloc.downlink, topo.locator))
+        uplink = self.fabric.host(s.name).ports[plane]
+        state = _Packet(da=da, dst_mac=uplink.t0_mac, hop_limit=OUTER_HOP_LIMIT, links=[uplink.link])
+        node, in_port = uplink.t0, uplink.t0_port
+        hops: list[Hop] = []
+        while True:
+            if len(hops) == MAX_SWITCH_HOPS:
+                return _end(s.name, d.name, ev, da, hops, state, None, None, False, "loop")
+            view = self._view(node)
+            hop, nxt = _forward(view, in_port, state)
+            hops.append(hop)
+            if nxt is None:
+                return _end(s.name, d.name, ev, da, hops, state, None, None, False, state.drop)
+            port = view.ports[hop.out_port]
+            if port.faces_host:
+                reached = topo.host(port.peer)
+                if state.dst_mac != port.peer_mac:
+                    return _end(s.name, d.name, ev, da, hops, state, None, None, False, "mac_mismatch")
+                return _end(s.name, d.name, ev, da, hops, state, reached.name, port.peer_ifname,
+                            reached.nic_address == d.nic_address, None)
+            node, in_port = port.peer, self._view(port.peer).by_ifname[port.peer_ifname].number
+
+
+@dataclass
+class _Packet:
+    da: int
+    dst_mac: int
+    hop_limit: int
+    links: list[str]
+    drop: str | None = None
+
+
+def _forward(view: _SwitchView, in_port: int, pkt: _Packet) -> tuple[Hop, int | None]:
+    """One switch: returns the hop and the egress port, or (hop, None) when dropped."""
+    da_in, hop_limit, hits = pkt.da, pkt.hop_limit, []
+
+    def hop(out_port=None, link=None):
+        return Hop(view.cfg.name, in_port, ipaddress.IPv6Address(da_in), ipaddress.IPv6Address(pkt.da),
+                   hop_limit, tuple(hits), out_port, link)
+
+    ingress = view.ports.get(in_port)
+    if ingress is None or pkt.dst_mac != ingress.mac:
+        pkt.drop = "mac_mismatch"
+        return hop(), None
+    if pkt.hop_limit <= 1:
+        pkt.drop = "hop_limit"
+        return hop(), None
+    mine = view.my.get(active_prefix(pkt.da))
+    if mine is not None:
+        hits.append(mine)
+        pkt.da = un_shift(pkt.da)
+    route = view.fib.get(active_prefix(pkt.da))
+    if route is None:
+        pkt.drop = "no_route"
+        return hop(), None
+    hits.append(route)
+    out_port = route.params["port"]
+    pkt.hop_limit -= 1
+    rewrite = view.port_config.get(out_port)
+    if rewrite is not None:
+        hits.append(rewrite)
+        pkt.dst_mac = rewrite.params["dst_mac"]
+    link = view.ports[out_port].link if out_port in view.ports else None
+    if link is None:
+        pkt.drop = "no_route"
+        return hop(out_port), None
+    pkt.links.append(link)
+    return hop(out_port, link), out_port
+
+
+def _end(src, dst, ev, da, hops, pkt, reached, port, delivered, drop) -> Trace:
+    return Trace(src, dst, ev, ipaddress.IPv6Address(da), tuple(hops), tuple(pkt.links), reached, port,
+                 delivered, drop)
+
+
+def walk(fabric: CompiledFabric, src: str, dst: str, ev: int) -> Trace:
+    """One walk with a fresh :class:`Walker`; see :meth:`Walker.walk`."""
+    return Walker(fabric).walk(src, dst, ev)
