@@ -6,7 +6,9 @@ source port** set to ones (our deviation: the host dataplane writes the EV into 
 after the endpoint computed the CRC), the BTH with byte 4 set to ones, and the rest of the packet.
 It travels least-significant byte first.
 
-The endpoint sees only the UDP payload, so this module CRCs a pseudo-header prefix built from the
+This is the incremental form of :func:`mrckit.wire.icrc.icrc_compute` (the reference, which
+needs the whole inner packet; the tests check that both agree). The endpoint sees only the UDP
+payload, so this module CRCs a pseudo-header prefix built from the
 addresses and the length, cached per (source, destination, length), then continues the CRC over
 the BTH and the rest with ``zlib.crc32``'s running value: no copy of the payload is made.
 """
@@ -18,6 +20,7 @@ import struct
 import zlib
 
 from mrckit.wire.constants import IPPROTO_UDP, UDP_LEN, UDP_PORT_ROCEV2
+from mrckit.wire.icrc import ICRC_PREFIX
 
 ICRC = struct.Struct("<I")
 _ONES = b"\xff"
@@ -37,7 +40,7 @@ class IcrcContext:
             udp_len = UDP_LEN + udp_payload_len
             ip6 = struct.pack(">IHBB", 0x6FFFFFFF, udp_len, IPPROTO_UDP, 0xFF) + self._addrs
             udp = struct.pack(">HHHH", 0xFFFF, UDP_PORT_ROCEV2, udp_len, 0xFFFF)
-            crc = zlib.crc32(b"\xff" * 8 + ip6 + udp)
+            crc = zlib.crc32(ICRC_PREFIX + ip6 + udp)
             self._prefix[udp_payload_len] = crc
         return crc
 

@@ -1,0 +1,141 @@
+"""Whole transfers through the in-memory link (no sockets): integrity under loss, reordering,
+duplication, trimming and a silent EV, and the WRITE_WITH_IMM barrier."""
+
+import hashlib
+import os
+
+import pytest
+
+from endpoint_harness import Faults, Link, RKEY, trimmed
+from mrckit.wire.constants import BTH_FLAG_RTX, Dscp, Ecn
+
+SIZE = 1 << 20
+
+
+def _transfer(link: Link, data: bytes, imm=None):
+    comp = link.req.post(data, 0, RKEY, imm)
+    at_completion = []
+    comp.add_done_callback(lambda c: at_completion.append(link.mr.sha256()))
+    link.run([comp])
+    comp.wait(0)
+    return at_completion[0]
+
+
+@pytest.mark.parametrize("loss", [0.01, 0.05, 0.20])
+def test_integrity_under_loss(loss):
+    data = os.urandom(SIZE)
+    link = Link(SIZE, faults=Faults(drop=loss, seed=int(loss * 100)))
+    sha_at_completion = _transfer(link, data)
+    assert sha_at_completion == hashlib.sha256(data).hexdigest()
+    assert sum(link.req.stats.retransmits.values()) > 0
+
+
+def test_integrity_under_reorder_and_duplication():
+    data = os.urandom(SIZE)
+    link = Link(SIZE, faults=Faults(duplicate=0.2, permute=True, seed=7))
+    assert _transfer(link, data) == hashlib.sha256(data).hexdigest()
+    st = link.resp.stats
+    assert st.duplicates > 0 and st.placed_bytes == SIZE
+    assert link.resp.qps[0x200].ooo_count > 0
+
+
+def test_integrity_with_trimmed_packets():
+    data = os.urandom(SIZE)
+    link = Link(SIZE, faults=Faults(trim=0.1, seed=3))
+    assert _transfer(link, data) == hashlib.sha256(data).hexdigest()
+    assert link.resp.stats.trimmed > 0
+    assert link.resp.stats.nacks["TRIMMED"] == link.resp.stats.trimmed
+    assert link.req.stats.retransmits["nack_trimmed"] >= link.resp.stats.trimmed - link.req.stats.retransmits["rto"]
+
+
+def test_integrity_with_a_silent_ev():
+    # One of four EVs goes silent for good: retransmissions leave on other EVs and complete.
+    data = os.urandom(SIZE)
+    link = Link(SIZE, faults=Faults(silent_ev=0x20000003))
+    assert _transfer(link, data) == hashlib.sha256(data).hexdigest()
+    assert link.req.stats.retransmits["sack_gap"] + link.req.stats.retransmits["rto"] > 0
+
+
+def test_retransmissions_carry_rtx_flag_and_retx_dscp():
+    link = Link(SIZE)
+    link.req.post(os.urandom(8 * 2048), 0, RKEY)
+    link.req.pump(link.now)
+    first = link.wire
+    link.wire = []
+    link.deliver(first[1:])  # the first packet is lost
+    link.resp.flush()
+    link.feedback()
+    link.req.pump(link.now)
+    assert link.req.stats.retransmits["sack_gap"] == 0  # fewer than 16 later packets acked
+    link.now += 10**9
+    link.req.on_timer(link.now)
+    link.req.pump(link.now)
+    rtx = [p for p in link.wire if p[0][8] & BTH_FLAG_RTX]
+    assert len(rtx) == 1 and rtx[0][1] == (Dscp.TRIMMABLE_RETX << 2 | Ecn.ECT0)
+    assert all(t == (Dscp.TRIMMABLE << 2 | Ecn.ECT0) for _, t, _ in first)
+
+
+def test_write_with_imm_waits_for_delayed_earlier_writes():
+    link = Link(SIZE)
+    first = os.urandom(64 * 1024)
+    second = os.urandom(4096)
+    c1 = link.req.post(first, 0, RKEY)
+    c2 = link.req.post(second, 65536, RKEY, imm=0xABCD)
+    link.req.pump(link.now, budget=1000)
+    pkts, link.wire = link.wire, []
+    delayed = pkts[5]  # a middle packet of the first WRITE
+    link.deliver([p for p in pkts if p is not delayed])
+    link.resp.flush()
+    assert link.resp.stats.placed_packets == len(pkts) - 1
+    assert not link.resp.completions, "WRITE_WITH_IMM completed before an earlier write landed"
+    link.feedback()
+    assert not c1.done() and not c2.done()
+    link.deliver([delayed])
+    comp = link.resp.completions.popleft()
+    assert (comp.imm, comp.rqmsn) == (0xABCD, 1)
+    assert bytes(link.mr.buf[:65536 + 4096]) == first + second
+    link.resp.flush()
+    link.feedback()
+    assert c1.done() and c2.done()
+
+
+def test_imm_completions_in_order_when_imm_packets_arrive_reversed():
+    link = Link(SIZE)
+    comps = [link.req.post(b"x" * 100, i * 100, RKEY, imm=i) for i in range(4)]
+    link.req.pump(link.now)
+    pkts, link.wire = link.wire, []
+    link.deliver(pkts[::-1])
+    assert [c.imm for c in link.resp.completions] == [0, 1, 2, 3]
+    link.resp.flush()
+    link.feedback()
+    assert all(c.done() for c in comps)
+
+
+def test_duplicate_is_ignored_but_acknowledged():
+    link = Link(SIZE)
+    link.req.post(b"a" * 2048, 0, RKEY)
+    link.req.pump(link.now)
+    pkt = link.wire[0]
+    link.deliver([pkt])
+    link.resp.flush()
+    link.replies.clear()
+    link.mr.buf[0:1] = b"Z"  # a second placement would overwrite this
+    link.deliver([pkt])
+    link.resp.flush()
+    assert link.resp.stats.duplicates == 1 and link.mr.buf[0:1] == b"Z"
+    assert len(link.replies) == 1 and link.replies[0][0] == 0xDC  # a SACK
+
+
+def test_trimmed_arrival_nacked_with_echoed_ev():
+    from scapy.layers.inet6 import IPv6  # noqa: F401  (binds the layers)
+    from mrckit.wire.layers import MrcBTH, NETH
+    link = Link(SIZE)
+    link.req.post(b"q" * 4096, 0, RKEY)
+    link.req.pump(link.now)
+    pkt, _tc, _ev = link.wire[1]
+    for dscp, reason in ((Dscp.TRIMMED, 1), (Dscp.TRIMMED_LASTHOP, 2)):
+        link.replies.clear()
+        link.resp.handle(bytearray(trimmed(pkt)), len(trimmed(pkt)), dscp << 2, 0x5678, 0x1234, "2001:db8:100:1::1")
+        nack = MrcBTH(link.replies[0])
+        assert (nack[NETH].nack_reason, nack[NETH].ev, nack[NETH].nack_psn) == (reason, 0x12345678, 1)
+    assert link.mr.placed_bytes == 0
