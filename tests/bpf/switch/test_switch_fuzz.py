@@ -5,14 +5,13 @@ counters must add up to the number of inputs."""
 
 import random
 
-from conftest import XDP_DROP, XDP_REDIRECT
-from mrc_frames import container, mrc_frame
+from switch_harness import DOWN_2, T0_0, T0_1, T1_5, XDP_DROP, XDP_REDIRECT, leaf
+from switch_frames import container, mrc_frame
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw, fuzz
-from test_golden import DOWN_2, T0_0, T0_1, T1_5, leaf
 
 from mrckit.netns import enter
 from mrckit.wire.constants import Dscp, Ecn, Opcode

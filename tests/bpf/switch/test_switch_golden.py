@@ -5,37 +5,11 @@ the design by hand (uSID values, shifted DAs, trimmed lengths), never taken from
 """
 
 import pytest
-from conftest import XDP_DROP, XDP_REDIRECT
-from mrc_frames import container, ipv4_frame, mrc_frame, outer, prefix48
+from switch_harness import (DOWN_2, FABRIC_PORT, FABRIC_PORT_2, HOST_PORT, HOST_PORT_2, T0_0, T0_1, T1_5,
+                            XDP_DROP, XDP_REDIRECT, leaf, mac)
+from switch_frames import container, ipv4_frame, mrc_frame, outer, prefix48
 
 from mrckit.wire.constants import Dscp, Ecn, Opcode
-
-# uSIDs of plane 0 (design 3.3: plane(4) | role(2) | index(10)); role 1 T0, 2 T1, 3 DOWN.
-T0_0, T0_1, T1_5, DOWN_2 = 0x0400, 0x0401, 0x0805, 0x0C02
-INF = 0xFFFFFFFF
-HOST_PORT, FABRIC_PORT, FABRIC_PORT_2, HOST_PORT_2 = 0, 1, 2, 3
-
-
-def mac(port: int, far: bool = False) -> str:
-    return f"02:00:00:00:00:{(0xB0 if far else 0xA0) + port:02x}"
-
-
-def port_config(sw, port, *, faces_host, trim=INF, ecn=INF):
-    sw.tables.write_entry("port_config", port, "set_port", {
-        "src_mac": int(mac(port).replace(":", ""), 16), "dst_mac": int(mac(port, True).replace(":", ""), 16),
-        "faces_host": int(faces_host), "trim_threshold": trim, "ecn_threshold": ecn})
-
-
-def leaf(sw, my_usid=T0_0, *, trim=INF, ecn=INF):
-    """A T0 with my uSID ``my_usid``: T1_5 up port 1, T0_1 up port 2, DOWN_2 to host port 3."""
-    sw.wire_ports(range(4))
-    sw.set_ingress(HOST_PORT)
-    sw.tables.write_entry("my_usid", prefix48(my_usid), "usid_un")
-    for usid, port in ((T1_5, FABRIC_PORT), (T0_1, FABRIC_PORT_2), (DOWN_2, HOST_PORT_2)):
-        sw.tables.write_entry("usid_fib", prefix48(usid), "set_egress", {"port": port})
-    for port in range(4):
-        port_config(sw, port, faces_host=port in (HOST_PORT, HOST_PORT_2), trim=trim, ecn=ecn)
-
 
 def counters(sw):
     return {name: sw.tables.counters(name)
