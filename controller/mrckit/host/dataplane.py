@@ -153,6 +153,10 @@ class HostDataplane:
         """One peer's EV set, or None if no packet has gone to it yet."""
         return self.peers.lookup(_u8s(PeerKey, addr_bytes(peer)))
 
+    def put_peer_set(self, peer: str | ipaddress.IPv6Address, value: EvSet) -> None:
+        """Replace a peer's whole EV set (creating it if absent)."""
+        self.peers.update(_u8s(PeerKey, addr_bytes(peer)), value)
+
     def write_slot(self, peer: str | ipaddress.IPv6Address, index: int, ev: int | None = None,
                    state: int | None = None, reset: bool = False) -> bool:
         """Change slot ``index`` of a peer's set: its EV and/or state, and with ``reset`` its
@@ -165,7 +169,8 @@ class HostDataplane:
             return False
         slot = cur.slots[index]
         if reset:
-            cur.slots[index] = slot = EvSlot(ev=slot.ev, state=slot.state)
+            cur.slots[index] = EvSlot(ev=slot.ev, state=slot.state)
+            slot = cur.slots[index]  # a view into cur, not the temporary
         if ev is not None:
             slot.ev = ev
         if state is not None:

@@ -11,7 +11,7 @@ import pytest
 
 from mrckit.host.dataplane import HostDataplane, PortSetting, addr_bytes, mac_bytes
 from mrckit.wire.constants import AGENT_UDP_PORT
-from mrckit.wire.usid import DEFAULT_LOCATOR
+from mrckit.wire.usid import DEFAULT_LOCATOR  # noqa: F401
 
 import host_pkt as pkt
 

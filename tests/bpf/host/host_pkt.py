@@ -61,11 +61,12 @@ def plain(src: str, dst: str, l4: bytes, sport: int = 0x1234, dport: int = UDP_P
 def encapped(inner_src: str, inner_dst: str, l4: bytes, *, ev: int, outer_tc: int, inner_tc: int,
              inner_fl: int | None = None, outer_src: str | None = None,
              outer_dst: str = "fcbb:bb00:1c02::", dport: int = UDP_PORT_ROCEV2,
-             eth_src: str = NEIGH[0], eth_dst: str = MAC[0], chksum: int = 0) -> bytes:
-    """An encapsulated frame: Ether | outer IPv6 (nh 41) | inner IPv6 | UDP | l4."""
+             eth_src: str = NEIGH[0], eth_dst: str = MAC[0], chksum: int | None = 0) -> bytes:
+    """An encapsulated frame: Ether | outer IPv6 (nh 41) | inner IPv6 | UDP | l4.
+    ``chksum=None`` computes a valid UDP checksum."""
+    udp = UDP(sport=ev >> 16, dport=dport) if chksum is None else UDP(sport=ev >> 16, dport=dport, chksum=chksum)
     inner = (IPv6(src=inner_src, dst=inner_dst, tc=inner_tc,
-                  fl=ev & 0xFFFF if inner_fl is None else inner_fl, hlim=64) /
-             UDP(sport=ev >> 16, dport=dport, chksum=chksum) / l4)
+                  fl=ev & 0xFFFF if inner_fl is None else inner_fl, hlim=64) / udp / l4)
     outer = IPv6(src=outer_src or port_addr(0, B_LEAF, B_DOWN), dst=outer_dst, tc=outer_tc,
                  fl=ev & 0xFFFF, nh=41, hlim=64)
     return bytes(Ether(src=eth_src, dst=eth_dst) / outer / inner)

@@ -1,0 +1,30 @@
+"""The ctypes views of mrckit.host.maps equal the C structs of mrc_host.bpf.c (from its BTF),
+and the counter/reason enums equal the C enums."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mrckit.bpf.btf import btf_struct_layout, layout_mismatches
+from mrckit.host import maps
+
+SRC = Path(__file__).resolve().parents[3] / "ebpf" / "mrc_host.bpf.c"
+
+
+@pytest.mark.parametrize("ctype, cname", [
+    (maps.HostConfigMap, "host_config"), (maps.PlanePort, "plane_port"), (maps.EvSlot, "ev_slot"),
+    (maps.EvSet, "ev_set"), (maps.LinkKey, "link_key"), (maps.EvEvent, "ev_event"),
+])
+def test_struct_layouts_match_btf(ctype, cname):
+    assert layout_mismatches(ctype, btf_struct_layout("mrc_host", cname)) == []
+
+
+def _c_enum(name: str) -> list[str]:
+    body = re.search(r"enum %s \{(.*?)\};" % name, SRC.read_text(), re.S)[1]
+    return [m for m in re.findall(r"^\s*(\w+)", body, re.M)]
+
+
+def test_stat_and_reason_enums_match_c():
+    assert [f"STAT_{s.name}" for s in maps.Stat] + ["STAT_MAX"] == _c_enum("host_stat")
+    assert [f"REASON_{r.name}" for r in maps.Reason if r < 16] == _c_enum("ev_reason")
