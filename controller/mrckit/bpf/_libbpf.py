@@ -165,6 +165,7 @@ _PROTOS = {
     "btf__resolve_size": (c_int64, [c_void_p, c_uint32]),
     "btf__name_by_offset": (c_char_p, [c_void_p, c_uint32]),
     "libbpf_num_possible_cpus": (c_int, []),
+    "libbpf_version_string": (c_char_p, []),
     "libbpf_set_print": (c_void_p, [PRINT_FN]),
 }
 
@@ -254,3 +255,8 @@ def capture() -> Iterator[list[str]]:
 def possible_cpus() -> int:
     """Number of possible CPUs, the length of every per-CPU map value array."""
     return check(require().libbpf_num_possible_cpus(), "libbpf_num_possible_cpus")
+
+
+def version() -> str:
+    """libbpf's version, e.g. "v1.1"."""
+    return require().libbpf_version_string().decode()
