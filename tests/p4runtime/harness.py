@@ -67,7 +67,7 @@ class Client:
         self.election_id = election_id
         self._out = __import__("queue").Queue()
         self.stream = self.stub.StreamChannel(iter(self._out.get, None))
-        self.arbitrate(election_id)
+        self.answer = self.arbitrate(election_id)  # the server's first arbitration update
 
     def arbitrate(self, election_id: int | None):
         msg = p4r.StreamMessageRequest()
