@@ -145,6 +145,9 @@ struct ev_event {
 	__u8 pad;
 	__u64 ts_ns;
 };
+/* Only a pointer to it reaches BTF, so its layout is pinned here and in test_layout.py. */
+_Static_assert(sizeof(struct ev_event) == 32 && __builtin_offsetof(struct ev_event, ts_ns) == 24,
+	       "struct ev_event layout");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
