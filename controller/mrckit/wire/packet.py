@@ -1,0 +1,107 @@
+"""Whole MRC frames: build one with the EV applied, read the EV back, and the header stacks.
+
+A frame is ``Ether | outer IPv6 (DA = uSID container) | inner IPv6 (DA = destination NIC) |
+UDP :4791 | BTH | ... | ICRC`` (design section 3.1), or the same without the outer header as
+the endpoint sends it and the responder receives it after decapsulation.
+"""
+
+import ipaddress
+
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet
+
+from ._check import check_range
+from .constants import (
+    IMM_OPCODES, IPPROTO_IPV6, OUTER_HOP_LIMIT, UDP_PORT_ROCEV2, WRITE_OPCODES, Dscp, Ecn, Opcode,
+)
+from .ev import ev_from_wire, ev_to_wire
+from .layers import MrcBTH
+
+Address = str | int | ipaddress.IPv6Address
+
+DEFAULT_SRC_MAC = "02:00:00:00:00:01"
+DEFAULT_DST_MAC = "02:00:00:00:00:02"
+
+_CONTROL_STACKS = {
+    Opcode.SACK: ("seth", "cc_state"),
+    Opcode.NACK: ("neth",),
+    Opcode.ACK: ("aeth",),
+    Opcode.PROBE: ("peth",),
+    Opcode.EP_REQ: ("erth",),
+    Opcode.EP_RESP: ("eeth",),
+}
+
+
+def header_stack(opcode: int, ts: bool = False) -> tuple[str, ...]:
+    """The headers after the BTH for ``opcode`` (design section 3.2 table), by layer name.
+
+    Data opcodes: ``("meth", ["tseth",] "reth", ["immdt"])``; the payload follows them.
+
+    Raises:
+        ValueError: ``opcode`` is not an MRC opcode.
+    """
+    if opcode in WRITE_OPCODES:
+        stack = ("meth",) + (("tseth",) if ts else ()) + ("reth",)
+        return stack + (("immdt",) if opcode in IMM_OPCODES else ())
+    if opcode in _CONTROL_STACKS:
+        return _CONTROL_STACKS[Opcode(opcode)]
+    raise ValueError(f"opcode=0x{opcode:02x} is not an MRC opcode")
+
+
+def _ip6(name: str, addr: Address) -> str:
+    try:
+        return str(ipaddress.IPv6Address(addr))
+    except (ipaddress.AddressValueError, ValueError) as exc:
+        raise ValueError(f"{name}={addr!r} is not an IPv6 address") from exc
+
+
+def mrc_frame(headers: Packet, *, ev: int, inner_src: Address, inner_dst: Address,
+              outer_src: Address | None = None, outer_dst: Address | None = None,
+              dscp: int = Dscp.TRIMMABLE, ecn: int = Ecn.ECT0, hop_limit: int = OUTER_HOP_LIMIT,
+              src_mac: str = DEFAULT_SRC_MAC, dst_mac: str = DEFAULT_DST_MAC) -> Packet:
+    """Build ``Ether / [outer IPv6] / inner IPv6 / UDP / headers`` with the EV applied.
+
+    Args:
+        headers: an ``MrcBTH`` and everything after it (payload included); its ICRC is computed
+            when the frame is built, unless set.
+        ev: the 32-bit EV: UDP source port = EV bits 31..16, flow label = EV bits 15..0 in both
+            IPv6 headers (design section 3.1).
+        inner_src, inner_dst: NIC addresses.
+        outer_src, outer_dst: port address and uSID container; both or neither (no outer header).
+        dscp, ecn: the traffic class of both IPv6 headers (6 and 2 bits).
+        hop_limit: of both IPv6 headers.
+
+    Raises:
+        ValueError: a field out of range, an address that is not IPv6, only one outer address,
+            or ``headers`` not starting with an ``MrcBTH``.
+    """
+    if not isinstance(headers, MrcBTH):
+        raise ValueError(f"headers must start with MrcBTH, got {type(headers).__name__}")
+    if (outer_src is None) != (outer_dst is None):
+        raise ValueError("give both outer_src and outer_dst (encapsulated) or neither")
+    check_range("dscp", int(dscp), 0, 63)
+    check_range("ecn", int(ecn), 0, 3)
+    check_range("hop_limit", hop_limit, 0, 255)
+    flow_label, sport = ev_to_wire(ev)
+    tc = int(dscp) << 2 | int(ecn)
+    inner = IPv6(src=_ip6("inner_src", inner_src), dst=_ip6("inner_dst", inner_dst),
+                 tc=tc, fl=flow_label, hlim=hop_limit)
+    stack = inner / UDP(sport=sport, dport=UDP_PORT_ROCEV2, chksum=0) / headers
+    if outer_dst is not None:
+        outer = IPv6(src=_ip6("outer_src", outer_src), dst=_ip6("outer_dst", outer_dst),
+                     tc=tc, fl=flow_label, hlim=hop_limit, nh=IPPROTO_IPV6)
+        stack = outer / stack
+    return Ether(src=src_mac, dst=dst_mac) / stack
+
+
+def frame_ev(frame: Packet) -> int:
+    """The EV a frame carries: UDP source port and the low 16 bits of the outermost flow label.
+
+    Raises:
+        ValueError: no IPv6 or UDP layer, or a flow label with any of its top 4 bits set.
+    """
+    if IPv6 not in frame or UDP not in frame:
+        raise ValueError("frame has no IPv6/UDP layers; it is not an MRC frame")
+    return ev_from_wire(frame[IPv6].fl, frame[UDP].sport)
