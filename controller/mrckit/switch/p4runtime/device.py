@@ -175,6 +175,8 @@ class Device:
                     found += [p4r.Entity(table_entry=e) for e in self._read_tables(view, entity.table_entry)]
                 elif which == "counter_entry":
                     found += [p4r.Entity(counter_entry=c) for c in self._read_counters(view, entity.counter_entry)]
+                elif which == "packet_replication_engine_entry":
+                    pass  # the program has no multicast groups or clone sessions: none to read
                 else:
                     raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {which or 'an empty entity'} is not supported")
             return found

@@ -57,21 +57,16 @@ def spawn(switch: str, address: str, **kwargs) -> subprocess.Popen:
                 return proc
         if proc.poll() is not None:
             break
-    stop(proc)
+    _terminate(proc, 5.0)
     errors.seek(0)
     err = errors.read().strip()
+    stop(proc)
     raise MrcError(f"P4Runtime server for switch {switch} did not start on {address}: {err or 'no output'}")
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10.0) -> int:
     """SIGTERM the server, wait (SIGKILL after ``timeout`` s); return its exit code."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    _terminate(proc, timeout)
     for stream in (proc.stdout, getattr(proc, "errors", None)):
         if stream:
             stream.close()
@@ -84,3 +79,13 @@ def _env() -> dict:
     root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
+
+
+def _terminate(proc: subprocess.Popen, timeout: float) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
