@@ -60,7 +60,7 @@ class TableEntry:
         return hash((self.identity(), self.action, tuple(sorted(self.params.items()))))
 
     def __str__(self) -> str:
-        match = ", ".join(f"{k}=0x{v:x}" for k, v in self.match.items())
+        match = ", ".join(f"{k}=0x{v:x}" if k == DA_PREFIX_FIELD else f"{k}={v}" for k, v in self.match.items())
         params = ", ".join(f"{k}=0x{v:x}" if k.endswith("mac") else f"{k}={v}" for k, v in self.params.items())
         return f"{self.table} {match} -> {self.action}({params})"
 
