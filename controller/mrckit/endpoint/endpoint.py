@@ -258,6 +258,7 @@ class Endpoint:
         rq = qp.requestor if qp else None
         if rq is None or opcode == Opcode.ACK:
             return
+        rq.stats.icrc_checked += 1
         if not rq.icrc_rx.check(buf, n):
             rq.stats.bad_icrc += 1
             return

@@ -38,5 +38,6 @@ class RequestorStats:
     nacks: Counter = field(default_factory=Counter)
     timeouts: int = 0
     probes: int = 0
+    icrc_checked: int = 0
     bad_icrc: int = 0
     completions: int = 0

@@ -29,3 +29,27 @@ def netns_pair(make_netns) -> Pair:
     for ns, ifname, addr in ((pair.ns_a, pair.if_a, ADDR_A), (pair.ns_b, pair.if_b, ADDR_B)):
         netns.run(["ip", "-6", "addr", "add", f"{addr}/64", "dev", ifname, "nodad"], ns=ns)
     return pair
+
+
+@pytest.fixture
+def endpoints(netns_pair):
+    """Endpoint A (requestor QP 0x100) and endpoint B (QP 0x200) in the pair, connected, with a
+    region at B of ``size`` bytes (rkey 0x1000). Returns a factory(size, **qp_config)."""
+    from mrckit.endpoint import Endpoint, QpConfig
+
+    made = []
+
+    def factory(size: int, **cfg):
+        with netns.enter(netns_pair.ns_a):
+            ep_a = Endpoint(ADDR_A)
+        with netns.enter(netns_pair.ns_b):
+            ep_b = Endpoint(ADDR_B)
+        made.extend([ep_a, ep_b])
+        mr = ep_b.register_mr(size, rkey=0x1000)
+        ep_b.create_qp(ADDR_A, qpn=0x200, remote_qpn=0x100, config=QpConfig(**cfg))
+        qp = ep_a.create_qp(ADDR_B, qpn=0x100, remote_qpn=0x200, config=QpConfig(**cfg))
+        return ep_a, ep_b, qp, mr
+
+    yield factory
+    for ep in made:
+        ep.close()

@@ -1,0 +1,126 @@
+"""The endpoint over a real veth between two namespaces: a 64 MiB write with the ICRC checked
+on every packet, a path that goes silent, and trimmed packets injected by the test whose NACKs
+echo the EV read from the inner flow label and UDP source port."""
+
+import hashlib
+import os
+import socket
+import struct
+import threading
+import time
+
+import pytest
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+
+from mrckit import netns
+from mrckit.endpoint import Endpoint, QpConfig
+from mrckit.wire.constants import Dscp, NackReason, Opcode
+from mrckit.wire.layers import METH, NETH, RETH, SETH, MrcBTH
+
+from conftest import ADDR_A, ADDR_B
+
+pytestmark = pytest.mark.root
+
+
+def _region_sha(mr) -> str:
+    return hashlib.sha256(mr.buf).hexdigest()
+
+
+def test_64mib_write_with_icrc_on_every_packet(endpoints):
+    size = 64 << 20
+    ep_a, ep_b, qp, mr = endpoints(size)
+    data = os.urandom(size)
+    comp = ep_a.write(qp, data, 0, 0x1000, imm=0x64).wait(120)
+    assert _region_sha(mr) == hashlib.sha256(data).hexdigest()
+    rs, qs = ep_b.responder.stats, qp.requestor.stats
+    assert rs.icrc_checked == rs.packets and rs.bad_icrc == 0
+    assert rs.placed_bytes == size and rs.placed_packets == size // 2048
+    assert qs.icrc_checked == qs.sacks + sum(qs.nacks.values()) and qs.bad_icrc == 0
+    assert ep_b.poll_recv(5).imm == 0x64 and comp.nbytes == size
+
+
+def test_path_goes_silent_then_returns(endpoints, netns_pair):
+    size = 16 << 20
+    ep_a, ep_b, qp, mr = endpoints(size)
+    data = os.urandom(size)
+    comp = ep_a.write(qp, data, 0, 0x1000, imm=1)
+    # A route to B through a neighbour that never answers: sends succeed, packets vanish.
+    silent = ["ip", "-6", "route", "add", f"{ADDR_B}/128", "via", "2001:db8:100:1::99", "dev", netns_pair.if_a]
+    deadline = time.monotonic() + 10
+    while ep_b.responder.stats.placed_bytes < size // 8 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    netns.run(silent, ns=netns_pair.ns_a)
+    placed = ep_b.responder.stats.placed_bytes
+    time.sleep(0.4)
+    assert not comp.done()
+    netns.run(["ip", "-6", "route", "del", f"{ADDR_B}/128"], ns=netns_pair.ns_a)
+    comp.wait(60)
+    assert placed < size
+    assert _region_sha(mr) == hashlib.sha256(data).hexdigest()
+    assert qp.requestor.stats.timeouts > 0 and qp.requestor.stats.retransmits["rto"] > 0
+    assert ep_b.poll_recv(5).imm == 1
+
+
+IPV6_FLOWLABEL_MGR, IPV6_FLOWINFO_SEND, IPV6_FLOWINFO = 32, 33, 11
+
+
+def _test_sockets(label: int):
+    """A sender on [A]:0x1234 that sends with flow label ``label``, and a receiver on [A]:4791."""
+    tx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    tx.bind((ADDR_A, 0x1234))
+    req = struct.pack("=16sIBBHHHI", socket.inet_pton(socket.AF_INET6, ADDR_B), socket.htonl(label),
+                      0, 1, 1, 0, 0, 0)  # IPV6_FL_A_GET, IPV6_FL_S_EXCL, IPV6_FL_F_CREATE
+    tx.setsockopt(socket.IPPROTO_IPV6, IPV6_FLOWLABEL_MGR, req)
+    tx.setsockopt(socket.IPPROTO_IPV6, IPV6_FLOWINFO_SEND, 1)
+    rx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    rx.bind((ADDR_A, 4791))
+    rx.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVTCLASS, 1)
+    rx.setsockopt(17, 102, 1)  # UDP_NO_CHECK6_RX: the endpoint sends UDP checksum 0
+    rx.settimeout(5)
+    return tx, rx
+
+
+def _send(tx, payload: bytes, tclass: int, label: int):
+    tx.sendmsg([payload], [(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, struct.pack("=i", tclass))], 0,
+               (ADDR_B, 4791, label, 0))
+
+
+def _recv(rx):
+    data, anc, _f, _addr = rx.recvmsg(4096, 64)
+    tclass = next(struct.unpack("=i", d)[0] for lvl, kind, d in anc if kind == socket.IPV6_TCLASS)
+    return MrcBTH(data), tclass
+
+
+def test_injected_trimmed_packets_are_nacked_with_the_echoed_ev(netns_pair):
+    label = 0x0BEEF
+    with netns.enter(netns_pair.ns_b):
+        ep_b = Endpoint(ADDR_B)
+    try:
+        mr = ep_b.register_mr(1 << 16, rkey=0x1000)
+        ep_b.create_qp(ADDR_A, qpn=0x200, remote_qpn=0x100)
+        with netns.enter(netns_pair.ns_a):
+            tx, rx = _test_sockets(label)
+        with tx, rx:
+            for dscp, reason in ((Dscp.TRIMMED, NackReason.TRIMMED), (Dscp.TRIMMED_LASTHOP, NackReason.TRIMMED_LASTHOP)):
+                trimmed = bytes(IPv6(src=ADDR_A, dst=ADDR_B, tc=dscp << 2) / UDP(sport=0x1234, dport=4791)
+                                / MrcBTH(opcode=Opcode.WRITE_ONLY, dqpn=0x200, psn=7) / METH()
+                                / RETH(va=0, rkey=0x1000, dma_len=2048))[48:]
+                _send(tx, trimmed, dscp << 2, label)
+                nack, tclass = _recv(rx)
+                assert nack.opcode == Opcode.NACK and nack.dqpn == 0x100
+                assert (nack[NETH].nack_reason, nack[NETH].nack_psn) == (reason, 7)
+                assert nack[NETH].ev == (0x1234 << 16) | label
+                assert tclass >> 2 == Dscp.CONTROL
+            # a whole data packet is placed and SACKed with the same echoed EV
+            data = bytes(IPv6(src=ADDR_A, dst=ADDR_B) / UDP(sport=0x1234, dport=4791)
+                         / MrcBTH(opcode=Opcode.WRITE_ONLY, dqpn=0x200, psn=0, ackreq=1) / METH()
+                         / RETH(va=16, rkey=0x1000, dma_len=5) / b"hello")[48:]
+            _send(tx, data, (Dscp.TRIMMABLE << 2) | 3, label)  # CE-marked
+            sack, _ = _recv(rx)
+            assert sack.opcode == Opcode.SACK and sack[SETH].ev == (0x1234 << 16) | label
+            assert sack[SETH].m == 1 and sack[SETH].cack_psn == 0
+        assert bytes(mr.buf[16:21]) == b"hello" and mr.placed_bytes == 5
+        assert ep_b.responder.stats.trimmed == 2 and ep_b.responder.stats.ce_marked == 1
+    finally:
+        ep_b.close()
