@@ -1,0 +1,110 @@
+"""P4Runtime values without a server: bytestrings (spec 8.4), match kinds the tables may declare
+(exact, LPM, ternary, optional: spec 9.1.1), and the P4Info check against the program."""
+
+import grpc
+import pytest
+from finsy.proto import p4i, p4r
+
+from harness import load_p4info
+
+from mrckit.switch.p4runtime import bytestrings, entries
+from mrckit.switch.p4runtime.contract import MRC_SWITCH, ActionSpec, Contract, KeySpec, TableSpec
+from mrckit.switch.p4runtime.errors import P4RuntimeError
+from mrckit.switch.p4runtime.p4info import Pipeline
+
+
+@pytest.mark.parametrize("data,bits,value", [
+    (b"\x00", 9, 0), (b"\x01\xff", 9, 511), (b"\x00\x00\x01\xff", 9, 511), (b"\x01", 1, 1),
+    (b"\xfc\xbb\xbb\x00\x10\x01", 48, 0xFCBBBB001001), (b"\x00" * 8, 48, 0),
+])
+def test_decode_accepts_canonical_and_padded(data, bits, value):
+    assert bytestrings.decode(data, bits, "f") == value
+
+
+@pytest.mark.parametrize("data,bits", [(b"", 9), (b"\x02\x00", 9), (b"\x02", 1), (b"\x01" + b"\x00" * 6, 48)])
+def test_decode_refuses_empty_or_too_wide(data, bits):
+    with pytest.raises(P4RuntimeError) as info:
+        bytestrings.decode(data, bits, "table t field f")
+    assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT and "table t field f" in info.value.message
+
+
+@pytest.mark.parametrize("value,data", [(0, b"\x00"), (1, b"\x01"), (511, b"\x01\xff"), (1 << 40, b"\x01" + bytes(5))])
+def test_encode_is_canonical(value, data):
+    assert bytestrings.encode(value) == data
+
+
+# A P4Info and contract with one table of every match kind (EV-hash mode will add LPM tables).
+KINDS = Contract(tables=(TableSpec("t", (KeySpec("a", 32, "lpm"), KeySpec("b", 16, "ternary"),
+                                         KeySpec("c", 8, "optional"), KeySpec("d", 9)),
+                                   (ActionSpec("NoAction"),), "NoAction", 16),), counters=())
+
+
+def _kinds_pipeline():
+    info = p4i.P4Info()
+    t = info.tables.add()
+    t.preamble.id, t.preamble.name, t.preamble.alias = 0x02000001, "C.t", "t"
+    for i, (name, bits, kind) in enumerate([("a", 32, 3), ("b", 16, 4), ("c", 8, 6), ("d", 9, 2)], 1):
+        t.match_fields.add(id=i, name=name, bitwidth=bits, match_type=kind)
+    t.action_refs.add(id=0x01000001)
+    a = info.actions.add()
+    a.preamble.id, a.preamble.name, a.preamble.alias = 0x01000001, "NoAction", "NoAction"
+    return Pipeline.build(info, KINDS)
+
+
+def _key(**fields):
+    table = next(iter(_kinds_pipeline().tables.values()))
+    ms = []
+    if "a" in fields:
+        ms.append(p4r.FieldMatch(field_id=1, lpm=p4r.FieldMatch.LPM(value=fields["a"][0], prefix_len=fields["a"][1])))
+    if "b" in fields:
+        ms.append(p4r.FieldMatch(field_id=2, ternary=p4r.FieldMatch.Ternary(value=fields["b"][0], mask=fields["b"][1])))
+    if "c" in fields:
+        ms.append(p4r.FieldMatch(field_id=3, optional=p4r.FieldMatch.Optional(value=fields["c"])))
+    ms.append(p4r.FieldMatch(field_id=4, exact=p4r.FieldMatch.Exact(value=fields.get("d", b"\x01"))))
+    return entries.parse_key(table, ms)
+
+
+def test_match_kinds_parse_with_omitted_wildcards():
+    assert _key(a=(b"\x0a\x00\x00\x00", 8), b=(b"\x12\x00", b"\xff\x00"), c=b"\x07") == \
+        ((0x0A000000, 8), (0x1200, 0xFF00), 7, 1)
+    assert _key() == ((0, 0), (0, 0), None, 1)  # don't-care fields are omitted, exact is not
+
+
+@pytest.mark.parametrize("bad,words", [
+    (dict(a=(b"\x0a\x00\x00\x01", 8)), "beyond its /8"),
+    (dict(a=(b"\x0a", 0)), "prefix length 0"),
+    (dict(a=(b"\x0a", 33)), "prefix length 33"),
+    (dict(b=(b"\x12\x01", b"\xff\x00")), "outside its mask"),
+    (dict(b=(b"\x00", b"\x00")), "all-zero mask"),
+    (dict(c=b"\x01\x00"), "does not fit in 8 bits"),
+    (dict(d=b""), "empty"),
+])
+def test_match_kinds_refuse_non_canonical(bad, words):
+    with pytest.raises(P4RuntimeError) as info:
+        _key(**bad)
+    assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT and words in info.value.message
+
+
+def test_missing_exact_field_and_wrong_kind_are_refused():
+    table = next(iter(_kinds_pipeline().tables.values()))
+    with pytest.raises(P4RuntimeError, match="exact match field missing"):
+        entries.parse_key(table, [])
+    with pytest.raises(P4RuntimeError, match="is exact, got lpm"):
+        entries.parse_key(table, [p4r.FieldMatch(field_id=4, lpm=p4r.FieldMatch.LPM(value=b"\x01", prefix_len=1))])
+
+
+def test_mrc_switch_p4info_matches_the_program():
+    pipeline = Pipeline.build(load_p4info(), MRC_SWITCH)
+    assert sorted(t.name for t in pipeline.tables.values()) == ["my_usid", "port_config", "usid_fib"]
+    assert sorted(c.name for c in pipeline.counters.values()) == sorted(c.name for c in MRC_SWITCH.counters)
+
+
+def test_every_mismatch_is_listed():
+    info = load_p4info()
+    info.tables[0].match_fields[0].bitwidth = 40
+    next(a for a in info.actions if a.preamble.alias == "set_port").params[2].bitwidth = 8
+    del info.counters[-1]
+    with pytest.raises(P4RuntimeError) as exc:
+        Pipeline.build(info, MRC_SWITCH)
+    msg = exc.value.message
+    assert "40 bits" in msg and "faces_host" in msg and "drop_reason" in msg
