@@ -345,7 +345,11 @@ class EbpfSwitch:
         obj = BpfObject.open(OBJECT)
         try:
             for map_name in MAP_TYPES:
-                obj.map(map_name).set_pin_path(os.path.join(self.pin_dir, map_name))
+                path = os.path.join(self.pin_dir, map_name)
+                # reuse_pin, not libbpf's own pin check: the kernel adds BPF_F_RDONLY_PROG to
+                # every DEVMAP, which libbpf then reports as a parameter mismatch.
+                if not obj.map(map_name).reuse_pin(path):
+                    obj.map(map_name).set_pin_path(path)
             obj.load()
         except BaseException:
             obj.close()

@@ -1,0 +1,187 @@
+"""The eBPF switch on real veths: a 3-port switch namespace and three host namespaces.
+
+h0 sends MRC frames (AF_PACKET) through the switch to h2. h2 checks every frame byte for byte
+and, through an End.DT6 decap route, receives the inner datagrams on a UDP socket: trimmed
+packets (a drain rate of 1 packet/s makes the queue fill) must be accepted by its UDP stack
+with their corrected lengths. Teardown leaves nothing attached or pinned, even on failure.
+"""
+
+import os
+import socket
+
+import pytest
+from afpacket import RawPort, is_mrc
+from switch_frames import HOST_A, container, mrc_headers, mrc_frame, prefix48
+from switch_harness import T0_0
+
+from mrckit import netns
+from mrckit.bpf.attach import xdp_query
+from mrckit.bpf.fs import BPFFS
+from mrckit.errors import MrcError
+from mrckit.switch.ebpf_target import EbpfSwitch, SwitchTables, pinned_switches, switch_pin_dir
+from mrckit.wire.constants import Dscp, Opcode
+
+DOWN = [0x0C00, 0x0C01, 0x0C02]
+H2_NIC = "2001:db8:100:0::3"
+UDP_NO_CHECK6_RX = 102  # linux/udp.h: RoCEv2 sends UDP checksum 0 (design section 3.1)
+MTU = 1540  # 1500 + the 40-byte outer header (design section 9)
+PAYLOAD = 200
+SENT = 10
+TRIM_THRESHOLD = 4
+
+
+def host_mac(i):
+    return f"02:00:00:00:0f:{i:02x}"
+
+
+def port_mac(i):
+    return f"02:00:00:00:0a:{i:02x}"
+
+
+def mac_int(mac):
+    return int(mac.replace(":", ""), 16)
+
+
+@pytest.fixture
+def fabric(make_netns, request):
+    """Namespaces: switch ``sw`` with ports p0..p2, hosts h0..h2 with eth0; hosts have GRO on
+    (NAPI for redirects into their veth, design section 9) and TX checksum offload off."""
+    sw = make_netns()
+    hosts = [make_netns() for _ in range(3)]
+    for i, host in enumerate(hosts):
+        netns.veth(sw, f"p{i}", host, "eth0", mtu=MTU)
+        netns.run(["ip", "link", "set", f"p{i}", "address", port_mac(i)], ns=sw)
+        netns.run(["ip", "link", "set", "eth0", "address", host_mac(i)], ns=host)
+        netns.run(["ethtool", "-K", "eth0", "gro", "on"], ns=host)
+    name = f"{sw}-s"
+    yield sw, hosts, name
+    EbpfSwitch(name, sw, {}).teardown()  # pins of a failed test go too
+
+
+def configure(tables: SwitchTables):
+    tables.write_entry("my_usid", prefix48(T0_0), "usid_un")
+    for port, usid in enumerate(DOWN):
+        tables.write_entry("usid_fib", prefix48(usid), "set_egress", {"port": port})
+        tables.write_entry("port_config", port, "set_port", {
+            "src_mac": mac_int(port_mac(port)), "dst_mac": mac_int(host_mac(port)), "faces_host": 1,
+            "trim_threshold": TRIM_THRESHOLD if port == 2 else 0xFFFFFFFF, "ecn_threshold": 0xFFFFFFFF})
+    tables.set_queue_rate(2, 1)
+
+
+def udp_receiver(host):
+    """h2 decapsulates its DOWN container (End.DT6, looking the inner DA up in the local table
+    where H2_NIC lives) and listens on [H2_NIC]:4791."""
+    netns.run(["ip", "-6", "addr", "add", f"{H2_NIC}/128", "dev", "lo", "nodad"], ns=host)
+    netns.run(["ip", "-6", "route", "add", f"fcbb:bb00:{DOWN[2]:x}::/48", "encap", "seg6local", "action",
+               "End.DT6", "table", "255", "dev", "eth0"], ns=host)
+    with netns.enter(host):
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
+    sock.bind((H2_NIC, 4791))
+    sock.settimeout(2.0)
+    return sock
+
+
+def recv_all(sock, count):
+    out = []
+    try:
+        while len(out) < count:
+            out.append(sock.recv(4096))
+    except socket.timeout:
+        pass
+    return out
+
+
+def test_switch_forwards_and_trims_on_veth(fabric):
+    sw, hosts, name = fabric
+    sock = udp_receiver(hosts[2])
+    with EbpfSwitch(name, sw, {0: "p0", 1: "p1", 2: "p2"}) as switch:
+        assert set(switch.attach_modes.values()) == {"native"}
+        assert sorted(os.listdir(switch_pin_dir(name))) == sorted(
+            ["my_usid", "usid_fib", "table_defaults", "port_config", "rx_port", "tx_port", "trim_port",
+             "ecn_port", "drop_port", "drop_reason", "tx_ports", "ifindex_port", "port_admin", "vqueue",
+             "queue_rate"])
+        configure(switch.tables)
+        frames = [mrc_frame(container(T0_0, DOWN[2]), opcode=Opcode.WRITE_ONLY_IMM, payload=PAYLOAD,
+                            src=host_mac(0), dst=port_mac(0), inner_dst=H2_NIC, sport=0xC000 + i, psn=i)
+                  for i in range(SENT)]
+        with RawPort(hosts[2], "eth0") as rx, RawPort(hosts[0], "eth0") as tx:
+            for frame in frames:
+                tx.send(frame)
+            got = rx.recv(is_mrc, count=SENT, timeout=3.0)
+        datagrams = recv_all(sock, SENT)
+        tables = switch.tables
+        # h0's own IPv6 chatter (MLD, RS) also arrives, and is dropped as no_route.
+        assert tables.counter("rx_port", 0)[0] - tables.counter("drop_port", 0)[0] == SENT
+        assert tables.counter("tx_port", 2)[0] == SENT
+        trimmed_count = tables.counter("trim_port", 2)[0]
+    sock.close()
+
+    assert len(got) == SENT
+    whole = trimmed = 0
+    for frame in got:
+        i = int.from_bytes(frame[94:96], "big") - 0xC000
+        common = dict(opcode=Opcode.WRITE_ONLY_IMM, hlim=63, src=port_mac(2), dst=host_mac(2),
+                      inner_dst=H2_NIC, sport=0xC000 + i, psn=i)
+        if frame == mrc_frame(container(DOWN[2]), payload=PAYLOAD, **common):
+            whole += 1
+        else:
+            assert frame == mrc_frame(container(DOWN[2]), payload=0, icrc=False,
+                                      dscp=Dscp.TRIMMED_LASTHOP, **common), i
+            assert len(frame) == 138
+            trimmed += 1
+    # Depth counting the packet reaches the threshold at the 4th packet; 1 packet/s drains
+    # at most a few in the time the 10 frames take.
+    assert whole >= TRIM_THRESHOLD - 1 and trimmed >= 1 and trimmed == trimmed_count
+
+    # h2's UDP stack accepted every datagram, the trimmed ones with their corrected lengths.
+    assert len(datagrams) == SENT
+    headers = mrc_headers(Opcode.WRITE_ONLY_IMM, psn=0)
+    assert sorted(len(d) for d in datagrams) == [len(headers)] * trimmed + [len(headers) + PAYLOAD + 4] * whole
+    for d in datagrams:
+        psn = d[11]
+        assert d[:len(headers)] == mrc_headers(Opcode.WRITE_ONLY_IMM, psn=psn)
+
+    # Nothing left attached or pinned.
+    assert name not in pinned_switches()
+    with netns.enter(sw):
+        assert all(xdp_query(f"p{i}").mode is None for i in range(3))
+
+
+def test_teardown_after_a_failure_leaves_nothing(fabric):
+    sw, hosts, name = fabric
+    with pytest.raises(RuntimeError):
+        with EbpfSwitch(name, sw, {0: "p0", 1: "p1"}):
+            raise RuntimeError("a test failing inside the switch's lifetime")
+    assert name not in pinned_switches()
+    with netns.enter(sw):
+        assert xdp_query("p0").mode is None and xdp_query("p1").mode is None
+
+
+def test_failed_setup_is_undone(fabric):
+    sw, hosts, name = fabric
+    with pytest.raises(MrcError, match="nope"):
+        EbpfSwitch(name, sw, {0: "p0", 1: "nope"}).setup()
+    assert name not in pinned_switches()
+    with netns.enter(sw):
+        assert xdp_query("p0").mode is None
+
+
+def test_setup_reuses_pins_and_teardown_is_idempotent(fabric):
+    sw, hosts, name = fabric
+    first = EbpfSwitch(name, sw, {0: "p0"}).setup()
+    first.tables.write_entry("usid_fib", prefix48(DOWN[1]), "set_egress", {"port": 1})
+    again = EbpfSwitch(name, sw, {0: "p0"}).setup()  # a restarted manager keeps the tables
+    assert [e.key for e in again.tables.read_entries("usid_fib")] == [prefix48(DOWN[1])]
+    pinned = SwitchTables.open_pinned(name)
+    assert pinned.read_entries("usid_fib") == again.tables.read_entries("usid_fib")
+    pinned.close()
+    again.teardown()
+    again.teardown()
+    first.teardown()
+    assert not os.path.exists(switch_pin_dir(name))
+    with pytest.raises(MrcError, match="not set up"):
+        SwitchTables.open_pinned(name)
+    netns.delete(sw)
+    EbpfSwitch(name, sw, {0: "p0"}).teardown()  # the namespace is gone: still quiet
+    assert os.path.isdir(BPFFS)
