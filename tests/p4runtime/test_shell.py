@@ -10,6 +10,7 @@ import pytest
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
+import p4rt
 from harness import DEVICE_CONFIG, P4INFO_PATH, ROOT, load_p4info
 from test_forwarding import XDP_DROP, XDP_REDIRECT, frame
 
@@ -75,3 +76,21 @@ def test_p4runtime_shell_programs_every_table(need_shell, server, switch, tmp_pa
     assert switch.run(pkt)[0] == XDP_DROP
     out = shell(server.address, "read", tmp_path)
     assert out["drop_reason"][2] == [2, 1, len(pkt)]  # no_route
+
+
+def test_mrc_shell_opens_p4runtime_shell_on_the_server(need_shell, server, client, tmp_path):
+    p4info = load_p4info()
+    client.set_pipeline(p4info)
+    client.write(*[p4rt.update("INSERT", p4rt.entry(p4info, "usid_fib", k, "drop")) for k in (1, 2, 3)])
+    mrc = ROOT / ".venv/bin/mrc"
+    script = "n = len(list(TableEntry('usid_fib').read()))\nprint('ENTRIES', n)\nexit\n"
+    proc = subprocess.run([str(mrc), "shell", server.address, "--election-id", "0,0"], input=script,
+                          capture_output=True, text=True, timeout=120)
+    assert "ENTRIES 3" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_mrc_shell_without_the_virtualenv_is_a_clear_error(tmp_path):
+    env = {**__import__("os").environ, "MRC_P4RT_PYTHON": str(tmp_path / "nope")}
+    proc = subprocess.run([str(ROOT / ".venv/bin/mrc"), "shell", "unix:/nonexistent"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "make p4rt-shell" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,157 @@
+"""P4Runtime write rate into the eBPF switch: batched writes through finsy (as the controller
+does) against one-by-one inserts through p4runtime-shell (as an operator types them), both over
+real gRPC to the server process in the switch's namespace; and, where bmv2 is built, the same
+finsy batch written to simple_switch_grpc. Prints a table of entries/s and ratios; exits 0.
+
+Run as root: python bench/p4runtime_write.py [--entries N] [--shell-entries M]
+"""
+
+import argparse
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "controller"))
+
+import finsy  # noqa: E402
+
+from mrckit import netns  # noqa: E402
+from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir  # noqa: E402
+from mrckit.switch.p4runtime import process  # noqa: E402
+
+BUILD = ROOT / "p4src/build"
+P4INFO = BUILD / "mrc_switch.p4info.txtpb"
+BMV2_JSON = BUILD / "mrc_switch.json"
+# TEMPORARY until p4c's output is committed: the hand-written P4Info of the tests.
+if not P4INFO.exists():
+    P4INFO = ROOT / "tests/p4runtime/fixtures/mrc_switch.handwritten.p4info.txtpb"
+SHELL_PYTHON = ROOT / ".venv-p4rt/bin/python"
+KEY = "hdr.outer_ipv6.dst_addr[127:80]"
+BASE = 0xFCBBBB000000
+
+SHELL_SCRIPT = r"""
+import sys, time
+import p4runtime_sh.shell as sh
+address, count = sys.argv[1], int(sys.argv[2])
+sh.setup(device_id=1, grpc_addr=address, election_id=(0, 1), verbose=False)
+start = time.perf_counter()
+for i in range(count):
+    te = sh.TableEntry("usid_fib")(action="set_egress")
+    te.match["hdr.outer_ipv6.dst_addr[127:80]"] = hex(0xFCBBBB100000 + i)
+    te.action["port"] = str(i % 512)
+    te.insert()
+elapsed = time.perf_counter() - start
+sh.teardown()
+print("ELAPSED", elapsed)
+"""
+
+
+def fib_entries(n: int, base: int = BASE):
+    return [finsy.P4TableEntry("usid_fib", match=finsy.P4TableMatch({KEY: base + i}),
+                               action=finsy.P4TableAction("set_egress", port=i % 510)) for i in range(n)]
+
+
+async def finsy_batch(address: str, n: int, device_id: int, blob: bytes) -> float:
+    """Seconds to insert ``n`` usid_fib entries in one batched write (after connecting)."""
+    opts = finsy.SwitchOptions(p4info=P4INFO, p4blob=blob, device_id=device_id, p4force=True)
+    async with finsy.Switch("bench", address, opts) as sw:
+        entries = fib_entries(n)
+        start = time.perf_counter()
+        await sw.insert(entries)
+        elapsed = time.perf_counter() - start
+        found = [e async for e in sw.read(finsy.P4TableEntry("usid_fib"))]
+        assert len(found) == n, f"{len(found)} entries read back, {n} written"
+    return elapsed
+
+
+def shell_one_by_one(address: str, n: int) -> float | None:
+    if not SHELL_PYTHON.exists():
+        return None
+    proc = subprocess.run([str(SHELL_PYTHON), "-c", SHELL_SCRIPT, address, str(n)],
+                          capture_output=True, text=True, timeout=120)
+    line = next((l for l in proc.stdout.splitlines() if l.startswith("ELAPSED")), None)
+    if proc.returncode or line is None:
+        print(f"p4runtime-shell run failed: {proc.stderr[-500:]}", file=sys.stderr)
+        return None
+    return float(line.split()[1])
+
+
+def bmv2_batch(n: int, ns: str, workdir: Path) -> float | None:
+    binary = shutil.which("simple_switch_grpc") or "/opt/p4tools/bin/simple_switch_grpc"
+    if not os.access(binary, os.X_OK) or not BMV2_JSON.exists():
+        return None
+    sock = workdir / "bmv2.sock"
+    proc = subprocess.Popen(["nsenter", f"--net=/var/run/netns/{ns}", "--", binary, "--no-p4", "--device-id", "1",
+                             "--", "--grpc-server-addr", f"unix:{sock}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return asyncio.run(finsy_batch(f"unix:{sock}", n, 1, BMV2_JSON.read_bytes()))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--entries", type=int, default=5000, help="entries in the finsy batch")
+    ap.add_argument("--shell-entries", type=int, default=300, help="entries inserted one by one through p4runtime-shell")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("p4runtime_write: needs root (netns, BPF maps); skipped")
+        return 0
+    os.makedirs(os.path.dirname(switch_pin_dir("x")), exist_ok=True)
+    ns = netns.add(netns.unique_name("mrcbench"))
+    name = ns
+    sw = EbpfSwitch(name, ns, {})
+    workdir = Path(tempfile.mkdtemp(prefix="mrc-p4rt-bench-"))
+    server = None
+    try:
+        sw.setup()
+        address = f"unix:{workdir}/p4rt.sock"
+        server = process.spawn(name, address, netns=ns, state_dir=workdir / "state")
+        blob = BMV2_JSON.read_bytes() if BMV2_JSON.exists() else b"{}"
+        rows = []
+        batch_s = asyncio.run(finsy_batch(address, args.entries, 1, blob))
+        rows.append(("eBPF, finsy batched", args.entries, batch_s))
+        shell_s = shell_one_by_one(address, args.shell_entries)
+        if shell_s is not None:
+            rows.append(("eBPF, p4runtime-shell one by one", args.shell_entries, shell_s))
+        bmv2_s = bmv2_batch(args.entries, ns, workdir)
+        if bmv2_s is not None:
+            rows.append(("bmv2, finsy batched", args.entries, bmv2_s))
+        report(rows, shell_s, args.shell_entries, bmv2_s is not None)
+    finally:
+        if server is not None:
+            process.stop(server)
+        sw.teardown()
+        netns.delete(ns)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def report(rows, shell_s, shell_n, has_bmv2) -> None:
+    baseline = shell_n / shell_s if shell_s else None
+    print(f"{'method':36} {'entries':>8} {'seconds':>9} {'entries/s':>11} {'x shell':>8}")
+    for label, n, secs in rows:
+        rate = n / secs
+        ratio = f"{rate / baseline:8.1f}" if baseline else "       -"
+        print(f"{label:36} {n:8d} {secs:9.3f} {rate:11.0f} {ratio}")
+    if baseline is None:
+        print("p4runtime-shell: .venv-p4rt missing (make p4rt-shell): no baseline")
+    else:
+        print(f"goal: finsy batched >= 5x p4runtime-shell one by one")
+    if not has_bmv2:
+        print("bmv2: simple_switch_grpc or p4src/build/mrc_switch.json not found: skipped")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

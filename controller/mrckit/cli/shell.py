@@ -1,0 +1,64 @@
+"""``mrc shell ADDRESS``: open p4runtime-shell on any P4Runtime server, bmv2 or eBPF switch.
+
+p4runtime-shell pins protobuf < 3.21, so it lives in its own virtualenv (``make p4rt-shell``
+makes ``.venv-p4rt``) and runs as its own process (design section 9).
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import PrerequisiteError
+
+SHELL_ENV = "MRC_P4RT_PYTHON"
+
+
+def shell_python() -> str:
+    """The Python of p4runtime-shell's virtualenv: $MRC_P4RT_PYTHON when set, else ``.venv-p4rt``
+    of the source checkout. Raises PrerequisiteError with the command that makes it."""
+    path = os.environ.get(SHELL_ENV) or str(Path(__file__).resolve().parents[3] / ".venv-p4rt/bin/python")
+    if os.access(path, os.X_OK):
+        return path
+    raise PrerequisiteError(
+        f"p4runtime-shell not found at {path}: run `make p4rt-shell` "
+        f"in the mrckit checkout, or set {SHELL_ENV} to the python of a virtualenv that has it")
+
+
+def shell_argv(python: str, address: str, device_id: int, election_id: str, p4info: str | None,
+               device_config: str | None, extra: tuple) -> list[str]:
+    """The p4runtime-shell command line (its own options: ``--grpc-addr`` and so on)."""
+    argv = [python, "-m", "p4runtime_sh", "--grpc-addr", address, "--device-id", str(device_id),
+            "--election-id", election_id]
+    if p4info:
+        argv += ["--config", f"{p4info},{device_config}"]
+    return argv + list(extra)
+
+
+def register(main: click.Group) -> None:
+    """Add ``mrc shell`` to the ``mrc`` command."""
+
+    @main.command(context_settings={"ignore_unknown_options": True})
+    @click.argument("address")
+    @click.option("--device-id", default=1, show_default=True, help="P4Runtime device id (bmv2 uses 0).")
+    @click.option("--election-id", default="0,1", show_default=True, help="HIGH,LOW of the election id.")
+    @click.option("--p4info", type=click.Path(exists=True, dir_okay=False),
+                  help="Push this P4Info (text) first, with --device-config.")
+    @click.option("--device-config", type=click.Path(exists=True, dir_okay=False),
+                  help="p4_device_config file (bmv2 JSON) pushed with --p4info.")
+    @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
+    def shell(address, device_id, election_id, p4info, device_config, extra):
+        """Open p4runtime-shell on the P4Runtime server at ADDRESS.
+
+        ADDRESS is unix:/path/to/socket (an emulated switch's socket) or HOST:PORT. Options after
+        the address that mrc does not know go to p4runtime-shell (e.g. --ssl --cacert CA).
+        """
+        if bool(p4info) != bool(device_config):
+            raise click.UsageError("--p4info and --device-config go together")
+        parts = election_id.split(",")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            raise click.BadParameter(f"{election_id!r}: expected HIGH,LOW, e.g. 0,1", param_hint="--election-id")
+        argv = shell_argv(shell_python(), address, device_id, election_id, p4info, device_config, extra)
+        sys.exit(subprocess.call(argv))
