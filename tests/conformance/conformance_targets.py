@@ -1,0 +1,314 @@
+"""The switch targets of the conformance suite, behind one small interface.
+
+Each target is one switch with ports 0..3 in namespace ``sw``; the ports' veth peers sit in
+namespace ``tester``, where the harness sends and captures frames. Tables are given by P4 names
+(design section 4): the eBPF target writes them with ``mrckit.switch.ebpf_target``, bmv2 gets
+them through P4Runtime (finsy), and the Linux kernel (``seg6local End flavors next-csid``, the
+uN reference) gets routes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+
+from mrckit import netns
+from mrckit.errors import MrcError
+
+PORTS = (0, 1, 2, 3)
+Entry = tuple[str, dict[str, int]]          # (action, params)
+Tables = dict[tuple[str, int], Entry]       # (table, key) -> entry
+
+USID_KEY_FIELD = "hdr.outer_ipv6.dst_addr[127:80]"
+PORT_KEY_FIELD = "standard_metadata.egress_spec"
+COUNTERS = ("rx_port", "tx_port", "trim_port", "ecn_port", "drop_port", "drop_reason")
+KERNEL_NEIGHBOUR = "fe80::1"
+
+
+@dataclass
+class Wiring:
+    """The two namespaces and the interface names: ``sp<N>`` in the switch, ``tp<N>`` in the
+    tester."""
+
+    sw: str
+    tester: str
+
+    @staticmethod
+    def sw_if(port: int) -> str:
+        return f"sp{port}"
+
+    @staticmethod
+    def tester_if(port: int) -> str:
+        return f"tp{port}"
+
+
+def build_wiring(prefix: str, *, kernel_switch: bool) -> Wiring:
+    """Create both namespaces and one veth per port. IPv6 is off on the tester (no ND/MLD
+    chatter into the switch). A kernel switch keeps IPv6 for forwarding but makes no
+    link-local address, so it sends no ND/MLD either."""
+    sw = netns.add(netns.unique_name(prefix))
+    try:
+        tester = netns.add(netns.unique_name(prefix))
+    except BaseException:
+        netns.delete(sw)
+        raise
+    wiring = Wiring(sw, tester)
+    try:
+        netns.run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], ns=tester)
+        if kernel_switch:
+            for key in ("net.ipv6.conf.default.addr_gen_mode=1", "net.ipv6.conf.all.forwarding=1"):
+                netns.run(["sysctl", "-qw", key], ns=sw)
+        else:
+            netns.run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], ns=sw)
+        for port in PORTS:
+            netns.veth(sw, wiring.sw_if(port), tester, wiring.tester_if(port))
+            # XDP_REDIRECT into a veth needs NAPI on its peer (design section 9).
+            netns.run(["ethtool", "-K", wiring.tester_if(port), "gro", "on"], ns=tester)
+            netns.run(["sysctl", "-qw", f"net.ipv6.conf.{wiring.tester_if(port)}.disable_ipv6=1"], ns=tester)
+    except BaseException:
+        remove_wiring(wiring)
+        raise
+    return wiring
+
+
+def remove_wiring(wiring: Wiring) -> None:
+    netns.delete(wiring.sw)
+    netns.delete(wiring.tester)
+
+
+class Target:
+    """A switch under test. Subclasses write single entries; :meth:`apply` makes the installed
+    tables equal to a wanted set by writing only the difference."""
+
+    name = ""
+    has_counters = True
+    counts_ingress_length = False
+    """bmv2 counts every packet at its ingress length, a trimmed one too (design section 4)."""
+    window = 0.3
+    """Seconds to wait for frames after a send; every port is polled for this long once."""
+    noise_filter = False
+
+    def __init__(self, wiring: Wiring):
+        self.wiring = wiring
+        self.installed: Tables = {}
+
+    def apply(self, wanted: Tables) -> None:
+        """Delete, modify and insert entries so the switch holds exactly ``wanted``."""
+        for key in sorted(set(self.installed) - set(wanted), key=_delete_order):
+            self.delete(*key)
+            del self.installed[key]
+        for key, entry in sorted(wanted.items(), key=lambda kv: _insert_order(kv[0])):
+            if self.installed.get(key) == entry:
+                continue
+            self.write(key[0], key[1], entry[0], entry[1], modify=key in self.installed)
+            self.installed[key] = entry
+
+    def write(self, table: str, key: int, action: str, params: dict[str, int], *, modify: bool) -> None:
+        raise NotImplementedError
+
+    def delete(self, table: str, key: int) -> None:
+        raise NotImplementedError
+
+    def counters(self) -> dict[str, dict[int, tuple[int, int]]]:
+        """Every counter's non-zero cells: name -> index -> (packets, bytes)."""
+        raise NotImplementedError
+
+    def set_queue_rate(self, port: int, pps: int) -> None:
+        raise NotImplementedError
+
+    def reset_queues(self) -> None:
+        """Forget queued depth (a target with real queues lets them drain instead)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+def _insert_order(key: tuple[str, int]) -> int:
+    return ("port_config", "usid_fib", "my_usid").index(key[0])
+
+
+def _delete_order(key: tuple[str, int]) -> int:
+    return -_insert_order(key)
+
+
+class EbpfTarget(Target):
+    """``mrckit.switch.ebpf_target.EbpfSwitch`` on the switch ports, native XDP."""
+
+    name = "ebpf"
+
+    def __init__(self, wiring: Wiring, switch_name: str):
+        super().__init__(wiring)
+        from mrckit.switch.ebpf_target import EbpfSwitch
+
+        self.switch = EbpfSwitch(switch_name, wiring.sw, {p: wiring.sw_if(p) for p in PORTS})
+        self.switch.setup()
+        self.tables = self.switch.tables
+
+    def write(self, table, key, action, params, *, modify):
+        self.tables.write_entry(table, key, action, params, mode="modify" if modify else "insert")
+
+    def delete(self, table, key):
+        self.tables.delete_entry(table, key)
+
+    def counters(self):
+        return {name: self.tables.counters(name) for name in COUNTERS}
+
+    def set_queue_rate(self, port, pps):
+        self.tables.set_queue_rate(port, pps)
+
+    def reset_queues(self):
+        self.tables.reset_queues(PORTS)
+
+    def close(self):
+        self.switch.teardown()
+
+
+class FinsyClient:
+    """A synchronous face on finsy's asyncio ``Switch``: its event loop runs in a thread."""
+
+    def __init__(self, address: str, p4info, json_path):
+        import finsy as fy
+
+        self.fy = fy
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="finsy", daemon=True)
+        self.thread.start()
+        opts = fy.SwitchOptions(p4info=p4info, p4blob=json_path, device_id=1)
+        self.switch = fy.Switch("conformance", address, opts)
+        try:
+            self.call(self.switch.__aenter__())
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    def call(self, coro, timeout: float = 30.0):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def read(self, entity) -> list:
+        async def collect():
+            return [e async for e in self.switch.read(entity)]
+        return self.call(collect())
+
+    def close(self) -> None:
+        try:
+            self.call(self.switch.__aexit__(None, None, None))
+        finally:
+            self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+
+class Bmv2Target(Target):
+    """``simple_switch_grpc`` started by ``mrckit.switch.bmv2``; tables and counters over
+    P4Runtime with finsy, through the launcher's unix socket."""
+
+    name = "bmv2"
+    counts_ingress_length = True
+    window = 0.6
+
+    def __init__(self, wiring: Wiring, switch_name: str):
+        super().__init__(wiring)
+        from mrckit.switch.bmv2 import DEFAULT_JSON, DEFAULT_P4INFO, Bmv2Switch
+
+        self.switch = Bmv2Switch(switch_name, wiring.sw, {p: wiring.sw_if(p) for p in PORTS})
+        self.switch.start()
+        try:
+            self.client = FinsyClient(self.switch.grpc_address, DEFAULT_P4INFO, DEFAULT_JSON)
+        except BaseException:
+            self.switch.stop()
+            raise
+
+    def _entry(self, table, key, action=None, params=None):
+        fy = self.fy
+        field = USID_KEY_FIELD if table != "port_config" else PORT_KEY_FIELD
+        act = fy.P4TableAction(action, **(params or {})) if action else None
+        return fy.P4TableEntry(table, match=fy.P4TableMatch({field: key}), action=act)
+
+    @property
+    def fy(self):
+        return self.client.fy
+
+    def write(self, table, key, action, params, *, modify):
+        entry = self._entry(table, key, action, params)
+        self.client.call(self.client.switch.write([~entry if modify else +entry]))
+
+    def delete(self, table, key):
+        self.client.call(self.client.switch.write([-self._entry(table, key)]))
+
+    def counters(self):
+        out = {}
+        for name in COUNTERS:
+            cells = self.client.read(self.fy.P4CounterEntry(name))
+            out[name] = {c.index: (c.packet_count, c.byte_count) for c in cells if c.packet_count or c.byte_count}
+        return out
+
+    def set_queue_rate(self, port, pps):
+        self.switch.set_queue_rate(pps, port)
+
+    def close(self):
+        try:
+            self.client.close()
+        finally:
+            self.switch.stop()
+
+
+class KernelTarget(Target):
+    """Linux as the uN reference: ``my_usid`` entries become ``seg6local End flavors next-csid
+    lblen 32 nflen 16`` routes, ``usid_fib`` set_egress entries routes via a permanent
+    neighbour whose MAC is the port's ``dst_mac``, ``port_config`` the port's own MAC.
+    Only forwarding cases run here; the kernel has no P4 counters."""
+
+    name = "kernel"
+    has_counters = False
+    noise_filter = True
+
+    def __init__(self, wiring: Wiring, switch_name: str):
+        super().__init__(wiring)
+
+    def _ip(self, *args: str) -> None:
+        netns.run(["ip", *args], ns=self.wiring.sw)
+
+    @staticmethod
+    def _prefix(key: int) -> str:
+        import ipaddress
+        return f"{ipaddress.IPv6Address(key << 80)}/48"
+
+    def write(self, table, key, action, params, *, modify):
+        sp = self.wiring.sw_if
+        if table == "my_usid" and action == "usid_un":
+            self._ip("-6", "route", "replace", self._prefix(key), "encap", "seg6local", "action", "End",
+                     "flavors", "next-csid", "lblen", "32", "nflen", "16", "dev", sp(0))
+        elif table == "usid_fib" and action == "set_egress":
+            self._ip("-6", "route", "replace", self._prefix(key), "via", KERNEL_NEIGHBOUR, "dev", sp(params["port"]))
+        elif table == "port_config":
+            mac = ":".join(f"{b:02x}" for b in params["src_mac"].to_bytes(6, "big"))
+            nbr = ":".join(f"{b:02x}" for b in params["dst_mac"].to_bytes(6, "big"))
+            self._ip("link", "set", sp(key), "address", mac)
+            self._ip("-6", "neigh", "replace", KERNEL_NEIGHBOUR, "lladdr", nbr, "nud", "permanent", "dev", sp(key))
+        elif action in ("NoAction", "drop"):
+            self.delete(table, key)
+        else:
+            raise MrcError(f"kernel target: no mapping for {table}/{action}")
+
+    def delete(self, table, key):
+        if table == "port_config":
+            netns.run(["ip", "-6", "neigh", "del", KERNEL_NEIGHBOUR, "dev", self.wiring.sw_if(key)],
+                      ns=self.wiring.sw, check=False)
+        else:
+            netns.run(["ip", "-6", "route", "del", self._prefix(key)], ns=self.wiring.sw, check=False)
+
+    def counters(self):
+        return {}
+
+    def set_queue_rate(self, port, pps):
+        raise MrcError("kernel target: no queue model")
+
+    def close(self):
+        pass
+
+
+TARGETS = {"ebpf": EbpfTarget, "bmv2": Bmv2Target, "kernel": KernelTarget}
