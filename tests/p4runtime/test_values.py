@@ -108,3 +108,32 @@ def test_every_mismatch_is_listed():
         Pipeline.build(info, MRC_SWITCH)
     msg = exc.value.message
     assert "40 bits" in msg and "faces_host" in msg and "drop_reason" in msg
+
+
+def test_const_default_action_cannot_be_modified():
+    info = load_p4info()
+    fib = next(t for t in info.tables if t.preamble.alias == "usid_fib")
+    drop_id = next(a.preamble.id for a in info.actions if a.preamble.alias == "drop")
+    fib.const_default_action_id = drop_id
+    pipeline = Pipeline.build(info, MRC_SWITCH)
+    msg = p4r.TableEntry(table_id=fib.preamble.id, is_default_action=True)
+    msg.action.action.action_id = drop_id
+    with pytest.raises(P4RuntimeError) as exc:
+        entries.parse(pipeline, msg, need_action=True)
+    assert exc.value.code == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_action_scopes_are_enforced():
+    info = load_p4info()
+    fib = next(t for t in info.tables if t.preamble.alias == "usid_fib")
+    drop_id = next(a.preamble.id for a in info.actions if a.preamble.alias == "drop")
+    next(r for r in fib.action_refs if r.id == drop_id).scope = p4i.ActionRef.DEFAULT_ONLY
+    pipeline = Pipeline.build(info, MRC_SWITCH)
+    msg = p4r.TableEntry(table_id=fib.preamble.id)
+    msg.match.add(field_id=1).exact.value = b"\x01"
+    msg.action.action.action_id = drop_id
+    with pytest.raises(P4RuntimeError, match="defaultonly"):
+        entries.parse(pipeline, msg, need_action=True)
+    msg.ClearField("match")
+    msg.is_default_action = True
+    assert entries.parse(pipeline, msg, need_action=True).action == "drop"

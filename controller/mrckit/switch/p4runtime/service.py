@@ -7,7 +7,6 @@ error format of P4Runtime spec 1.4 section 11.2.
 """
 
 import logging
-import queue
 import threading
 
 import grpc
