@@ -6,6 +6,7 @@ the endpoint sends it and the responder receives it after decapsulation.
 """
 
 import ipaddress
+import struct
 
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
@@ -14,7 +15,7 @@ from scapy.packet import Packet
 
 from ._check import check_range
 from .constants import (
-    IMM_OPCODES, IPPROTO_IPV6, OUTER_HOP_LIMIT, UDP_PORT_ROCEV2, WRITE_OPCODES, Dscp, Ecn, Opcode,
+    ETH_LEN, IMM_OPCODES, IPPROTO_IPV6, OUTER_HOP_LIMIT, UDP_PORT_ROCEV2, WRITE_OPCODES, Dscp, Ecn, Opcode,
 )
 from .ev import ev_from_wire, ev_to_wire
 from .layers import MrcBTH
@@ -105,3 +106,20 @@ def frame_ev(frame: Packet) -> int:
     if IPv6 not in frame or UDP not in frame:
         raise ValueError("frame has no IPv6/UDP layers; it is not an MRC frame")
     return ev_from_wire(frame[IPv6].fl, frame[UDP].sport)
+
+
+def parse_frame(data: bytes) -> Packet:
+    """Dissect an Ethernet frame; the MRC layers follow from UDP :4791 and the opcode.
+
+    Headers that are cut short become ``Raw``, so any capture parses. Check what you need with
+    ``MrcBTH in pkt`` and friends.
+
+    Raises:
+        ValueError: ``data`` is shorter than an Ethernet header (14 bytes).
+    """
+    if len(data) < ETH_LEN:
+        raise ValueError(f"frame is {len(data)} bytes; an Ethernet header needs {ETH_LEN}")
+    try:
+        return Ether(data)
+    except struct.error as exc:  # scapy's own layers report short fields this way
+        raise ValueError(f"malformed frame: {exc}") from exc

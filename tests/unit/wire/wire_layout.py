@@ -1,12 +1,12 @@
 """Bit layout of a scapy layer: (field name, bit offset, width in bits) for every field."""
 
-from scapy.fields import BitField, ConditionalField
+from scapy.fields import ConditionalField
 
 
 def _bits(field) -> int:
     fld = getattr(field, "fld", field)
-    if isinstance(fld, BitField) or hasattr(fld, "size") and not hasattr(fld, "sz"):
-        return fld.size
+    if hasattr(fld, "size"):  # BitField and BitEnumField: width in bits
+        return int(fld.size)
     return fld.sz * 8
 
 
