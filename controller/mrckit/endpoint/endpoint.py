@@ -204,7 +204,9 @@ class Endpoint:
                     now = time.monotonic_ns()
                     sent, deadline = 0, None
                     for rq in active:
-                        d = rq.on_timer(now)
+                        # Timers run only once the socket is drained: acks queued while this
+                        # thread was descheduled must count before a timeout is declared.
+                        d = rq.on_timer(now) if got < RX_BUDGET else None
                         sent += rq.pump(now)
                         if d is not None:
                             deadline = d if deadline is None else min(deadline, d)

@@ -32,6 +32,7 @@ class RequestorStats:
 
     packets: int = 0
     payload_bytes: int = 0
+    acked_bytes: int = 0
     retransmits: Counter = field(default_factory=Counter)
     sacks: int = 0
     ecn_sacks: int = 0

@@ -1,0 +1,184 @@
+"""``mrc write`` and ``mrc listen``: run the software MRC endpoint (design section 6).
+
+QPs are set up out of band (MRC has no CM): both sides agree on QP numbers, the rkey and the
+VA by options, whose defaults match, so ``mrc listen B`` and ``mrc write A B 64M`` work together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TransferSpeedColumn
+from rich.table import Table
+
+from ..errors import MrcError
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.I)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+LISTEN_QPN, WRITE_QPN, DEFAULT_RKEY = 0x200, 0x100, 0x1000
+
+
+def parse_size(text: str) -> int:
+    """``64M``, ``64MiB``, ``1g`` or ``4096`` to bytes (binary units).
+
+    Raises:
+        MrcError: not a size.
+    """
+    m = _SIZE.match(text)
+    if not m:
+        raise MrcError(f"size {text!r} is not a number of bytes such as 4096, 64M or 1GiB")
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an integer (decimal or 0x hex)") from None
+
+
+class _Int(click.ParamType):
+    name = "int"
+
+    def convert(self, value, param, ctx):
+        return value if isinstance(value, int) else _int(value)
+
+
+INT = _Int()
+
+
+def _endpoint(addr: str, **kw):
+    from ..endpoint import Endpoint
+
+    try:
+        return Endpoint(addr, **kw)
+    except OSError as exc:
+        raise MrcError(f"cannot bind [{addr}]:4791: {exc.strerror} (is {addr} configured on an "
+                       "interface of this network namespace, and the port free?)") from None
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(binary_units=True),
+                    TransferSpeedColumn(), TimeElapsedColumn(), console=console, transient=False)
+
+
+def _goodput(nbytes: int, seconds: float) -> str:
+    if seconds <= 0:
+        return "n/a"
+    return f"{nbytes * 8 / seconds / 1e9:.3f} Gb/s ({nbytes / seconds / 1e6:.1f} MB/s)"
+
+
+def _counter(c) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(c.items())) or "none"
+
+
+@click.command("write")
+@click.argument("src")
+@click.argument("dst")
+@click.argument("size")
+@click.option("--qpn", type=INT, default=WRITE_QPN, show_default=True, help="Local QP number.")
+@click.option("--remote-qpn", type=INT, default=LISTEN_QPN, show_default=True, help="The listener's QP number.")
+@click.option("--rkey", type=INT, default=DEFAULT_RKEY, show_default=True, help="The listener's region rkey.")
+@click.option("--va", type=INT, default=0, show_default=True, help="Remote virtual address to write at.")
+@click.option("--imm", type=INT, default=1, show_default=True, help="Immediate of the WRITE_WITH_IMM that ends the transfer.")
+@click.option("--mtu", type=int, default=2048, show_default=True, help="Payload bytes per packet.")
+@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds to wait for completion.")
+def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, timeout):
+    """Write SIZE random bytes (e.g. 64M) from NIC address SRC into the region of the MRC
+    listener at NIC address DST, as one WRITE_WITH_IMM, and print a summary."""
+    from ..endpoint import QpConfig
+
+    nbytes = parse_size(size)
+    data = os.urandom(nbytes)
+    console = Console(stderr=True)
+    ep = _endpoint(src)
+    try:
+        qp = ep.create_qp(dst, qpn=qpn, remote_qpn=remote_qpn, config=QpConfig(mtu=mtu))
+        t0 = time.monotonic()
+        comp = ep.write(qp, data, va, rkey, imm=imm)
+        stats = qp.requestor.stats
+        with _progress(console) as bar:
+            task = bar.add_task(f"write {dst}", total=nbytes)
+            while not comp.done() and time.monotonic() - t0 < timeout:
+                time.sleep(0.05)
+                bar.update(task, completed=min(stats.acked_bytes, nbytes))
+            bar.update(task, completed=min(stats.acked_bytes, nbytes))
+        comp.wait(0)
+        seconds = (comp.finished_ns - comp.started_ns) / 1e9
+    except TimeoutError:
+        raise MrcError(f"the write did not complete within {timeout} s (is `mrc listen {dst}` running?)") from None
+    except Exception as exc:
+        from ..endpoint import QpError
+        if isinstance(exc, QpError):
+            raise MrcError(str(exc)) from None
+        raise
+    finally:
+        ep.close()
+    table = Table(title=f"mrc write {src} -> {dst}", show_header=False)
+    for k, v in (("bytes", f"{nbytes}"), ("duration", f"{seconds:.3f} s"), ("goodput", _goodput(nbytes, seconds)),
+                 ("packets sent", f"{stats.packets}"), ("retransmits", _counter(stats.retransmits)),
+                 ("NACKs received", _counter(stats.nacks)), ("SACKs received", f"{stats.sacks} ({stats.ecn_sacks} with ECN)"),
+                 ("timeouts", f"{stats.timeouts}"), ("final cwnd", f"{qp.requestor.cc.cwnd / 1024:.0f} KiB"),
+                 ("sha256", hashlib.sha256(data).hexdigest())):
+        table.add_row(k, v)
+    Console().print(table)
+
+
+@click.command("listen")
+@click.argument("addr")
+@click.option("--size", "size", default="64M", show_default=True, help="Region size (e.g. 64M).")
+@click.option("--peer", default="::", help="The writer's NIC address (replies go to the sender anyway).")
+@click.option("--qpn", type=INT, default=LISTEN_QPN, show_default=True, help="Local QP number.")
+@click.option("--remote-qpn", type=INT, default=WRITE_QPN, show_default=True, help="The writer's QP number.")
+@click.option("--rkey", type=INT, default=DEFAULT_RKEY, show_default=True, help="rkey of the region.")
+@click.option("--va", type=INT, default=0, show_default=True, help="Base virtual address of the region.")
+@click.option("--count", type=int, default=1, show_default=True, help="Exit after this many WRITE_WITH_IMM completions.")
+@click.option("--timeout", type=float, default=None, help="Give up after this many seconds.")
+def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout):
+    """Run an MRC responder on NIC address ADDR with one memory region, until COUNT
+    WRITE_WITH_IMM completions arrive; print a summary with the region's SHA-256."""
+    nbytes = parse_size(size)
+    console = Console(stderr=True)
+    ep = _endpoint(addr)
+    got = []
+    try:
+        mr = ep.register_mr(nbytes, base_va=va, rkey=rkey)
+        ep.create_qp(peer, qpn=qpn, remote_qpn=remote_qpn)
+        console.print(f"listening on [{ep.nic_addr}]:4791 QP {qpn:#x} rkey {rkey:#x} VA {va:#x} size {nbytes}")
+        st = ep.responder.stats
+        t_start = None
+        with _progress(console) as bar:
+            task = bar.add_task(f"listen {ep.nic_addr}", total=nbytes)
+            t0 = time.monotonic()
+            while len(got) < count:
+                if timeout is not None and time.monotonic() - t0 > timeout:
+                    raise MrcError(f"{len(got)} of {count} WRITE_WITH_IMM completions after {timeout} s")
+                comp = ep.poll_recv(0.1)
+                if t_start is None and st.packets:
+                    t_start = time.monotonic()
+                if comp is not None:
+                    got.append((comp, time.monotonic()))
+                bar.update(task, completed=min(mr.placed_bytes, nbytes))
+    finally:
+        ep.close()
+    seconds = got[-1][1] - t_start if t_start else 0.0
+    table = Table(title=f"mrc listen {ep.nic_addr}", show_header=False)
+    for k, v in (("bytes placed", f"{st.placed_bytes}"), ("duration", f"{seconds:.3f} s (first packet to last completion)"),
+                 ("goodput", _goodput(st.placed_bytes, seconds)), ("packets", f"{st.packets}"),
+                 ("duplicates", f"{st.duplicates}"), ("trimmed arrivals", f"{st.trimmed}"),
+                 ("bad ICRC", f"{st.bad_icrc} of {st.icrc_checked} checked"), ("SACKs sent", f"{st.sacks}"),
+                 ("NACKs sent", _counter(st.nacks)), ("immediates", ", ".join(f"{c.imm:#x}" for c, _ in got)),
+                 ("sha256", mr.sha256())):
+        table.add_row(k, v)
+    Console().print(table)
+
+
+def register(main: click.Group) -> None:
+    """Add ``write`` and ``listen`` to the ``mrc`` group."""
+    main.add_command(write_cmd)
+    main.add_command(listen_cmd)
