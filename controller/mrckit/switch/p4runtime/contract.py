@@ -2,11 +2,14 @@
 design section 4 ("The P4Runtime contract") and /work/shared/SWITCH_CONTRACT.md.
 
 The server checks every P4Info it is given against this description, so a P4Info that does not
-match the loaded BPF program is refused with a message naming the difference. It holds P4 names
-and widths only; how they map onto BPF maps belongs to ``mrckit.switch.ebpf_target``.
+match the loaded BPF program is refused with a message naming the difference. ``MRC_SWITCH`` is
+derived from ``mrckit.switch.tables`` (names, widths, default actions), the module that also
+encodes the maps, so the two cannot drift apart.
 """
 
 from dataclasses import dataclass
+
+from .. import tables as T
 
 
 @dataclass(frozen=True)
@@ -61,31 +64,21 @@ class Contract:
         return {c.name: c for c in self.counters}[name]
 
 
-PORTS = 512  # 9-bit v1model ports, all usable on the eBPF target (design section 4)
-USID_KEY = KeySpec("hdr.outer_ipv6.dst_addr[127:80]", 48)
-NO_ACTION = ActionSpec("NoAction")
+TABLE_SIZE = {"my_usid": 4096, "usid_fib": 65536, "port_config": T.MAX_PORTS}
+"""Entries per table: the max_entries of the BPF maps (SWITCH_CONTRACT.md)."""
 
-MRC_SWITCH = Contract(
-    tables=(
-        TableSpec("my_usid", (USID_KEY,), (ActionSpec("usid_un"), NO_ACTION), "NoAction", 4096),
-        TableSpec(
-            "usid_fib", (USID_KEY,),
-            (ActionSpec("set_egress", (("port", 9),)), ActionSpec("drop")),
-            "drop", 65536,
-        ),
-        TableSpec(
-            "port_config", (KeySpec("standard_metadata.egress_spec", 9),),
-            (
-                ActionSpec("set_port", (
-                    ("src_mac", 48), ("dst_mac", 48), ("faces_host", 1),
-                    ("trim_threshold", 32), ("ecn_threshold", 32),
-                )),
-                NO_ACTION,
-            ),
-            "NoAction", PORTS,
-        ),
-    ),
-    counters=tuple(CounterSpec(n, PORTS) for n in ("rx_port", "tx_port", "trim_port", "ecn_port", "drop_port"))
-    + (CounterSpec("drop_reason", 6),),
-)
+
+def from_switch_tables() -> Contract:
+    """The contract of the mrc_switch program, read from ``mrckit.switch.tables`` (the one
+    description of its P4 names, widths and default actions that the map encoding uses)."""
+    tables = tuple(
+        TableSpec(spec.name, (KeySpec(spec.key_field, spec.key_bits),),
+                  tuple(ActionSpec(name, tuple(a.params.items())) for name, a in spec.actions.items()),
+                  spec.default_action, TABLE_SIZE[spec.name])
+        for spec in T.TABLES.values())
+    counters = tuple(CounterSpec(name, T.COUNTER_SIZE[name]) for name in T.COUNTERS)
+    return Contract(tables, counters)
+
+
+MRC_SWITCH = from_switch_tables()
 """The mrc_switch program (P4 ``p4src/mrc_switch.p4``, eBPF ``ebpf/mrc_switch.bpf.c``)."""
