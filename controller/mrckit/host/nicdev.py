@@ -1,0 +1,45 @@
+"""The host's virtual NIC device: where the NIC address lives and tc egress runs (design 5).
+
+This kernel has no dummy interfaces, so the NIC device is one end of a veth pair whose other
+end (``<nic>p``) stays up and unused: the endpoint's socket sends from the NIC address, the
+route to the NIC prefix ``2001:db8:100::/48`` points out of the NIC device through a gateway
+with a permanent neighbour entry (so no ND is ever attempted), and tc egress on the device
+encapsulates each packet and redirects it to a plane port before it reaches the veth peer.
+The device's MTU is the plane ports' MTU minus the 40 bytes of the outer header.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ..netns import run
+
+NIC_PREFIX = "2001:db8:100::/48"
+GATEWAY = "fe80::1"
+GATEWAY_MAC = "02:00:00:00:00:01"
+ENCAP_LEN = 40
+
+
+def create_nic_device(nic_dev: str, nic_address: str | ipaddress.IPv6Address, port_mtu: int,
+                      ns: str | None = None) -> None:
+    """Create the veth pair ``nic_dev``/``nic_dev + 'p'``, give ``nic_dev`` the NIC address
+    (/128) and MTU ``port_mtu - 40``, and route the NIC prefix out of it.
+
+    Raises:
+        MrcError: an iproute2/ethtool step failed (e.g. the device exists already).
+    """
+    peer = f"{nic_dev}p"
+    mtu = str(port_mtu - ENCAP_LEN)
+    run(["ip", "link", "add", nic_dev, "mtu", mtu, "type", "veth", "peer", "name", peer, "mtu", mtu], ns=ns)
+    # Checksums must be final before tc rewrites the packet: no TX offload (design 9).
+    run(["ethtool", "-K", nic_dev, "tx", "off"], ns=ns)
+    for dev in (nic_dev, peer):
+        run(["ip", "link", "set", dev, "up"], ns=ns)
+    run(["ip", "-6", "addr", "add", f"{ipaddress.IPv6Address(nic_address)}/128", "dev", nic_dev, "nodad"], ns=ns)
+    run(["ip", "-6", "neigh", "replace", GATEWAY, "lladdr", GATEWAY_MAC, "dev", nic_dev, "nud", "permanent"], ns=ns)
+    run(["ip", "-6", "route", "replace", NIC_PREFIX, "via", GATEWAY, "dev", nic_dev], ns=ns)
+
+
+def delete_nic_device(nic_dev: str, ns: str | None = None) -> None:
+    """Remove the NIC device pair (quiet if absent)."""
+    run(["ip", "link", "del", nic_dev], ns=ns, check=False)

@@ -1,0 +1,75 @@
+"""Two hosts wired port to port: the dataplane and the agent over real veth, sockets and XDP."""
+
+import socket
+import time
+
+import pytest
+from hostpair import host_pair
+
+from mrckit import netns
+from mrckit.host.maps import Reason
+from mrckit.wire.constants import EvState
+
+SO_RCVBUFFORCE = 33  # asm-generic/socket.h; root may exceed rmem_max
+
+
+def udp_socket(ns: str, addr: str, port: int) -> socket.socket:
+    with netns.enter(ns):
+        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
+        s.bind((addr, port))
+    s.settimeout(2)
+    return s
+
+
+def wait_for(cond, timeout=5.0, step=0.01):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
+
+
+def test_ordinary_socket_traffic_arrives_intact_over_both_planes(make_netns):
+    with host_pair(make_netns) as (a, b):
+        rx = udp_socket(b.ns, b.nic, 4791)
+        tx = udp_socket(a.ns, a.nic, 0)
+        payloads = [bytes([i]) * (100 + 10 * i) for i in range(200)]
+        for p in payloads:
+            tx.sendto(p, (b.nic, 4791))
+        got = [rx.recvfrom(4096) for _ in payloads]
+        assert sorted(d for d, _ in got) == sorted(payloads)
+        assert {addr[0] for _, addr in got} == {a.nic}
+        rows = a.agent.ev_table(b.nic)
+        per_plane = {p: sum(r["tx_packets"] for r in rows if r["plane"] == p) for p in (0, 1)}
+        assert per_plane[0] > 50 and per_plane[1] > 50 and sum(per_plane.values()) == 200
+        assert b.agent.stats()["dp_rx_decap"] == 200
+        tx.close(), rx.close()
+
+
+def test_probe_restores_an_assumed_bad_ev_after_replacing_it(make_netns):
+    with host_pair(make_netns) as (a, b):
+        tx = udp_socket(a.ns, a.nic, 0)
+        tx.sendto(bytes(64), (b.nic, 4791))  # creates A's EV set for B
+        assert wait_for(lambda: a.agent.ev_table(b.nic))
+        victim = a.agent.ev_table(b.nic)[5]
+        q = a.agent.events.subscribe()
+        with a.agent._lock:
+            a.agent.dp.write_slot(b.nic, 5, state=EvState.ASSUMED_BAD)
+        events = []
+        assert wait_for(lambda: _drain(q, events) and any(e.reason == "PROBE_OK" for e in events))
+        replaced = next(e for e in events if e.reason == Reason.REPLACED.name)
+        assert replaced.ev == victim["ev"] and replaced.replaced_by >> 28 == victim["plane"]
+        ok = next(e for e in events if e.reason == "PROBE_OK")
+        assert (ok.ev, ok.old_state, ok.new_state) == (victim["ev"], EvState.ASSUMED_BAD, EvState.GOOD)
+        stats = a.agent.stats()
+        assert stats["agent_probes_ok"] >= 3 and b.agent.stats()["agent_probes_answered"] >= 3
+        assert a.agent.ev_table(b.nic)[5]["ev"] == replaced.replaced_by
+        tx.close()
+
+
+def _drain(q, out):
+    while not q.empty():
+        out.append(q.get())
+    return True
