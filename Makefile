@@ -75,11 +75,14 @@ bench: setup
 	$(VPY) bench/run_all.py
 
 # Rebuild the committed p4c outputs; needs p4c-bm2-ss on PATH or under /opt/p4tools/bin.
+# P4_OUT lets tests/p4 recompile elsewhere and compare with the committed files.
 P4C ?= $(shell command -v p4c-bm2-ss || echo /opt/p4tools/bin/p4c-bm2-ss)
+P4_OUT ?= p4src/build
 p4:
 	@[ -x "$(P4C)" ] || { echo "p4c-bm2-ss not found (PATH or /opt/p4tools/bin): see 'mrc doctor'"; exit 1; }
+	@mkdir -p $(P4_OUT)
 	$(P4C) --std p4-16 --arch v1model -I p4src/include \
-	  -o p4src/build/mrc_switch.json --p4runtime-files p4src/build/mrc_switch.p4info.txtpb \
+	  -o $(P4_OUT)/mrc_switch.json --p4runtime-files $(P4_OUT)/mrc_switch.p4info.txtpb \
 	  p4src/mrc_switch.p4
 
 clean:

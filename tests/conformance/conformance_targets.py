@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from mrckit import netns
 from mrckit.errors import MrcError
+from mrckit.switch import kernel_ref
 
 PORTS = (0, 1, 2, 3)
 Entry = tuple[str, dict[str, int]]          # (action, params)
@@ -23,7 +24,6 @@ Tables = dict[tuple[str, int], Entry]       # (table, key) -> entry
 USID_KEY_FIELD = "hdr.outer_ipv6.dst_addr[127:80]"
 PORT_KEY_FIELD = "standard_metadata.egress_spec"
 COUNTERS = ("rx_port", "tx_port", "trim_port", "ecn_port", "drop_port", "drop_reason")
-KERNEL_NEIGHBOUR = "fe80::1"
 
 
 @dataclass
@@ -57,8 +57,7 @@ def build_wiring(prefix: str, *, kernel_switch: bool) -> Wiring:
     try:
         netns.run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], ns=tester)
         if kernel_switch:
-            for key in ("net.ipv6.conf.default.addr_gen_mode=1", "net.ipv6.conf.all.forwarding=1"):
-                netns.run(["sysctl", "-qw", key], ns=sw)
+            netns.run(["sysctl", "-qw", "net.ipv6.conf.default.addr_gen_mode=1"], ns=sw)
         else:
             netns.run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], ns=sw)
         for port in PORTS:
@@ -115,6 +114,11 @@ class Target:
         raise NotImplementedError
 
     def set_queue_rate(self, port: int, pps: int) -> None:
+        """Drain ``port``'s queue at ``pps`` packets/s."""
+        raise NotImplementedError
+
+    def restore_queue_rate(self, port: int) -> None:
+        """Back to the target's default drain rate."""
         raise NotImplementedError
 
     def reset_queues(self) -> None:
@@ -156,6 +160,10 @@ class EbpfTarget(Target):
 
     def set_queue_rate(self, port, pps):
         self.tables.set_queue_rate(port, pps)
+
+    def restore_queue_rate(self, port):
+        from mrckit.switch.ebpf_target import DEFAULT_QUEUE_RATE_PPS
+        self.tables.set_queue_rate(port, DEFAULT_QUEUE_RATE_PPS)
 
     def reset_queues(self):
         self.tables.reset_queues(PORTS)
@@ -249,6 +257,9 @@ class Bmv2Target(Target):
     def set_queue_rate(self, port, pps):
         self.switch.set_queue_rate(pps, port)
 
+    def restore_queue_rate(self, port):
+        self.switch.set_queue_rate(0, port)   # bmv2: 0 = no limit
+
     def close(self):
         try:
             self.client.close()
@@ -257,10 +268,11 @@ class Bmv2Target(Target):
 
 
 class KernelTarget(Target):
-    """Linux as the uN reference: ``my_usid`` entries become ``seg6local End flavors next-csid
-    lblen 32 nflen 16`` routes, ``usid_fib`` set_egress entries routes via a permanent
-    neighbour whose MAC is the port's ``dst_mac``, ``port_config`` the port's own MAC.
-    Only forwarding cases run here; the kernel has no P4 counters."""
+    """Linux as the uN reference, through ``mrckit.switch.kernel_ref``: ``my_usid`` entries
+    become ``seg6local End flavors next-csid lblen 32 nflen 16`` routes, ``usid_fib`` set_egress
+    entries routes to a static neighbour with the egress port's ``dst_mac``, and
+    ``port_config`` sets the port's own MAC. Only uN forwarding cases run here; the kernel has
+    no P4 counters."""
 
     name = "kernel"
     has_counters = False
@@ -268,38 +280,26 @@ class KernelTarget(Target):
 
     def __init__(self, wiring: Wiring, switch_name: str):
         super().__init__(wiring)
-
-    def _ip(self, *args: str) -> None:
-        netns.run(["ip", *args], ns=self.wiring.sw)
-
-    @staticmethod
-    def _prefix(key: int) -> str:
-        import ipaddress
-        return f"{ipaddress.IPv6Address(key << 80)}/48"
+        kernel_ref.enable_forwarding(wiring.sw)
 
     def write(self, table, key, action, params, *, modify):
-        sp = self.wiring.sw_if
-        if table == "my_usid" and action == "usid_un":
-            self._ip("-6", "route", "replace", self._prefix(key), "encap", "seg6local", "action", "End",
-                     "flavors", "next-csid", "lblen", "32", "nflen", "16", "dev", sp(0))
-        elif table == "usid_fib" and action == "set_egress":
-            self._ip("-6", "route", "replace", self._prefix(key), "via", KERNEL_NEIGHBOUR, "dev", sp(params["port"]))
-        elif table == "port_config":
-            mac = ":".join(f"{b:02x}" for b in params["src_mac"].to_bytes(6, "big"))
-            nbr = ":".join(f"{b:02x}" for b in params["dst_mac"].to_bytes(6, "big"))
-            self._ip("link", "set", sp(key), "address", mac)
-            self._ip("-6", "neigh", "replace", KERNEL_NEIGHBOUR, "lladdr", nbr, "nud", "permanent", "dev", sp(key))
-        elif action in ("NoAction", "drop"):
+        if modify:
             self.delete(table, key)
+        sw, sp = self.wiring.sw, self.wiring.sw_if
+        if table == "my_usid" and action == "usid_un":
+            kernel_ref.add_un(sw, key, sp(0))
+        elif table == "usid_fib" and action == "set_egress":
+            port = params["port"]
+            _, port_params = self.installed[("port_config", port)]
+            kernel_ref.add_fib(sw, key, sp(port), _mac_text(port_params["dst_mac"]))
+        elif table == "port_config" and action == "set_port":
+            netns.run(["ip", "link", "set", sp(key), "address", _mac_text(params["src_mac"])], ns=sw)
         else:
             raise MrcError(f"kernel target: no mapping for {table}/{action}")
 
     def delete(self, table, key):
-        if table == "port_config":
-            netns.run(["ip", "-6", "neigh", "del", KERNEL_NEIGHBOUR, "dev", self.wiring.sw_if(key)],
-                      ns=self.wiring.sw, check=False)
-        else:
-            netns.run(["ip", "-6", "route", "del", self._prefix(key)], ns=self.wiring.sw, check=False)
+        if table != "port_config":
+            netns.run(["ip", "-6", "route", "del", kernel_ref.prefix_text(key)], ns=self.wiring.sw, check=False)
 
     def counters(self):
         return {}
@@ -309,6 +309,10 @@ class KernelTarget(Target):
 
     def close(self):
         pass
+
+
+def _mac_text(mac: int) -> str:
+    return ":".join(f"{b:02x}" for b in mac.to_bytes(6, "big"))
 
 
 TARGETS = {"ebpf": EbpfTarget, "bmv2": Bmv2Target, "kernel": KernelTarget}

@@ -27,6 +27,11 @@ def skip_reason(name: str) -> str | None:
             return "bmv2: simple_switch_grpc not found on PATH or in /opt/p4tools/bin"
         if not (DEFAULT_JSON.is_file() and DEFAULT_P4INFO.is_file()):
             return f"bmv2: {DEFAULT_JSON} or {DEFAULT_P4INFO} missing (run `make p4`)"
+    if name == "kernel":
+        from mrckit.switch.kernel_ref import next_csid_support
+        ok, why = next_csid_support()
+        if not ok:
+            return f"kernel: {why}"
     if name == "ebpf":
         from mrckit.bpf.objects import BpfObject  # noqa: F401
         obj = os.path.join(os.path.dirname(CT.__file__), "..", "..", "controller", "mrckit", "bpf", "obj",
