@@ -143,11 +143,13 @@ def _check_switches(topo: Topology) -> None:
         raise TopologyError(f"switches {a.name} and {b.name} are both {b.role.value} {b.index} of plane {b.plane} "
                             f"(they would share a uSID)", ("switch", dup[1]))
     for p in range(topo.planes):
-        indexes = np.sort(topo.switch_index[(topo.switch_role == UsidRole.T1) & (topo.switch_plane == p)])
-        gap = _first(indexes != np.arange(len(indexes)))
+        ids = np.flatnonzero((topo.switch_role == UsidRole.T1) & (topo.switch_plane == p))
+        ids = ids[np.argsort(topo.switch_index[ids], kind="stable")]
+        gap = _first(topo.switch_index[ids] != np.arange(len(ids)))
         if gap is not None:
-            raise TopologyError(f"plane {p}: T1 indexes must run 0..{len(indexes) - 1} (an EV names T1 0..n-1), "
-                                f"but T1 {gap} is missing", ("field", "switches"))
+            s = topo.switches[ids[gap]]
+            raise TopologyError(f"switch {s.name}: T1 index {s.index} leaves a gap; the T1 indexes of plane {p} "
+                                f"must run 0..{len(ids) - 1} (an EV names T1 0..n-1)", ("switch", int(ids[gap])))
 
 
 def _check_hosts(topo: Topology) -> None:

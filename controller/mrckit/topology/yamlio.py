@@ -40,6 +40,7 @@ class _Parsed:
     """What the loader read, with the line of each element for error messages."""
 
     path: str
+    names: set[str] = field(default_factory=set)
     top: dict[str, yaml.Node] = field(default_factory=dict)
     top_lines: dict[str, int] = field(default_factory=dict)
     switches: list[Switch] = field(default_factory=list)
@@ -107,10 +108,17 @@ def _sequence(p: _Parsed, node: yaml.Node | None, what: str) -> list[yaml.Node]:
     return node.value
 
 
+def _check_unique_name(p: _Parsed, node: yaml.Node, name: str) -> None:
+    if name in p.names:
+        raise p.error(node, f"duplicate node name {name!r}")
+    p.names.add(name)
+
+
 def _parse_switches(p: _Parsed) -> None:
     for item in _sequence(p, p.top.get("switches"), "switches"):
         m = _mapping(p, item, "switch", SWITCH_KEYS, ("name", "role", "plane", "index"))
         name = _name(p, m["name"], "switch name")
+        _check_unique_name(p, m["name"], name)
         role_text = _name(p, m["role"], f"switch {name}: role")
         if role_text not in (Role.T0.value, Role.T1.value):
             raise p.error(m["role"], f"switch {name}: role {role_text!r} is not t0 or t1")
@@ -126,6 +134,7 @@ def _parse_hosts(p: _Parsed) -> None:
     for item in _sequence(p, p.top.get("hosts"), "hosts"):
         m = _mapping(p, item, "host", HOST_KEYS, ("name", "leaf", "downlink"))
         name = _name(p, m["name"], "host name")
+        _check_unique_name(p, m["name"], name)
         host = Host(name, _int(p, m["leaf"], f"host {name}: leaf"), _int(p, m["downlink"], f"host {name}: downlink"))
         if "nic" in m:
             p.host_nics.append((len(p.hosts), _name(p, m["nic"], f"host {name}: nic")))
@@ -190,12 +199,12 @@ def _build(p: _Parsed) -> Topology:
 
     fabric = list(zip(*p.fabric)) or [(), (), (), ()]
     hosts = list(zip(*p.host_links)) or [(), (), (), ()]
+    fields = dict(planes=_int(p, p.top["planes"], "planes"), locator=_locator(p), mtu=opt("mtu", DEFAULT_MTU),
+                  trim_threshold=opt("trim_threshold", DEFAULT_TRIM_THRESHOLD),
+                  ecn_threshold=opt("ecn_threshold", DEFAULT_ECN_THRESHOLD))
     try:
-        return Topology(planes=_int(p, p.top["planes"], "planes"), switches=tuple(p.switches),
-                        hosts=tuple(p.hosts), fabric_links=FabricLinks(*fabric), host_links=HostLinks(*hosts),
-                        locator=_locator(p), mtu=opt("mtu", DEFAULT_MTU),
-                        trim_threshold=opt("trim_threshold", DEFAULT_TRIM_THRESHOLD),
-                        ecn_threshold=opt("ecn_threshold", DEFAULT_ECN_THRESHOLD))
+        return Topology(switches=tuple(p.switches), hosts=tuple(p.hosts), fabric_links=FabricLinks(*fabric),
+                        host_links=HostLinks(*hosts), **fields)
     except TopologyError as exc:
         raise exc.located(f"{p.path}:{_ref_line(p, exc.ref)}") from None
 
@@ -252,7 +261,7 @@ def loads_topology(text: str, path: str = "<string>") -> Topology:
     if root is None:
         raise p.error(1, "empty file: expected a topology mapping (docs/topology.md)")
     p.top = _mapping(p, root, "topology", TOP_KEYS, ("version", "planes", "switches", "hosts", "links"))
-    p.top_lines = {k: _line(v) for k, v in p.top.items()}
+    p.top_lines = {k.value: _line(k) for k, _ in root.value}
     version = _int(p, p.top["version"], "version")
     if version != SCHEMA_VERSION:
         raise p.error(p.top["version"], f"version {version} is not supported (this mrckit reads version "

@@ -1,0 +1,156 @@
+"""Malformed topology files: each gives ``file:line: problem`` from the loader, and the CLI
+prints that one line on stderr and exits 2, with no traceback."""
+
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from mrckit.cli import main
+from mrckit.topology import TopologyError, dumps_topology, generate_clos, load_topology
+
+BASE = dumps_topology(generate_clos())  # 2 planes, 2 T1 + 3 T0 per plane, 2 hosts per leaf
+
+
+def _drop_line(text, needle):
+    lines = text.splitlines(keepends=True)
+    return "".join(line for line in lines if needle not in line)
+
+
+def _many_switches(role, count):
+    head = "version: 1\nplanes: 1\nswitches:\n"
+    body = "".join(f"  - {{name: s{i}, role: {role}, plane: 0, index: {i}}}\n" for i in range(count))
+    return head + body + "hosts: []\nlinks: []\n"
+
+
+def _many_downlinks(count):
+    head = "version: 1\nplanes: 1\nswitches:\n  - {name: t0, role: t0, plane: 0, index: 0}\n"
+    head += "  - {name: t1, role: t1, plane: 0, index: 0}\nhosts:\n"
+    hosts = "".join(f"  - {{name: h{d}, leaf: 0, downlink: {d}}}\n" for d in range(count))
+    links = "".join(f"  - [t0:{d}, h{d}:0]\n" for d in range(count))
+    return head + hosts + "links:\n" + links
+
+
+# (case id, file text, expected problem text, text on the line the error must name)
+CASES = [
+    ("yaml-syntax", BASE.replace("planes: 2", "planes: [2"), "YAML syntax error", "locator:"),
+    ("empty", "", "empty file", None),
+    ("not-a-mapping", "- 1\n- 2\n", "topology must be a mapping", "- 1"),
+    ("unknown-key", BASE.replace("mtu: 3500", "mtuu: 3500"), "unknown key 'mtuu'", "mtuu"),
+    ("missing-key", BASE.split("links:")[0], "missing key 'links'", "version:"),
+    ("bad-version", BASE.replace("version: 1", "version: 2"), "version 2 is not supported", "version: 2"),
+    ("planes-overflow", BASE.replace("planes: 2", "planes: 17"), "17 planes: at most 16", "planes: 17"),
+    ("t1-overflow", _many_switches("t1", 257), "more than 256 T1 in plane 0", "name: s256,"),
+    ("t0-overflow", _many_switches("t0", 1025), "more than 1024 T0 in plane 0", "name: s1024,"),
+    ("downlink-overflow", _many_downlinks(1025), "more than 1024 downlinks on t0", "[t0:1024, h1024:0]"),
+    ("unknown-node", BASE.replace("[p0-t0-1:2, p0-t1-0:1", "[p0-t0-9:2, p0-t1-0:1"),
+     "unknown node 'p0-t0-9'", "p0-t0-9:2"),
+    ("duplicate-port", BASE.replace("[p0-t0-1:3, p0-t1-1:1", "[p0-t0-1:2, p0-t1-1:1"),
+     "duplicate port 2 on p0-t0-1", "[p0-t0-1:2, p0-t1-1:1"),
+    ("host-missing-plane", _drop_line(BASE, "h1-1:1"), "host h1-1 has no port in plane 1", "name: h1-1,"),
+    ("t0-missing-t1", _drop_line(BASE, "p1/t0-2/t1-0"), "p1-t0-2 has no link to T1 0 of plane 1",
+     "name: p1-t0-2,"),
+    ("bad-end", BASE.replace("[p0-t0-1:2,", "[p0-t0-1,"), "is not <node>:<port>", "[p0-t0-1,"),
+    ("bad-port", BASE.replace("[p0-t0-1:2,", "[p0-t0-1:two,"), "port 'two' is not", "p0-t0-1:two"),
+    ("port-out-of-range", BASE.replace("[p0-t0-1:2,", "[p0-t0-1:600,"), "port 600 of p0-t0-1 is out of range 0..511",
+     "p0-t0-1:600"),
+    ("t1-to-host", BASE.replace("[p0-t0-0:0, h0-0:0", "[p0-t1-0:5, h0-0:0"),
+     "a link joins a T0 to a T1 or to a host", "[p0-t1-0:5, h0-0:0"),
+    ("plane-mismatch", BASE.replace("[p0-t0-0:2, p0-t1-0:0", "[p0-t0-0:2, p1-t1-0:9"),
+     "link p0-t0-0-p1-t1-0 joins plane 0 to plane 1", "[p0-t0-0:2, p1-t1-0:9"),
+    ("host-port-plane", BASE.replace("[p1-t0-0:0, h0-0:1", "[p1-t0-0:0, h0-0:0"),
+     "host h0-0 port 0 links to p1-t0-0 of plane 1", "[p1-t0-0:0, h0-0:0"),
+    ("rail", BASE.replace("[p0-t0-0:0, h0-0:0", "[p0-t0-1:7, h0-0:0"),
+     "host h0-0 (leaf 0) links to p0-t0-1, which is T0 1", "[p0-t0-1:7, h0-0:0"),
+    ("wrong-type", BASE.replace("name: p0-t1-1, role: t1, plane: 0", "name: p0-t1-1, role: t1, plane: zero"),
+     "switch p0-t1-1: plane must be an integer, got 'zero'", "plane: zero"),
+    ("bad-role", BASE.replace("name: p0-t1-1, role: t1", "name: p0-t1-1, role: t2"), "role 't2' is not t0 or t1",
+     "role: t2"),
+    ("duplicate-name", BASE.replace("name: h0-1,", "name: h0-0,"), "duplicate node name 'h0-0'",
+     "name: h0-0, leaf: 0, downlink: 1"),
+    ("duplicate-key", BASE.replace("index: 0, usid: 0x0400", "index: 0, index: 1"), "duplicate key 'index'",
+     "name: p0-t0-0,"),
+    ("duplicate-place", BASE.replace("name: h0-1, leaf: 0, downlink: 1", "name: h0-1, leaf: 0, downlink: 0"),
+     "hosts h0-0 and h0-1 both sit on leaf 0, downlink 0", "name: h0-1,"),
+    ("downlink-range", BASE.replace("leaf: 0, downlink: 1", "leaf: 0, downlink: 1023"),
+     "host h0-1: downlink=1023 is out of range 0..1022", "name: h0-1,"),
+    ("usid-disagrees", BASE.replace("usid: 0x1801", "usid: 0x1802"), "usid 0x1802 disagrees with the plan",
+     "usid: 0x1802"),
+    ("nic-disagrees", BASE.replace('"2001:db8:100:1::2"', '"2001:db8:100:1::9"'), "nic 2001:db8:100:1::9 disagrees",
+     "2001:db8:100:1::9"),
+    ("link-name-disagrees", BASE.replace("h2-1:1, p1/t0-2/down-1]", "h2-1:1, p1/t0-2/down-0]"),
+     "name 'p1/t0-2/down-0' disagrees with the plan: it is p1/t0-2/down-1", "h2-1:1, p1/t0-2/down-0]"),
+    ("t1-gap", BASE.replace("name: p0-t1-1, role: t1, plane: 0, index: 1, usid: 0x0801",
+                            "name: p0-t1-1, role: t1, plane: 0, index: 2"),
+     "switch p0-t1-1: T1 index 2 leaves a gap; the T1 indexes of plane 0 must run 0..1", "name: p0-t1-1,"),
+    ("locator", BASE.replace("fcbb:bb00::/32", "fcbb:bb00::/48"), "must be a /32", "locator:"),
+    ("mtu", BASE.replace("mtu: 3500", "mtu: 1000"), "mtu=1000 is out of range 1320..9216", "mtu:"),
+    ("duplicate-link", BASE.replace("links:\n", "links:\n  - [p0-t0-1:9, p0-t1-1:9]\n"),
+     "p0-t0-1 links to p0-t1-1 twice", "[p0-t0-1:3, p0-t1-1:1"),
+    ("host-two-links", BASE.replace("links:\n", "links:\n  - [p0-t0-1:9, h1-1:0]\n"),
+     "host h1-1 has two links on port 0", "[p0-t0-1:1, h1-1:0"),
+    ("link-shape", BASE.replace("[p0-t0-0:2, p0-t1-0:0, p0/t0-0/t1-0]", "p0-t0-0:2"),
+     "a link is [<node>:<port>, <node>:<port>]", "  - p0-t0-0:2"),
+]
+
+
+def _line_of(text, marker):
+    if marker is None:
+        return 1
+    return next(i for i, line in enumerate(text.splitlines(), 1) if marker in line)
+
+
+@pytest.mark.parametrize("text, problem, marker", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_loader_names_file_line_and_problem(tmp_path, text, problem, marker):
+    path = tmp_path / "topo.yaml"
+    path.write_text(text)
+    with pytest.raises(TopologyError) as err:
+        load_topology(str(path))
+    message = str(err.value)
+    assert message.startswith(f"{path}:{_line_of(text, marker)}: "), message
+    assert problem in message
+
+
+@pytest.mark.parametrize("text, problem, marker", [c[1:] for c in CASES[:12]], ids=[c[0] for c in CASES[:12]])
+def test_cli_prints_one_line_and_exits_2(tmp_path, text, problem, marker):
+    path = tmp_path / "topo.yaml"
+    path.write_text(text)
+    for args in (["topo", "check", str(path)], ["paths", str(path), "h0-0", "h2-1"],
+                 ["trace", str(path), "h0-0", "h2-1", "--ev", "0x1"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"mrc: error: {path}:{_line_of(text, marker)}: ")
+        assert problem in lines[0] and "Traceback" not in result.stderr
+
+
+def test_real_cli_process_has_no_traceback(tmp_path):
+    path = tmp_path / "topo.yaml"
+    path.write_text(BASE.replace("planes: 2", "planes: 17"))
+    proc = subprocess.run([sys.executable, "-m", "mrckit.cli", "topo", "check", str(path)],
+                          capture_output=True, text=True)
+    if "No module named mrckit.cli.__main__" in proc.stderr:
+        proc = subprocess.run([sys.executable, "-c", "from mrckit.cli import main; main()", "topo", "check",
+                               str(path)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"mrc: error: {path}:3: 17 planes: at most 16 (the EV plane field is 4 bits)"
+
+
+def test_missing_file_and_bad_arguments(tmp_path):
+    result = CliRunner().invoke(main, ["paths", str(tmp_path / "nope.yaml"), "a", "b"])
+    assert result.exit_code == 2 and "nope.yaml" in result.stderr and "Traceback" not in result.stderr
+    path = tmp_path / "t.yaml"
+    path.write_text(BASE)
+    for args, problem in ((["paths", str(path), "h0-0", "h9-9"], "no host named 'h9-9'"),
+                          (["paths", str(path), "h0-0", "h0-0"], "same host"),
+                          (["trace", str(path), "h0-0", "h2-1", "--ev", "0x30000000"], "names plane 3"),
+                          (["trace", str(path), "h0-0", "h2-1", "--ev", "zz"], "'zz' is not an integer"),
+                          (["topo", "link", str(path), "p0/t0-7/t1-0"], "no link p0/t0-7/t1-0"),
+                          (["topo", "link", str(path), "p0/t0-7"], "is not p<plane>"),
+                          (["topo", "gen", "--planes", "17"], "planes=17 is out of range 1..16"),
+                          (["topo", "gen", "--hosts-per-leaf", "300", "--spines", "256"], "ports are 9 bits")):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, args
+        assert problem in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
