@@ -12,6 +12,11 @@ Get = p4r.GetForwardingPipelineConfigRequest
 FIB_KEY = 0xFCBBBB001001
 
 
+def _frame() -> bytes:
+    from test_forwarding import frame
+    return frame("fcbb:bb00:ffff:1001::")  # my_usid's default is usid_un here: one shift
+
+
 def _code(call):
     with pytest.raises(grpc.RpcError) as info:
         call()
@@ -49,7 +54,11 @@ def test_verify_installs_nothing_and_verify_and_commit_clears_tables(client, swi
     client.set_pipeline(p4info, action=Set.VERIFY_AND_COMMIT, cookie=1)
     client.write(p4rt.update("INSERT", p4rt.entry(p4info, "usid_fib", FIB_KEY, "set_egress", port=1)),
                  p4rt.update("MODIFY", p4rt.entry(p4info, "my_usid", None, "usid_un", default=True)))
+    switch.wire_ports([1], ingress=0)
+    assert switch.run(_frame())[0] == 4  # XDP_REDIRECT: counted in rx_port and tx_port
+    assert switch.tables.counter("tx_port", 1)[0] == 1
     client.set_pipeline(p4info, action=Set.VERIFY_AND_COMMIT, cookie=2)
+    assert switch.tables.counter("tx_port", 1) == (0, 0) and switch.tables.counter("rx_port", 0) == (0, 0)
     assert switch.tables.read_entries("usid_fib") == []
     assert switch.tables.default_action("my_usid") == ("NoAction", {})
     assert client.get_pipeline(Get.COOKIE_ONLY).config.cookie.cookie == 2

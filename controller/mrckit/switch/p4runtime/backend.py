@@ -38,6 +38,9 @@ class Backend(Protocol):
     def read_counter(self, name: str) -> list[tuple[int, int]]:
         """Every cell of indirect counter ``name`` as (packets, bytes), summed over CPUs."""
 
+    def reset_counters(self) -> None:
+        """Zero every counter cell (a new pipeline starts from zero, as on bmv2)."""
+
     def identity(self) -> str:
         """A string that changes when the maps are re-created (so a stored pipeline is stale)."""
 
@@ -82,6 +85,9 @@ class EbpfBackend:
 
     def read_default(self, table: str) -> tuple[str, dict]:
         return self.tables.default_action(table)
+
+    def reset_counters(self) -> None:
+        self.tables.reset_counters()
 
     def read_counter(self, name: str) -> list[tuple[int, int]]:
         size = self.tables.maps[name].max_entries

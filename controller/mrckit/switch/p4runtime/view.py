@@ -38,7 +38,9 @@ class TableView:
             self.defaults[table.name] = Entry(table, (), action, params, default=True)
 
     def clear(self) -> None:
-        """Delete every entry and restore every initial default action (a new pipeline)."""
+        """Delete every entry, restore every initial default action and zero the counters: a
+        committed pipeline starts from scratch, as on bmv2 (spec 7.3, VERIFY_AND_COMMIT)."""
+        self.backend.reset_counters()
         for table in self.pipeline.tables.values():
             for key in list(self.entries[table.name]):
                 self.backend.delete_entry(table.name, key)
