@@ -1,0 +1,48 @@
+"""`mrc listen` and `mrc write` as two processes in a netns pair: both exit 0 and print the
+same SHA-256; user mistakes print one line and exit 2."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ADDR_A, ADDR_B
+
+MRC = os.path.join(os.path.dirname(sys.executable), "mrc")
+pytestmark = pytest.mark.root
+
+
+def _mrc(ns, *args, **kw):
+    return subprocess.Popen(["nsenter", f"--net=/var/run/netns/{ns}", MRC, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_listen_and_write(netns_pair):
+    listener = _mrc(netns_pair.ns_b, "listen", ADDR_B, "--size", "4M", "--timeout", "60")
+    try:
+        assert "listening on" in listener.stderr.readline()
+        writer = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "4M")
+        w_out, w_err = writer.communicate(timeout=90)
+        l_out, _ = listener.communicate(timeout=90)
+    finally:
+        listener.kill()
+    assert writer.returncode == 0, w_err
+    assert listener.returncode == 0
+    sha_w = re.search(r"^sha256 ([0-9a-f]{64})$", w_out, re.M).group(1)
+    sha_l = re.search(r"^sha256 ([0-9a-f]{64})$", l_out, re.M).group(1)
+    assert sha_w == sha_l
+    assert "4194304" in w_out and "goodput" in w_out and "retransmits" in w_out
+    assert "bytes placed" in l_out and "4194304" in l_out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["write", ADDR_A, ADDR_B, "12X"], "size '12X'"),
+    (["write", ADDR_A, "not-an-address", "1M"], "not an IPv6 NIC address"),
+    (["listen", "2001:db8:ffff::1"], "cannot bind"),
+])
+def test_user_mistakes_are_one_line(netns_pair, args, message):
+    proc = _mrc(netns_pair.ns_a, *args)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and message in err and "Traceback" not in err
