@@ -12,6 +12,8 @@ Load and run::
         obj.load()                                         # BpfError(.log=verifier log)
         prog = obj.program("xdp_pass")                     # Program: .name .fd .id
         res = prog.test_run(pkt_bytes, repeat=100)         # RunResult(retval, data, duration_ns, ctx)
+    # before load: obj.program(n).set_autoload(False); any loaded program: Program.from_id(id),
+    # Program.from_pin(path), prog.pin(path) (from_* own their fd: close() or ``with``)
         # packet generator: prog.test_run(pkt, repeat=N, flags=bpf.BPF_F_TEST_XDP_LIVE_FRAMES,
         #                                 ctx=bpf.XdpMd(ingress_ifindex=ifindex))
 
@@ -33,6 +35,8 @@ outlive it.
 Attach (acts in the CALLING THREAD's netns; wrap in ``with mrckit.netns.enter(ns):``)::
 
     mode = bpf.xdp_attach("eth0", prog, mode="auto")  # "native"|"generic"|"auto" -> mode got
+    bpf.xdp_attach("eth0", new, "native", replace=True)          # replace whatever is there
+    bpf.xdp_attach("eth0", new, "native", expected=old_prog)     # atomic, only if old_prog is there
     bpf.xdp_query("eth0")                              # XdpInfo(mode, prog_id, drv_prog_id, skb_prog_id)
     bpf.xdp_detach("eth0") -> bool
     bpf.tc_attach("eth0", prog, "egress", handle=1, priority=1)   # creates clsact if needed

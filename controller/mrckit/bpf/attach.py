@@ -64,13 +64,16 @@ def xdp_query(iface: str | int) -> XdpInfo:
                    opts.drv_prog_id, opts.skb_prog_id)
 
 
-def xdp_attach(iface: str | int, prog: Program, mode: str = "native", *, replace: bool = False) -> str:
+def xdp_attach(iface: str | int, prog: Program, mode: str = "native", *, replace: bool = False,
+               expected: Program | None = None) -> str:
     """Attach ``prog`` at the XDP hook of ``iface``; returns the mode obtained.
 
     Args:
         mode: "native", "generic" or "auto" (native, else generic).
         replace: replace a program already attached in that mode; without it an attached
             program is an error (like ``ip link set ... xdp`` without ``-force``).
+        expected: replace atomically only if this program is the one attached
+            (XDP_FLAGS_REPLACE); otherwise BpfError (EEXIST). Implies ``replace``.
 
     Raises:
         ValueError: unknown mode. BpfError: the kernel refused (EBUSY: something is attached;
@@ -81,9 +84,13 @@ def xdp_attach(iface: str | int, prog: Program, mode: str = "native", *, replace
     ifindex = ifindex_of(iface)
     tries = ["native", "generic"] if mode == "auto" else [mode]
     extra = 0 if replace else L.XDP_FLAGS_UPDATE_IF_NOEXIST
+    opts = None
+    if expected is not None:
+        extra = L.XDP_FLAGS_REPLACE
+        opts = ctypes.byref(L.XdpAttachOpts(sz=ctypes.sizeof(L.XdpAttachOpts), old_prog_fd=expected.fd))
     errors = []
     for attempt in tries:
-        ret = L.require().bpf_xdp_attach(ifindex, prog.fd, _XDP_MODE_FLAGS[attempt] | extra, None)
+        ret = L.require().bpf_xdp_attach(ifindex, prog.fd, _XDP_MODE_FLAGS[attempt] | extra, opts)
         if ret >= 0:
             return attempt
         err = L.errno_of(ret)
@@ -96,7 +103,8 @@ def xdp_attach(iface: str | int, prog: Program, mode: str = "native", *, replace
 
 def _xdp_reason(err: int) -> str:
     if err in (16, EEXIST):
-        return "a program is already attached (detach it or pass replace=True)"
+        return ("a program is already attached (detach it or pass replace=True), or not the "
+                "expected one")
     if err == 95:
         return "the driver does not support this XDP mode (try mode='generic')"
     return f"{os.strerror(err)} (errno {err})"

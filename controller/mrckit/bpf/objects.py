@@ -70,6 +70,31 @@ class Program:
         info = _prog_info(fd)
         return cls(info.name.decode(), fd=fd, owned=True)
 
+    @classmethod
+    def from_id(cls, prog_id: int) -> "Program":
+        """Open the loaded program with kernel id ``prog_id`` (e.g. from :func:`xdp_query`);
+        the returned program owns its fd.
+
+        Raises:
+            BpfError: no program has that id (ENOENT).
+        """
+        fd = L.check(L.require().bpf_prog_get_fd_by_id(prog_id), f"open program id {prog_id}")
+        return cls(_prog_info(fd).name.decode(), fd=fd, owned=True)
+
+    def set_autoload(self, autoload: bool) -> None:
+        """Before load: whether :meth:`BpfObject.load` loads this program (default True).
+        Programs that share a PROG_ARRAY but differ in type or xdp.frags cannot both load."""
+        if self._handle is None:
+            raise BpfError(f"program {self.name} is not part of an unloaded object")
+        L.check(L.require().bpf_program__set_autoload(self._handle, autoload),
+                f"set autoload of {self.name}")
+
+    def __enter__(self) -> "Program":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     @property
     def fd(self) -> int:
         """The program's fd; raises BpfError before its object is loaded."""

@@ -1,25 +1,25 @@
-"""Fixtures for the mrckit.bpf tests: veth pairs between fresh namespaces, a pin folder."""
+"""Fixtures for the mrckit.bpf tests: veth pairs between fresh namespaces, a pin folder, and a
+check that no test leaves a fault attached."""
 
-import ctypes
-import json
 import os
 import shutil
-import socket
 
 import pytest
 
 from mrckit import bpf, netns
+from mrckit.fabric import faults
 
 
-class PktStats(ctypes.Structure):
-    """Mirror of ``struct pkt_stats`` in ebpf/test_maps.bpf.c."""
-    _fields_ = [("packets", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
-                ("last_len", ctypes.c_uint32), ("kind", ctypes.c_uint8), ("pad", ctypes.c_uint8 * 3)]
-
-
-class CfgVal(ctypes.Structure):
-    """Mirror of ``struct cfg_val`` in ebpf/test_maps.bpf.c."""
-    _fields_ = [("dmac", ctypes.c_uint8 * 6), ("flags", ctypes.c_uint16), ("verdict", ctypes.c_uint32)]
+@pytest.fixture(autouse=True)
+def nothing_left_behind(request):
+    """After each test: no fault pins of this run remain (the test fails if it leaked any)."""
+    yield
+    # tests/conftest.py names this run's namespaces; it is registered as a plugin.
+    prefixes = [p.RUN_PREFIX for p in request.config.pluginmanager.get_plugins()
+                if isinstance(getattr(p, "RUN_PREFIX", None), str)]
+    if os.geteuid() == 0 and prefixes:
+        leaked = faults.detach_all(prefixes[0])
+        assert leaked == [], f"test left faults attached: {leaked}"
 
 
 @pytest.fixture
@@ -44,18 +44,3 @@ def pin_dir(need_bpf):
     os.makedirs(path)
     yield path
     shutil.rmtree(path, ignore_errors=True)
-
-
-def send_frames(ns: str, ifname: str, frames: list[bytes]) -> None:
-    """Send raw Ethernet frames out of ``ifname`` inside ``ns`` with an AF_PACKET socket."""
-    with netns.enter(ns):
-        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sock:
-            sock.bind((ifname, 0))
-            for frame in frames:
-                sock.send(frame)
-
-
-def mac_of(ns: str, ifname: str) -> bytes:
-    """The MAC address of ``ifname`` in ``ns`` (6 bytes)."""
-    out = netns.run(["ip", "-j", "link", "show", ifname], ns=ns).stdout
-    return bytes.fromhex(json.loads(out)[0]["address"].replace(":", ""))

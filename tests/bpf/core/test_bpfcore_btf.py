@@ -4,7 +4,7 @@ import ctypes
 
 import pytest
 
-from conftest import CfgVal, PktStats
+from bpfcore_helpers import CfgVal, PktStats
 from mrckit import bpf
 
 
