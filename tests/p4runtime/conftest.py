@@ -1,5 +1,5 @@
 """Fixtures for the P4Runtime server tests: a real eBPF switch, a real gRPC server in front of
-it on a unix socket, and a raw P4Runtime client (see harness.py)."""
+it on a unix socket, and a raw P4Runtime client (see p4rt_harness.py)."""
 
 import os
 import sys
@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from harness import DEVICE_ID, Client, Switch  # noqa: E402
+from p4rt_harness import DEVICE_ID, Client, Switch  # noqa: E402
 
 from mrckit.switch.p4runtime import MRC_SWITCH, Device, EbpfBackend, P4RuntimeServer  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Run by p4runtime-shell's own Python (the .venv-p4rt virtualenv), never imported by pytest.
 
-Usage: python shell_session.py ADDRESS P4INFO DEVICE_CONFIG STEP
+Usage: python p4rt_shell_session.py ADDRESS P4INFO DEVICE_CONFIG STEP
 STEP "setup" pushes the pipeline; "write" inserts in every table and modifies the default
 entries; "modify", "delete" and "read" act on what "write" made. Each run prints one JSON object
 with what p4runtime-shell read back, so the test can compare it with the BPF maps.

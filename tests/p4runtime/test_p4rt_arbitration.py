@@ -5,7 +5,7 @@ import pytest
 from finsy.proto import p4r, p4r_grpc
 
 import p4rt
-from harness import Client, load_p4info
+from p4rt_harness import Client, load_p4info
 
 OK, NOT_FOUND, EXISTS = 0, 5, 6
 

@@ -8,7 +8,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 import p4rt
-from harness import load_p4info
+from p4rt_harness import load_p4info
 
 XDP_DROP, XDP_REDIRECT = 1, 4
 NO_ROUTE, CONGESTION = 2, 3

@@ -5,7 +5,7 @@ import pytest
 from finsy.proto import p4r
 
 import p4rt
-from harness import DEVICE_CONFIG, Client, load_p4info
+from p4rt_harness import DEVICE_CONFIG, Client, load_p4info
 
 Set = p4r.SetForwardingPipelineConfigRequest
 Get = p4r.GetForwardingPipelineConfigRequest
@@ -13,7 +13,7 @@ FIB_KEY = 0xFCBBBB001001
 
 
 def _frame() -> bytes:
-    from test_forwarding import frame
+    from test_p4rt_forwarding import frame
     return frame("fcbb:bb00:ffff:1001::")  # my_usid's default is usid_un here: one shift
 
 

@@ -11,11 +11,11 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 import p4rt
-from harness import DEVICE_CONFIG, P4INFO_PATH, ROOT, load_p4info
-from test_forwarding import XDP_DROP, XDP_REDIRECT, frame
+from p4rt_harness import DEVICE_CONFIG, P4INFO_PATH, ROOT, load_p4info
+from test_p4rt_forwarding import XDP_DROP, XDP_REDIRECT, frame
 
 SHELL_PYTHON = ROOT / ".venv-p4rt/bin/python"
-SESSION = Path(__file__).parent / "shell_session.py"
+SESSION = Path(__file__).parent / "p4rt_shell_session.py"
 
 
 def shell(address: str, step: str, tmp_path: Path) -> dict:

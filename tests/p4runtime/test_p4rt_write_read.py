@@ -6,7 +6,7 @@ import pytest
 from finsy.proto import p4r
 
 import p4rt
-from harness import load_p4info
+from p4rt_harness import load_p4info
 
 OK, INVALID, NOT_FOUND, EXISTS, ABORTED = 0, 3, 5, 6, 10
 KEY = 0xFCBBBB001001
