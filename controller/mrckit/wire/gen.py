@@ -3,7 +3,8 @@
 ``python -m mrckit.wire.gen`` rewrites, relative to the repository root:
 
 - ``ebpf/include/mrc_wire_gen.h``: ``#define MRC_<NAME> <value>`` for every constant;
-- ``p4src/include/mrc_constants.p4``: ``const bit<W> MRC_<NAME> = <value>;``.
+- ``p4src/include/mrc_constants.p4``: ``const bit<W> MRC_<NAME> = <value>;``;
+- the constants tables of ``docs/wire-format.md``, between its marker comments.
 
 ``python -m mrckit.wire.gen --check`` exits 1 and names the stale files instead of writing.
 ``tests/unit/wire/test_gen.py`` fails when the committed files differ from :func:`render_c` /
@@ -171,6 +172,30 @@ def render_p4() -> str:
     return "\n".join(lines) + "\n"
 
 
+DOC = "docs/wire-format.md"
+DOC_BEGIN = "<!-- BEGIN GENERATED CONSTANTS: python -m mrckit.wire.gen -->"
+DOC_END = "<!-- END GENERATED CONSTANTS -->"
+
+
+def render_doc_block() -> str:
+    """The constants tables of ``docs/wire-format.md``, between its two marker comments."""
+    lines = [DOC_BEGIN, ""]
+    for title, consts in CONSTANTS:
+        lines += [f"**{title}**", "", "| C / P4 name | value | P4 type | note |", "|---|---|---|---|"]
+        lines += [f"| `{c.name}` | {_fmt(c)} | `bit<{c.bits}>` | {c.doc} |" for c in consts]
+        lines.append("")
+    lines.append(DOC_END)
+    return "\n".join(lines)
+
+
+def _doc_with_block(current: str) -> str:
+    """``current`` with the text between the markers replaced by :func:`render_doc_block`."""
+    start, end = current.find(DOC_BEGIN), current.find(DOC_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{DOC} lacks the markers {DOC_BEGIN!r} ... {DOC_END!r}")
+    return current[:start] + render_doc_block() + current[end + len(DOC_END):]
+
+
 OUTPUTS = {
     "ebpf/include/mrc_wire_gen.h": render_c,
     "p4src/include/mrc_constants.p4": render_p4,
@@ -190,6 +215,11 @@ def stale_files(root: Path) -> list[str]:
         path = root / rel
         if not path.exists() or path.read_text() != render():
             stale.append(rel)
+    doc = root / DOC
+    if doc.exists():
+        text = doc.read_text()
+        if DOC_BEGIN not in text or _doc_with_block(text) != text:
+            stale.append(DOC)
     return stale
 
 
@@ -197,7 +227,12 @@ def write_all(root: Path) -> list[str]:
     """Write every generated file under ``root``; return the relative paths written."""
     for rel, render in OUTPUTS.items():
         (root / rel).write_text(render())
-    return list(OUTPUTS)
+    written = list(OUTPUTS)
+    doc = root / DOC
+    if doc.exists():
+        doc.write_text(_doc_with_block(doc.read_text()))
+        written.append(DOC)
+    return written
 
 
 def main(argv: list[str]) -> int:
