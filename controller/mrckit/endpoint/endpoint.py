@@ -110,8 +110,9 @@ class Endpoint:
 
     def create_qp(self, peer: str, *, qpn: int | None = None, remote_qpn: int | None = None,
                   config: QpConfig | None = None) -> QueuePair:
-        """Create a QP to NIC address ``peer``. It can receive at once; it can write after
-        :meth:`connect` (or when ``remote_qpn`` is given here).
+        """Create a QP to NIC address ``peer``. It can receive at once (from ``peer`` only,
+        or from anyone when ``peer`` is ``::``); it can write after :meth:`connect` (or when
+        ``remote_qpn`` is given here).
 
         Raises:
             ValueError: bad address, a QP number in use or outside 1..2**24-1 (0x2 is reserved).
@@ -126,8 +127,9 @@ class Endpoint:
             if qpn == 0x2:
                 raise ValueError("QP 0x2 is reserved for endpoint operations")
             qp = QueuePair(qpn, peer, config)
-            qp.responder = self.responder.add_qp(ResponderQp(qpn, remote_qpn or 0, config.mpr, config.mtu,
-                                                             config.remote_initial_psn))
+            qp.responder = self.responder.add_qp(ResponderQp(
+                qpn, remote_qpn or 0, config.mpr, config.mtu, config.remote_initial_psn,
+                peer=None if peer == "::" else peer))
             self.qps[qpn] = qp
             if remote_qpn is not None:
                 self._connect_locked(qp, remote_qpn)

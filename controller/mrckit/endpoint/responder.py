@@ -11,9 +11,9 @@ Prescribed responses (design 6, reference 2.6; "ours" where no source fixes them
 ============================================  ===========================================
 input                                         response
 ============================================  ===========================================
-shorter than a BTH + ICRC                     dropped, ``malformed`` counted
+shorter than a BTH (+ ICRC unless trimmed)    dropped, ``malformed`` counted
 ICRC mismatch                                 dropped, ``bad_icrc`` counted (sender recovers)
-unknown destination QP                        dropped, ``unknown_qp`` counted
+unknown destination QP, or another sender     dropped, ``unknown_qp`` counted
 DSCP TRIMMED / TRIMMED_LASTHOP                NACK TRIMMED / TRIMMED_LASTHOP for the PSN
 PSN beyond the MPR window                     NACK PSN_OOR_WINDOW, nothing written
 PSN already received                          nothing written, acknowledged (SACK)
@@ -67,13 +67,16 @@ class RecvCompletion(NamedTuple):
 @dataclass
 class ResponderQp:
     """Receive state of one QP. ``remote_qpn`` is the requestor's QP (the replies' BTH
-    destination); ``mpr`` the window in PSNs (a multiple of 128); ``mtu`` the largest payload."""
+    destination); ``mpr`` the window in PSNs (a multiple of 128); ``mtu`` the largest payload;
+    ``peer`` the requestor's NIC address (packets from any other are dropped as ``unknown_qp``),
+    or None to accept any sender."""
 
     qpn: int
     remote_qpn: int
     mpr: int = 1024
     mtu: int = DEFAULT_PAYLOAD_LEN
     initial_psn: int = 0
+    peer: str | None = None
     error: str | None = None
 
     def __post_init__(self):
@@ -134,20 +137,24 @@ class Responder:
         31..16, design 3.3)."""
         st = self.stats
         st.packets += 1
-        if n < BTH_LEN + ICRC_LEN:
+        if n < BTH_LEN:
             st.malformed += 1
             return
         bth = parse_bth(buf)
         qp = self.qps.get(bth.dqpn)
-        if qp is None:
+        if qp is None or (qp.peer is not None and peer != qp.peer):
             st.unknown_qp += 1
             return
         ev = (sport << 16) | (flowinfo & 0xFFFF)
         dscp = tclass >> 2
         if dscp == Dscp.TRIMMED or dscp == Dscp.TRIMMED_LASTHOP:
+            # A trimmed packet keeps its headers but loses payload and ICRC (design 3.1, 4).
             st.trimmed += 1
             reason = NackReason.TRIMMED if dscp == Dscp.TRIMMED else NackReason.TRIMMED_LASTHOP
             self._nack(qp, peer, reason, unwrap(bth.psn, qp.epsn), ev, 0)
+            return
+        if n < BTH_LEN + ICRC_LEN:
+            st.malformed += 1
             return
         if not self._icrc_ok(buf, n, peer):
             st.bad_icrc += 1

@@ -24,11 +24,11 @@ class Rig:
             r.buf[:] = bytes([FILL]) * r.length
         self.replies = []
         self.resp = Responder(B, self.memory, lambda p, peer: self.replies.append(MrcBTH(p)))
-        self.qp = self.resp.add_qp(ResponderQp(0x200, 0x100, mpr=128))
+        self.qp = self.resp.add_qp(ResponderQp(0x200, 0x100, mpr=128, peer=A))
 
-    def send(self, layers, *, raw: bytes | None = None, tclass: int = 0x28):
-        data = raw if raw is not None else bytes(IPv6(src=A, dst=B) / UDP(sport=4791, dport=4791) / layers)[48:]
-        self.resp.handle(bytearray(data), len(data), tclass, 0x0BEEF, 0xCAFE, A)
+    def send(self, layers, *, raw: bytes | None = None, tclass: int = 0x28, src: str = A):
+        data = raw if raw is not None else bytes(IPv6(src=src, dst=B) / UDP(sport=4791, dport=4791) / layers)[48:]
+        self.resp.handle(bytearray(data), len(data), tclass, 0x0BEEF, 0xCAFE, src)
         self.resp.flush()
 
     def untouched(self) -> bool:
@@ -148,3 +148,14 @@ def test_imm_write_with_bad_rkey_does_not_complete(rig):
     rig.send(MrcBTH(opcode=Opcode.WRITE_ONLY_IMM, dqpn=0x200) / METH(rqmsn=1) / RETH(va=0, rkey=0x1000, dma_len=4)
              / ImmDt(imm=1) / Raw(b"abcd"))
     assert rig.nack() == NackReason.UNEXP_EVENT and not rig.resp.completions and rig.untouched()
+
+
+def test_write_from_another_sender_is_dropped(rig):
+    rig.send(write(), src="2001:db8:100:9::9")
+    assert rig.replies == [] and rig.resp.stats.unknown_qp == 1 and rig.untouched()
+
+
+def test_trimmed_down_to_the_bth_is_still_nacked(rig):
+    bth_only = bytes(MrcBTH(opcode=Opcode.WRITE_MIDDLE, dqpn=0x200, psn=3))[:12]
+    rig.send(None, raw=bth_only, tclass=11 << 2)
+    assert rig.nack() == NackReason.TRIMMED and rig.replies[0][NETH].nack_psn == 3 and rig.untouched()
