@@ -127,6 +127,7 @@ class HostAgent:
         dp = self.dp = HostDataplane()
         dp.set_host(str(cfg.nic_address), cfg.locator, cfg.leaf, cfg.downlink,
                     max(p.plane for p in cfg.ports) + 1, s.agent_port)
+        self._open_sockets(cfg)  # the link monitor first, so no change is missed
         self._port_up = {p.plane: _link_up(p.ifname) for p in cfg.ports}
         for p in cfg.ports:
             dp.set_port(PortSetting(p.plane, self._ifindex[p.plane], _mac(p.mac), _mac(p.neighbor_mac),
@@ -139,7 +140,6 @@ class HostAgent:
                 warnings.append(f"{p.ifname}: native XDP refused, fell back to generic mode")
             ports.append((p.ifname, p.plane, got))
         dp.attach_egress(cfg.nic_device)
-        self._open_sockets(cfg)
         self.cfg = cfg
         self.peers = {}
         dp.set_configured(True)
@@ -473,7 +473,7 @@ class HostAgent:
             plane = next((p for p, idx in self._ifindex.items() if idx == ifindex), None)
             if plane is None:
                 continue
-            up = msg.get("event") == "RTM_NEWLINK" and msg.get_attr("IFLA_OPERSTATE") == "UP"
+            up = msg.get("event") == "RTM_NEWLINK" and msg.get_attr("IFLA_OPERSTATE") in _UP
             if up != self._port_up.get(plane):
                 self.set_port_state(plane, up)
 
@@ -648,4 +648,7 @@ def _link_up(ifname: str) -> bool:
 
     with IPRoute() as ipr:
         link = ipr.link("get", index=socket.if_nametoindex(ifname))[0]
-        return link.get_attr("IFLA_OPERSTATE") in ("UP", "UNKNOWN")
+        return link.get_attr("IFLA_OPERSTATE") in _UP
+
+
+_UP = ("UP", "UNKNOWN")  # UNKNOWN: a driver that does not report operstate

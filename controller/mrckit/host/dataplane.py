@@ -125,7 +125,8 @@ class HostDataplane:
         """
         if not 1 <= len(evs) <= MAX_EVS:
             raise ValueError(f"an EV set holds 1..{MAX_EVS} EVs, got {len(evs)}")
-        tset = EvSet(n=len(evs), rot=0, seq=0, stride=1, offset=0)
+        # rot = all ones: the first packet to a peer draws a fresh scan order.
+        tset = EvSet(n=len(evs), rot=0xFFFFFFFF, seq=0, stride=1, offset=0)
         for i, (ev, state) in enumerate(zip(evs, states or [0] * len(evs))):
             tset.slots[i] = EvSlot(ev=ev, state=state)
         self.template.update(0, tset)
