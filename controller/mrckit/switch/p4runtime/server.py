@@ -19,6 +19,7 @@ from .device import Device
 from .service import P4RuntimeService
 
 DEFAULT_ADDRESS = "127.0.0.1:9559"
+MAX_MESSAGE_BYTES = 64 << 20  # a full usid_fib (65,536 entries) in one WriteRequest, with room
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,9 @@ class P4RuntimeServer:
         self.device = device
         self.address = address
         self.tls = tls
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"))
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"),
+                                   options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                                            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
         p4r_grpc.add_P4RuntimeServicer_to_server(P4RuntimeService(device), self._server)
 
     def start(self) -> "P4RuntimeServer":
