@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "controller"))
 import finsy  # noqa: E402
 
 from mrckit import netns  # noqa: E402
+from mrckit.switch.bmv2 import Bmv2Switch, find_tool  # noqa: E402
 from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir  # noqa: E402
 from mrckit.switch.p4runtime import process  # noqa: E402
 
@@ -39,12 +40,12 @@ BASE = 0xFCBBBB000000
 SHELL_SCRIPT = r"""
 import sys, time
 import p4runtime_sh.shell as sh
-address, count = sys.argv[1], int(sys.argv[2])
+address, count, base = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sh.setup(device_id=1, grpc_addr=address, election_id=(0, 1), verbose=False)
 start = time.perf_counter()
 for i in range(count):
     te = sh.TableEntry("usid_fib")(action="set_egress")
-    te.match["hdr.outer_ipv6.dst_addr[127:80]"] = hex(0xFCBBBB100000 + i)
+    te.match["hdr.outer_ipv6.dst_addr[127:80]"] = hex(0xFCBBBB100000 + base + i)
     te.action["port"] = str(i % 512)
     te.insert()
 elapsed = time.perf_counter() - start
@@ -71,10 +72,11 @@ async def finsy_batch(address: str, n: int, device_id: int, blob: bytes) -> floa
     return elapsed
 
 
-def shell_one_by_one(address: str, n: int) -> float | None:
+def shell_one_by_one(address: str, n: int, base: int) -> float | None:
+    """Seconds for p4runtime-shell to insert ``n`` entries one by one (its start-up excluded)."""
     if not SHELL_PYTHON.exists():
         return None
-    proc = subprocess.run([str(SHELL_PYTHON), "-c", SHELL_SCRIPT, address, str(n)],
+    proc = subprocess.run([str(SHELL_PYTHON), "-c", SHELL_SCRIPT, address, str(n), str(base)],
                           capture_output=True, text=True, timeout=120)
     line = next((l for l in proc.stdout.splitlines() if l.startswith("ELAPSED")), None)
     if proc.returncode or line is None:
@@ -83,22 +85,12 @@ def shell_one_by_one(address: str, n: int) -> float | None:
     return float(line.split()[1])
 
 
-def bmv2_batch(n: int, ns: str, workdir: Path) -> float | None:
-    binary = shutil.which("simple_switch_grpc") or "/opt/p4tools/bin/simple_switch_grpc"
-    if not os.access(binary, os.X_OK) or not BMV2_JSON.exists():
+def bmv2_batch(n: int, ns: str) -> float | None:
+    """The same finsy batch written to bmv2 (``Bmv2Switch``), or None where bmv2 is not built."""
+    if find_tool("simple_switch_grpc") is None or not BMV2_JSON.exists():
         return None
-    sock = workdir / "bmv2.sock"
-    proc = subprocess.Popen(["nsenter", f"--net=/var/run/netns/{ns}", "--", binary, "--no-p4", "--device-id", "1",
-                             "--", "--grpc-server-addr", f"unix:{sock}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while not sock.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        return asyncio.run(finsy_batch(f"unix:{sock}", n, 1, BMV2_JSON.read_bytes()))
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with Bmv2Switch(f"{ns}-bmv2", ns, {}, json_path=None) as bmv2:
+        return asyncio.run(finsy_batch(bmv2.grpc_address, n, bmv2.device_id, BMV2_JSON.read_bytes()))
 
 
 def main() -> int:
@@ -122,12 +114,14 @@ def main() -> int:
         server = process.spawn(name, address, netns=ns, state_dir=workdir / "state")
         blob = BMV2_JSON.read_bytes() if BMV2_JSON.exists() else b"{}"
         rows = []
-        batch_s = asyncio.run(finsy_batch(address, args.entries, 1, blob))
+        # best of 3: each run pushes the pipeline again (p4force), which empties the tables
+        batch_s = min(asyncio.run(finsy_batch(address, args.entries, 1, blob)) for _ in range(3))
         rows.append(("eBPF, finsy batched", args.entries, batch_s))
-        shell_s = shell_one_by_one(address, args.shell_entries)
+        shell_s = min((shell_one_by_one(address, args.shell_entries, base) for base in (0, 1 << 20)),
+                      key=lambda x: x if x is not None else float("inf"))
         if shell_s is not None:
             rows.append(("eBPF, p4runtime-shell one by one", args.shell_entries, shell_s))
-        bmv2_s = bmv2_batch(args.entries, ns, workdir)
+        bmv2_s = bmv2_batch(args.entries, ns)
         if bmv2_s is not None:
             rows.append(("bmv2, finsy batched", args.entries, bmv2_s))
         report(rows, shell_s, args.shell_entries, bmv2_s is not None)
@@ -142,6 +136,7 @@ def main() -> int:
 
 def report(rows, shell_s, shell_n, has_bmv2) -> None:
     baseline = shell_n / shell_s if shell_s else None
+    print("P4Runtime writes into the eBPF switch (best of 3 finsy runs, of 2 p4runtime-shell runs)")
     print(f"{'method':36} {'entries':>8} {'seconds':>9} {'entries/s':>11} {'x shell':>8}")
     for label, n, secs in rows:
         rate = n / secs
