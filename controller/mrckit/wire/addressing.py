@@ -100,9 +100,14 @@ def path_usids(plane: int, t1: int, src_leaf: int, dst_leaf: int, dst_downlink: 
     Ls = L (then ``t1`` is ignored but still range-checked).
 
     Raises:
-        ValueError: any index out of its uSID or EV range.
+        ValueError: naming the argument out of range: plane 0..15, t1 0..255, src_leaf and
+            dst_leaf 0..1023, dst_downlink 0..1022 (the hosts that have a NIC address).
     """
+    check_range("plane", plane, 0, 15)
     check_range("t1", t1, 0, 255)
+    check_range("src_leaf", src_leaf, 0, 1023)
+    check_range("dst_leaf", dst_leaf, 0, 1023)
+    check_range("dst_downlink", dst_downlink, 0, 1022)
     if src_leaf == dst_leaf:
         return [usid_pack(plane, UsidRole.T0, dst_leaf), usid_pack(plane, UsidRole.DOWN, dst_downlink)]
     return [

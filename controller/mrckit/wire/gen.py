@@ -97,7 +97,8 @@ def _build() -> list[tuple[str, list[Const]]]:
          + _enum("EP_STATUS", k.EpStatus, 2, "EETH status(5..4)")),
         ("EV states", _enum("EV_STATE", k.EvState, 8, "sender's per-EV path state")),
         ("Switch drop reasons (index of the drop_reason counter)",
-         _enum("DROP", k.DropReason, 32, "drop_reason counter index")),
+         _enum("DROP", k.DropReason, 32, "drop_reason counter index")
+         + [Const("MRC_DROP_REASON_COUNT", len(k.DropReason), 32, "size of the drop_reason counter")]),
         ("EV layout: plane(31..28) T1(27..20) salt(19..0); sport = EV >> 16, flow label = EV & 0xffff", [
             Const("MRC_EV_PLANE_SHIFT", ev.PLANE_SHIFT, 8),
             Const("MRC_EV_PLANE_MASK", ev.PLANE_MASK, 8, "", True),
