@@ -55,6 +55,7 @@ print("ELAPSED", elapsed)
 
 
 def fib_entries(n: int, base: int = BASE):
+    """``n`` usid_fib entries (finsy objects) with consecutive 48-bit keys from ``base``."""
     return [finsy.P4TableEntry("usid_fib", match=finsy.P4TableMatch({KEY: base + i}),
                                action=finsy.P4TableAction("set_egress", port=i % 510)) for i in range(n)]
 

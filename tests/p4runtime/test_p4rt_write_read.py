@@ -112,6 +112,8 @@ def _negative_cases(p4info):
         "missing action": ("INSERT", E(p4info, "usid_fib", KEY), INVALID),
         "missing param": ("INSERT", p4r.TableEntry(table_id=table_id, match=E(p4info, "usid_fib", KEY).match,
                                                    action=p4r.TableAction(action=p4r.Action(action_id=p4rt.ids(p4info, "usid_fib", "set_egress")[1]))), INVALID),
+        "priority on an exact table": ("INSERT", p4r.TableEntry(table_id=table_id, priority=10, match=E(p4info, "usid_fib", KEY).match,
+                                                                action=E(p4info, "usid_fib", KEY, "drop").action), INVALID),
         "insert default": ("INSERT", E(p4info, "usid_fib", None, "drop", default=True), INVALID),
         "delete default": ("DELETE", E(p4info, "usid_fib", None, None, default=True), INVALID),
         "duplicate insert": ("INSERT", E(p4info, "usid_fib", 0xFCBBBB00AAAA, "drop"), EXISTS),

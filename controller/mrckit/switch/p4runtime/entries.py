@@ -44,8 +44,11 @@ def parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> Entry:
     """
     table = table_of(pipeline, msg.table_id)
     where = f"table {table.name!r}"
-    if msg.priority != 0 and all(f.match == "exact" for f in table.fields.values()):
+    needs_priority = any(f.match in ("ternary", "range", "optional") for f in table.fields.values())
+    if msg.priority != 0 and not needs_priority:
         raise invalid(f"{where}: priority {msg.priority} given for a table without ternary/range/optional fields")
+    if msg.priority == 0 and needs_priority and need_action and not msg.is_default_action:
+        raise invalid(f"{where}: entries of a table with ternary/range/optional fields need a priority > 0")
     if msg.HasField("counter_data") or msg.HasField("meter_config") or msg.idle_timeout_ns:
         raise invalid(f"{where}: has no direct counter, meter or idle timeout")
     if msg.is_default_action:
