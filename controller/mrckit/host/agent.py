@@ -40,6 +40,7 @@ from .maps import EvSet, Reason, state_name
 
 log = logging.getLogger("mrckit.host")
 
+RTMGRP_LINK = 1          # linux/rtnetlink.h: link state change notifications
 UDP_NO_CHECK6_RX = 102   # linux/udp.h: accept the zero UDP checksum of RoCEv2
 IPV6_FLOWINFO = 11       # linux/in6.h: deliver the flow label (the EV's low half) as a cmsg
 GOOD, SKIP, BAD, DENIED = (int(s) for s in EvState)
@@ -159,10 +160,11 @@ class HostAgent:
             raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
             raw.bind((p.ifname, 0))
             self._raw[p.plane] = raw
-        from pyroute2 import IPRoute
-
-        self._ipr = IPRoute()
-        self._ipr.bind()
+        # Link changes wake the loop through a plain rtnetlink socket on RTMGRP_LINK; the
+        # loop then re-reads the ports' state (no message parsing needed).
+        self._ipr = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+        self._ipr.bind((0, RTMGRP_LINK))
+        self._ipr.setblocking(False)
 
     def close(self) -> None:
         """Stop the loop, detach every program, close sockets. Idempotent."""
@@ -184,7 +186,8 @@ class HostAgent:
 
     # ================================================================ loop ===============
     def _loop(self) -> None:
-        period = self.cfg.settings.sweep_period_ns / 1e9
+        s = self.cfg.settings
+        period = min(s.sweep_period_ns, s.probe_interval_ns) / 1e9
         next_sweep = time.monotonic()
         while not self._stop.is_set():
             fds = [self._udp, self._ipr]
@@ -466,16 +469,18 @@ class HostAgent:
 
     # ================================================================ ports ==============
     def _link_messages(self) -> None:
-        for msg in self._ipr.get():
-            if msg.get("event") not in ("RTM_NEWLINK", "RTM_DELLINK"):
-                continue
-            ifindex = msg["index"]
-            plane = next((p for p, idx in self._ifindex.items() if idx == ifindex), None)
-            if plane is None:
-                continue
-            up = msg.get("event") == "RTM_NEWLINK" and msg.get_attr("IFLA_OPERSTATE") in _UP
-            if up != self._port_up.get(plane):
-                self.set_port_state(plane, up)
+        try:
+            while self._ipr.recv(65536):
+                pass
+        except BlockingIOError:
+            pass
+        for port in self.cfg.ports:
+            try:
+                up = _link_up(port.ifname)
+            except OSError:
+                up = False  # the interface is gone
+            if up != self._port_up.get(port.plane):
+                self.set_port_state(port.plane, up)
 
     def set_port_state(self, plane: int, up: bool) -> None:
         """A local plane port went down (or up): on down, retire the plane's EVs at once; in

@@ -58,6 +58,8 @@ def test_host_port_failure_moves_peers_off_the_plane_before_their_timeouts(make_
         a, b = "h0-0", "h1-0"
         rx_a = udp_socket(fab.ns[a], fab.nic(a), 4791)
         tx_b = udp_socket(fab.ns[b], fab.nic(b), 0)
+        # a must know b as a live peer (as it would from its SACKs): send b one packet.
+        rx_a.sendto(bytes(100), (fab.nic(b), 4791))
         for _ in range(300):
             tx_b.sendto(bytes(200), (fab.nic(a), 4791))
         for _ in range(300):
