@@ -137,3 +137,15 @@ def test_action_scopes_are_enforced():
     msg.ClearField("match")
     msg.is_default_action = True
     assert entries.parse(pipeline, msg, need_action=True).action == "drop"
+
+
+def test_ternary_table_entries_need_a_priority():
+    pipeline = _kinds_pipeline()
+    table = next(iter(pipeline.tables.values()))
+    msg = p4r.TableEntry(table_id=table.id)
+    msg.match.add(field_id=4).exact.value = b"\x01"
+    msg.action.action.action_id = 0x01000001
+    with pytest.raises(P4RuntimeError, match="need a priority"):
+        entries.parse(pipeline, msg, need_action=True)
+    msg.priority = 5
+    assert entries.parse(pipeline, msg, need_action=True).key == ((0, 0), (0, 0), None, 1)
