@@ -23,6 +23,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..wire.addressing import host_link_name
 from ..wire.constants import BMV2_MAX_PORTS, UsidRole
 from ..wire.usid import active_prefix, container_pack, usid_pack
 from .entries import (
@@ -207,15 +208,15 @@ class CompiledFabric:
         topo = self.topology
         hid = host if isinstance(host, int) else topo.host_id(host)
         h, hl = topo.hosts[hid], topo.host_links
+        rows = [topo.host_link_row(hid, plane) for plane in range(topo.planes)]
         ports = []
-        for plane in range(topo.planes):
-            row = topo.host_link_row(hid, plane)
-            t0, t0_port = topo.switches[hl.t0[row]], int(hl.t0_port[row])
+        for plane, t0_id, t0_port in zip(range(topo.planes), hl.t0[rows].tolist(), hl.t0_port[rows].tolist()):
+            t0 = topo.switches[t0_id]
             ports.append(HostPort(
                 plane=plane, ifname=host_ifname(plane), address=h.port_address(plane),
                 mac=mac_address(Role.HOST, plane, h.leaf, h.downlink),
                 t0_mac=mac_address(Role.T0, plane, t0.index, t0_port), t0=t0.name, t0_port=t0_port,
-                link=topo.host_link(row).name))
+                link=host_link_name(plane, h.leaf, h.downlink)))
         return HostConfig(name=h.name, nic_address=h.nic_address, leaf=h.leaf, downlink=h.downlink,
                           locator=topo.locator, mtu=topo.mtu, nic_mtu=topo.nic_mtu, planes=topo.planes,
                           t1_per_plane=topo.t1_per_plane, ports=tuple(ports))

@@ -12,6 +12,7 @@ loader can add ``file:line``.
 
 from __future__ import annotations
 
+import operator
 import re
 
 import numpy as np
@@ -22,6 +23,7 @@ from .plan import MAX_PORT, Role
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 """Node names: letters, digits, ``_ . -``; no ``:`` (links write ``node:port``)."""
+_NAMES_RE = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\n)*")
 MAX_LEAF = MAX_T0_PER_PLANE - 1
 MAX_HOST_DOWNLINK = 1022
 """NIC addresses use H = D + 1 and the plan keeps H <= 1023 (``mrckit.wire.addressing``)."""
@@ -32,9 +34,19 @@ def _first(mask: np.ndarray) -> int | None:
     return int(idx[0]) if len(idx) else None
 
 
+def _all_unique(keys: np.ndarray) -> bool:
+    """Fast check (the common case): a count per key when the key space is small, else a sort."""
+    if len(keys) < 2:
+        return True
+    if keys.min() >= 0 and keys.max() < 8 * len(keys) + 4096:
+        return bool(np.bincount(keys).max() <= 1)
+    ordered = np.sort(keys)
+    return not bool(np.any(ordered[1:] == ordered[:-1]))
+
+
 def _first_duplicate(keys: np.ndarray) -> tuple[int, int] | None:
     """(earlier row, later row) of the first repeated key in row order, or None."""
-    if len(keys) == 0:
+    if _all_unique(keys):
         return None
     _, first_rows, inverse = np.unique(keys, return_index=True, return_inverse=True)
     later = np.flatnonzero(first_rows[inverse] != np.arange(len(keys)))
@@ -75,7 +87,7 @@ def _check_fields(topo: Topology) -> None:
 
 def _nth_of_group(groups: np.ndarray, n: int) -> int | None:
     """Row of the (n+1)-th member of the first group that has more than n members."""
-    if len(groups) == 0:
+    if len(groups) == 0 or (groups.min() >= 0 and np.bincount(groups).max() <= n):
         return None
     order = np.argsort(groups, kind="stable")
     sorted_groups = groups[order]
@@ -89,7 +101,15 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _only_ints(items, field: str) -> bool:
+    return set(map(type, map(operator.attrgetter(field), items))) <= {int}
+
+
 def _check_types(topo: Topology) -> None:
+    if all(_only_ints(topo.switches, f) for f in ("plane", "index")) and \
+            all(_only_ints(topo.hosts, f) for f in ("leaf", "downlink")) and \
+            set(map(operator.attrgetter("role"), topo.switches)) <= set(SWITCH_ROLES):
+        return
     for sid, s in enumerate(topo.switches):
         if s.role not in SWITCH_ROLES:
             raise TopologyError(f"switch {s.name}: role {s.role!r} is not t0 or t1", ("switch", sid))
@@ -152,7 +172,21 @@ def _check_switches(topo: Topology) -> None:
                                 f"must run 0..{len(ids) - 1} (an EV names T1 0..n-1)", ("switch", int(ids[gap])))
 
 
+def _hosts_look_right(topo: Topology) -> bool:
+    """Fast check of names and ranges; the loop in :func:`_check_hosts` finds the culprit."""
+    names = list(map(operator.attrgetter("name"), topo.hosts))
+    if not set(map(type, names)) <= {str} or not _NAMES_RE.fullmatch("\n".join(names) + "\n"):
+        return False
+    if len(set(names) | {s.name for s in topo.switches}) != len(names) + len(topo.switches):
+        return False
+    leaf, down = topo.host_leaf, topo.host_downlink
+    return not (np.any(leaf < 0) or np.any(leaf > MAX_LEAF) or np.any(down < 0) or np.any(down > MAX_HOST_DOWNLINK))
+
+
 def _check_hosts(topo: Topology) -> None:
+    if not topo.hosts or _hosts_look_right(topo):
+        _check_host_places(topo)
+        return
     names = {s.name for s in topo.switches}
     for hid, h in enumerate(topo.hosts):
         where = ("host", hid)
@@ -164,6 +198,10 @@ def _check_hosts(topo: Topology) -> None:
         for field, value, hi in (("leaf", h.leaf, MAX_LEAF), ("downlink", h.downlink, MAX_HOST_DOWNLINK)):
             if not 0 <= value <= hi:
                 raise TopologyError(f"host {h.name}: {field}={value!r} is out of range 0..{hi}", where)
+    _check_host_places(topo)
+
+
+def _check_host_places(topo: Topology) -> None:
     dup = _first_duplicate(topo.host_leaf.astype(np.int64) * 1024 + topo.host_downlink)
     if dup:
         a, b = (topo.hosts[i] for i in dup)
@@ -198,7 +236,8 @@ def _check_fabric_links(topo: Topology) -> None:
         raise TopologyError(f"link {a.name}-{b.name} joins plane {a.plane} to plane {b.plane}", (kind, row))
     _check_link_ports(kind, fl.t0_port, fl.t0, topo)
     _check_link_ports(kind, fl.t1_port, fl.t1, topo)
-    dup = _first_duplicate(fl.t0.astype(np.int64) * len(topo.switches) + fl.t1)
+    # T1 indexes are < 256 and both ends share a plane (checked above), so this key is unique per pair.
+    dup = _first_duplicate(fl.t0.astype(np.int64) * MAX_T1_PER_PLANE + topo.switch_index[fl.t1])
     if dup:
         a, b = topo.switches[fl.t0[dup[1]]], topo.switches[fl.t1[dup[1]]]
         raise TopologyError(f"{a.name} links to {b.name} twice: the uSID plan names one link per T0-T1 pair",

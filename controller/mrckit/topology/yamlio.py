@@ -21,12 +21,13 @@ from .model import (
     DEFAULT_ECN_THRESHOLD, DEFAULT_MTU, DEFAULT_TRIM_THRESHOLD, FabricLinks, Host, HostLinks, Switch, Topology,
     TopologyError,
 )
-from .plan import Role
+from .plan import Role, mac_address, mac_str, parse_mac
 
 SCHEMA_VERSION = 1
 TOP_KEYS = ("version", "planes", "locator", "mtu", "trim_threshold", "ecn_threshold", "switches", "hosts", "links")
 SWITCH_KEYS = ("name", "role", "plane", "index", "usid")
-HOST_KEYS = ("name", "leaf", "downlink", "nic")
+HOST_KEYS = ("name", "leaf", "downlink", "nic", "ports")
+PORT_KEYS = ("address", "mac", "usid")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _constructor = SafeConstructor()
 
@@ -49,6 +50,7 @@ class _Parsed:
     hosts: list[Host] = field(default_factory=list)
     host_lines: list[int] = field(default_factory=list)
     host_nics: list[tuple[int, str]] = field(default_factory=list)
+    host_ports: list[tuple[int, yaml.Node]] = field(default_factory=list)
     fabric: list[tuple[int, int, int, int]] = field(default_factory=list)
     fabric_lines: list[int] = field(default_factory=list)
     host_links: list[tuple[int, int, int, int]] = field(default_factory=list)
@@ -138,6 +140,8 @@ def _parse_hosts(p: _Parsed) -> None:
         host = Host(name, _int(p, m["leaf"], f"host {name}: leaf"), _int(p, m["downlink"], f"host {name}: downlink"))
         if "nic" in m:
             p.host_nics.append((len(p.hosts), _name(p, m["nic"], f"host {name}: nic")))
+        if "ports" in m:
+            p.host_ports.append((len(p.hosts), m["ports"]))
         p.hosts.append(host)
         p.host_lines.append(_line(item))
 
@@ -236,12 +240,45 @@ def _check_stated(p: _Parsed, topo: Topology) -> None:
         if stated != nic_address(host.leaf, host.downlink):
             raise p.error(p.host_lines[hid], f"host {host.name}: nic {stated} disagrees with the plan: leaf "
                                              f"{host.leaf}, downlink {host.downlink} is {host.nic_address}")
+    for hid, node in p.host_ports:
+        _check_host_ports(p, topo, topo.hosts[hid], node)
     for kind, stated, row in p.link_names:
         link = topo.fabric_link(row) if kind == "fabric_link" else topo.host_link(row)
         if stated != link.name:
             line = (p.fabric_lines if kind == "fabric_link" else p.host_link_lines)[row]
             raise p.error(line, f"link {link.a}:{link.a_port} - {link.b}:{link.b_port}: name {stated!r} "
                                 f"disagrees with the plan: it is {link.name}")
+
+
+_SHOW = {"address": str, "mac": mac_str, "usid": lambda usid: f"0x{usid:04x}"}
+
+
+def _port_field(p: _Parsed, what: str, key: str, node: yaml.Node):
+    if key == "usid":
+        return _int(p, node, f"{what}: usid")
+    text = _name(p, node, f"{what}: {key}")
+    try:
+        return ipaddress.IPv6Address(text) if key == "address" else parse_mac(text)
+    except ValueError as exc:
+        raise p.error(node, f"{what}: {key}: {exc}") from None
+
+
+def _check_host_ports(p: _Parsed, topo: Topology, host: Host, node: yaml.Node) -> None:
+    """A host's optional ``ports`` list: per plane, the port address, MAC and downlink uSID."""
+    items = _sequence(p, node, f"host {host.name}: ports")
+    if len(items) != topo.planes:
+        raise p.error(node, f"host {host.name}: ports lists {len(items)} ports; there is one per plane "
+                            f"({topo.planes})")
+    for plane, item in enumerate(items):
+        what = f"host {host.name}: port {plane}"
+        plan = {"address": host.port_address(plane), "usid": host.downlink_usid(plane),
+                "mac": mac_address(Role.HOST, plane, host.leaf, host.downlink)}
+        for key, value_node in _mapping(p, item, what, PORT_KEYS, ()).items():
+            stated = _port_field(p, what, key, value_node)
+            if stated != plan[key]:
+                raise p.error(value_node, f"{what}: {key} {_SHOW[key](stated)} disagrees with the plan: "
+                                          f"{_SHOW[key](plan[key])} (plane {plane}, leaf {host.leaf}, "
+                                          f"downlink {host.downlink})")
 
 
 def loads_topology(text: str, path: str = "<string>") -> Topology:
@@ -288,7 +325,8 @@ def load_topology(path: str) -> Topology:
 
 def dumps_topology(topo: Topology) -> str:
     """The YAML text of ``topo`` (schema version 1), with every plan-derived field stated: each
-    switch's uSID, each host's NIC address, and each link's name."""
+    switch's uSID; each host's NIC address and, per plane, port address, MAC and downlink uSID;
+    each link's name."""
     out = [f"# mrckit topology, schema version {SCHEMA_VERSION} (docs/topology.md): {topo.summary()}",
            f"version: {SCHEMA_VERSION}", f"planes: {topo.planes}",
            f"locator: {ipaddress.IPv6Network((topo.locator << 96, 32))}",
@@ -297,8 +335,11 @@ def dumps_topology(topo: Topology) -> str:
     out += [f"  - {{name: {s.name}, role: {s.role.value}, plane: {s.plane}, index: {s.index}, "
             f"usid: 0x{s.usid:04x}}}" for s in topo.switches]
     out.append("hosts:")
-    out += [f"  - {{name: {h.name}, leaf: {h.leaf}, downlink: {h.downlink}, nic: \"{h.nic_address}\"}}"
-            for h in topo.hosts]
+    for h in topo.hosts:
+        out += [f"  - name: {h.name}", f"    leaf: {h.leaf}", f"    downlink: {h.downlink}",
+                f"    nic: \"{h.nic_address}\"", "    ports:  # per plane: port address, MAC, downlink uSID"]
+        out += [f"      - {{address: \"{h.port_address(pl)}\", mac: \"{mac_str(mac_address(Role.HOST, pl, h.leaf, h.downlink))}\", "
+                f"usid: 0x{h.downlink_usid(pl):04x}}}" for pl in range(topo.planes)]
     out.append("links:")
     out += [f"  - [{ln.a}:{ln.a_port}, {ln.b}:{ln.b_port}, {ln.name}]" for ln in topo.links()]
     return "\n".join(out) + "\n"
