@@ -11,18 +11,23 @@
  *   hands the frame to the peer's XDP program and bypasses tc on both ends. One XDP program
  *   per interface (no multi-program dispatcher here), hence the tail call.
  *   Actions: random loss, blackhole. XDP cannot copy a frame, so no duplicate or reorder.
- * - tc clsact (mrc_fault_tc), ingress or egress, for traffic that goes through the kernel
- *   stack (a host's sockets, a host's XDP_PASS): random loss, blackhole, duplicate
- *   (bpf_clone_redirect of the packet to the same hook) and reorder (the packet is cloned
- *   to ingress through the per-CPU backlog and the original dropped, so the rest of the
- *   current receive batch overtakes it; reordering distance is bounded by the batch size;
- *   ingress only, since at egress a copy cannot be held back).
- *   It returns TC_ACT_UNSPEC for packets it lets through, so later tc filters still run.
+ * - tc clsact (mrc_fault_tc_ingress / _egress) for traffic that goes through the kernel
+ *   stack (a host's sockets, a host's XDP_PASS): random loss, blackhole, duplicate and
+ *   reorder. It returns TC_ACT_UNSPEC for packets it lets through, so later filters run.
+ *   - duplicate: bpf_clone_redirect() of the packet to the same hook; the copy carries
+ *     FAULT_MARK so that this filter lets it through when it comes back.
+ *   - reorder: the packet is copied into `hold` (per CPU, up to HOLD_MAX bytes) and
+ *     dropped; the next packet that passes on that CPU releases it just behind itself,
+ *     so the two swap places. Egress: clone the successor out first, then turn the skb into
+ *     the held packet. Ingress: turn the skb into the held packet and clone it into the
+ *     backlog (processed after the current packet), then restore the successor. A held
+ *     packet with no successor stays held (userspace reads it as `held_now`).
  *
  * Probabilities are parts per million (0..1000000) drawn with bpf_get_prandom_u32().
  * Every packet is counted once in `fault_stats` under seen, and once under exactly one of
- * passed, dropped_loss, dropped_blackhole, duplicated, reordered or clone_failed (no_next
- * is the part of passed that XDP handed to the stack because `next` was empty).
+ * passed, dropped_loss, dropped_blackhole, duplicated, reordered (held) or clone_failed.
+ * no_next is the part of passed that XDP handed to the stack because `next` was empty;
+ * released counts held packets sent on, release_failed those lost on the way.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -35,7 +40,7 @@
 struct fault_cfg {
 	__u32 loss_ppm;      /* drop with this probability */
 	__u32 dup_ppm;       /* tc only: send one extra copy with this probability */
-	__u32 reorder_ppm;   /* tc only: delay behind the current batch with this probability */
+	__u32 reorder_ppm;   /* tc only: swap with the next packet with this probability */
 	__u32 blackhole;     /* non-zero: drop everything */
 };
 
@@ -48,7 +53,24 @@ struct fault_stats {
 	__u64 reordered;
 	__u64 clone_failed;
 	__u64 no_next;       /* XDP: passed to the stack because `next` was empty */
+	__u64 released;      /* held packets sent on behind their successor */
+	__u64 release_failed;
 };
+
+#define HOLD_MAX 4096        /* bytes; larger packets are never held */
+struct held_pkt {
+	__u32 len;           /* 0: slot empty */
+	__u32 pad;
+	__u8 data[HOLD_MAX];
+};
+
+/* Per CPU: slot 0 holds the packet being reordered, slot 1 is scratch for its successor. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct held_pkt);
+} hold SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -143,8 +165,8 @@ int mrc_fault_xdp_frags(struct xdp_md *ctx)
 	return fault_xdp(ctx);
 }
 
-/* Send a copy of skb to the same hook (egress: out of the device; ingress: back into its
- * receive path through the backlog). The copy carries FAULT_MARK so we pass it next time. */
+/* Send a copy of skb to the same hook (egress: out of the device now; ingress: into the
+ * backlog, received after the current packet). The copy carries FAULT_MARK. */
 static __always_inline long copy_to_same_hook(struct __sk_buff *skb, int ingress)
 {
 	__u32 mark = skb->mark;
@@ -156,8 +178,79 @@ static __always_inline long copy_to_same_hook(struct __sk_buff *skb, int ingress
 	return err;
 }
 
+static __always_inline struct held_pkt *slot(__u32 key)
+{
+	return bpf_map_lookup_elem(&hold, &key);
+}
+
+/* Copy the whole skb (from the Ethernet header) into p. Returns 0 or -1 if it does not fit. */
+static __always_inline int save(struct __sk_buff *skb, struct held_pkt *p)
+{
+	__u32 len = skb->len;
+
+	if (len < 1 || len > HOLD_MAX)
+		return -1;
+	if (bpf_skb_load_bytes(skb, 0, p->data, len))
+		return -1;
+	p->len = len;
+	return 0;
+}
+
+/* Make the skb's content p's packet. */
+static __always_inline int restore(struct __sk_buff *skb, struct held_pkt *p)
+{
+	__u32 len = p->len;
+
+	if (len < 1 || len > HOLD_MAX)
+		return -1;
+	if (bpf_skb_change_tail(skb, len, 0))
+		return -1;
+	return bpf_skb_store_bytes(skb, 0, p->data, len, BPF_F_INVALIDATE_HASH) ? -1 : 0;
+}
+
+/* The current packet passes; send the held one just behind it. Returns the tc verdict. */
+static __always_inline int release(struct __sk_buff *skb, struct held_pkt *held,
+				   struct fault_stats *s, int ingress)
+{
+	struct held_pkt *cur = slot(1);
+	int err;
+
+	if (!ingress) {
+		/* The successor goes out now as a copy; the skb itself becomes the held packet. */
+		if (copy_to_same_hook(skb, 0)) {
+			s->clone_failed++;
+			return TC_ACT_UNSPEC; /* keep holding: the skb is still the successor */
+		}
+		s->passed++;
+		err = restore(skb, held);
+		held->len = 0;
+		if (err) {
+			s->release_failed++;
+			return TC_ACT_SHOT;
+		}
+		s->released++;
+		return TC_ACT_UNSPEC;
+	}
+	/* Ingress: a copy goes through the backlog, after the skb, so the copy is the held one. */
+	if (!cur || save(skb, cur)) {
+		s->passed++; /* cannot save the successor: it passes, the held one waits */
+		return TC_ACT_UNSPEC;
+	}
+	s->passed++;
+	err = restore(skb, held) || copy_to_same_hook(skb, 1);
+	held->len = 0;
+	if (err)
+		s->release_failed++;
+	else
+		s->released++;
+	if (restore(skb, cur))
+		return TC_ACT_SHOT; /* cannot give the successor back: count as lost */
+	return TC_ACT_UNSPEC;
+}
+
 static __always_inline int fault_tc(struct __sk_buff *skb, int ingress)
 {
+	struct held_pkt *held;
 	struct fault_stats *s;
 	enum verdict v;
 
@@ -166,10 +259,13 @@ static __always_inline int fault_tc(struct __sk_buff *skb, int ingress)
 		return TC_ACT_UNSPEC;
 	}
 	s = stats();
-	if (!s)
+	held = slot(0);
+	if (!s || !held)
 		return TC_ACT_UNSPEC;
 	s->seen++;
-	v = decide(cfg(), 1, ingress);
+	v = decide(cfg(), 1, 1);
+	if (held->len && (v == V_DUP || v == V_REORDER))
+		v = V_PASS; /* one fault at a time: first send the held packet on */
 	switch (v) {
 	case V_BLACKHOLE:
 		s->dropped_blackhole++;
@@ -185,13 +281,15 @@ static __always_inline int fault_tc(struct __sk_buff *skb, int ingress)
 		s->duplicated++;
 		return TC_ACT_UNSPEC;
 	case V_REORDER:
-		if (copy_to_same_hook(skb, 1)) { /* ingress only (decide() checked) */
-			s->clone_failed++;
+		if (save(skb, held)) {
+			s->passed++; /* too big to hold */
 			return TC_ACT_UNSPEC;
 		}
 		s->reordered++;
 		return TC_ACT_SHOT;
 	default:
+		if (held->len)
+			return release(skb, held, s, ingress);
 		s->passed++;
 		return TC_ACT_UNSPEC;
 	}

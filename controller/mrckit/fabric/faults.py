@@ -8,7 +8,8 @@ A fault sits on one interface ``ifname`` inside namespace ``ns``, at one of thre
   switch-to-switch traffic, because XDP_REDIRECT bypasses tc on both veth ends.
   Supports loss and blackhole.
 - ``"tc-ingress"`` / ``"tc-egress"``: a clsact filter (handle 0xFA17, priority 1) for traffic
-  through the kernel stack. Supports loss, blackhole, duplicate, and (ingress only) reorder.
+  through the kernel stack. Supports loss, blackhole, duplicate and reorder (a chosen packet
+  is held in a map and sent just behind the next one, so the two swap places).
 
 Faulting both directions of a link means one fault on each end (each end's arriving traffic).
 
@@ -30,7 +31,7 @@ import ctypes
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from .. import bpf, netns
 from ..errors import MrcError
@@ -54,7 +55,7 @@ class FaultStatsC(ctypes.Structure):
     """Mirror of ``struct fault_stats``: packet counters, per CPU in the map."""
     _fields_ = [(name, ctypes.c_uint64) for name in (
         "seen", "passed", "dropped_loss", "dropped_blackhole", "duplicated", "reordered",
-        "clone_failed", "no_next")]
+        "clone_failed", "no_next", "released", "release_failed")]
 
 
 def percent_to_ppm(percent: float) -> int:
@@ -72,7 +73,7 @@ def percent_to_ppm(percent: float) -> int:
 class Fault:
     """What to do to each packet, checked in this order: ``blackhole`` drops everything;
     else drop with ``loss_ppm``; else (tc only) copy with ``duplicate_ppm``; else (tc
-    ingress only) hold back behind the current receive batch with ``reorder_ppm``.
+    only) hold back until the next packet passes, with ``reorder_ppm``.
     Probabilities in parts per million (0..1000000). ``Fault()`` lets everything through."""
     loss_ppm: int = 0
     blackhole: bool = False
@@ -88,9 +89,6 @@ class Fault:
         if hook == "xdp" and (self.duplicate_ppm or self.reorder_ppm):
             raise ValueError("duplicate and reorder need a tc hook (hook='tc-ingress' or "
                              "'tc-egress'): XDP cannot copy a frame")
-        if hook == "tc-egress" and self.reorder_ppm:
-            raise ValueError("reorder works at hook='tc-ingress' only: at egress a packet "
-                             "cannot be held back")
 
     def to_c(self) -> FaultCfg:
         return FaultCfg(self.loss_ppm, self.duplicate_ppm, self.reorder_ppm, int(self.blackhole))
@@ -100,7 +98,9 @@ class Fault:
 class FaultCounters:
     """Packets seen by the fault program, and what happened to each (summed over CPUs).
     ``seen == passed + dropped_loss + dropped_blackhole + duplicated + reordered +
-    clone_failed``; ``no_next`` is the part of ``passed`` that XDP gave to the stack."""
+    clone_failed``; ``no_next`` is the part of ``passed`` that XDP gave to the stack.
+    A reordered packet is held until the next one passes: ``reordered == released +
+    release_failed + held_now``."""
     seen: int = 0
     passed: int = 0
     dropped_loss: int = 0
@@ -109,6 +109,9 @@ class FaultCounters:
     reordered: int = 0
     clone_failed: int = 0
     no_next: int = 0
+    released: int = 0
+    release_failed: int = 0
+    held_now: int = 0
 
     @property
     def dropped(self) -> int:
@@ -218,6 +221,7 @@ def _attach_tc(ifname: str, direction: str, fault: Fault, folder: str) -> None:
                 obj.program(other).set_autoload(False)
         prog = obj.load().program(name)
         _pin_common(obj, prog, fault, folder)
+        obj.map("hold").pin(os.path.join(folder, "hold"))
         bpf.tc_attach(ifname, prog, direction, handle=TC_HANDLE, priority=TC_PRIORITY)
 
 
@@ -248,7 +252,12 @@ def read_stats(ns: str, ifname: str, *, hook: str = "xdp") -> FaultCounters:
     """Counters of the fault at (ns, ifname, hook), summed over CPUs. Raises MrcError if none."""
     with _pinned(ns, ifname, hook, "stats", value_type=FaultStatsC) as stats:
         total = stats.lookup_sum(0)
-    return FaultCounters(**{f.name: getattr(total, f.name) for f in fields(FaultCounters)})
+    counters = FaultCounters(**{name: getattr(total, name) for name, _ in FaultStatsC._fields_})
+    if hook != "xdp":
+        with _pinned(ns, ifname, hook, "hold") as hold:
+            # Each CPU's slot 0 starts with the held packet's length (0: empty).
+            counters.held_now = sum(raw[:4] != bytes(4) for raw in hold.lookup(0))
+    return counters
 
 
 @contextlib.contextmanager
