@@ -6,10 +6,7 @@ import pytest
 
 from mrckit import netns
 
-ADDR_A = "2001:db8:100:1::1"
-ADDR_B = "2001:db8:100:1::2"
-LINK_MTU = 3500
-"""Fits a 2048 B payload with every header (design 3.1), under the 3506 B XDP limit."""
+from endpoint_pair import ADDR_A, ADDR_B, LINK_MTU
 
 
 @dataclass

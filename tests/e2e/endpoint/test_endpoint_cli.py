@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import ADDR_A, ADDR_B
+from endpoint_pair import ADDR_A, ADDR_B
 
 MRC = os.path.join(os.path.dirname(sys.executable), "mrc")
 pytestmark = pytest.mark.root

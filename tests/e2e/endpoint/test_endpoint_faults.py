@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import ADDR_B
+from endpoint_pair import ADDR_B
 
 pytestmark = pytest.mark.root
 

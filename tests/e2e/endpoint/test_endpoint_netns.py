@@ -18,7 +18,7 @@ from mrckit.endpoint import Endpoint, QpConfig
 from mrckit.wire.constants import Dscp, NackReason, Opcode
 from mrckit.wire.layers import METH, NETH, RETH, SETH, MrcBTH
 
-from conftest import ADDR_A, ADDR_B
+from endpoint_pair import ADDR_A, ADDR_B
 
 pytestmark = pytest.mark.root
 
