@@ -1,14 +1,18 @@
 """The mrckit MRC wire profile (design section 3): constants, codecs and scapy layers.
 
-This package imports nothing else of mrckit.
+This package imports nothing else of mrckit. Importing it does not import scapy: the scapy
+layers are in :mod:`mrckit.wire.layers` and whole frames in :mod:`mrckit.wire.packet`.
+See ``docs/wire-format.md``.
 """
 
 from .constants import *  # noqa: F401,F403
 from .ev import EvFields, ev_from_wire, ev_pack, ev_to_wire, ev_unpack  # noqa: F401
 from .usid import (  # noqa: F401
-    DEFAULT_LOCATOR, UsidFields, active_prefix, container_pack, container_unpack, un_shift,
-    usid_pack, usid_unpack,
+    DEFAULT_LOCATOR, UsidFields, active_prefix, container_pack, container_unpack, to_ipv6,
+    un_shift, usid_pack, usid_unpack,
 )
+from .icrc import icrc_append, icrc_bytes, icrc_check, icrc_compute  # noqa: F401
+from .stack import HEADER_LENS, header_stack, headers_len  # noqa: F401
 from .addressing import (  # noqa: F401
     HostLocation, LinkName, host_link_name, nic_address, parse_link_name, parse_nic_address,
     parse_port_address, path_da, path_usids, port_address, t1_link_name,

@@ -14,42 +14,16 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
 from ._check import check_range
-from .constants import (
-    ETH_LEN, IMM_OPCODES, IPPROTO_IPV6, OUTER_HOP_LIMIT, UDP_PORT_ROCEV2, WRITE_OPCODES, Dscp, Ecn, Opcode,
-)
+from .constants import ETH_LEN, IPPROTO_IPV6, OUTER_HOP_LIMIT, UDP_PORT_ROCEV2, Dscp, Ecn, Opcode
 from .ev import ev_from_wire, ev_to_wire
-from .layers import MrcBTH
+from .icrc import icrc_check
+from .layers import NETH, SETH, MrcBTH
+from .stack import header_stack  # noqa: F401  (re-exported: part of this module's API)
 
 Address = str | int | ipaddress.IPv6Address
 
 DEFAULT_SRC_MAC = "02:00:00:00:00:01"
 DEFAULT_DST_MAC = "02:00:00:00:00:02"
-
-_CONTROL_STACKS = {
-    Opcode.SACK: ("seth", "cc_state"),
-    Opcode.NACK: ("neth",),
-    Opcode.ACK: ("aeth",),
-    Opcode.PROBE: ("peth",),
-    Opcode.EP_REQ: ("erth",),
-    Opcode.EP_RESP: ("eeth",),
-}
-
-
-def header_stack(opcode: int, ts: bool = False) -> tuple[str, ...]:
-    """The headers after the BTH for ``opcode`` (design section 3.2 table), by layer name.
-
-    Data opcodes: ``("meth", ["tseth",] "reth", ["immdt"])``; the payload follows them.
-
-    Raises:
-        ValueError: ``opcode`` is not an MRC opcode.
-    """
-    if opcode in WRITE_OPCODES:
-        stack = ("meth",) + (("tseth",) if ts else ()) + ("reth",)
-        return stack + (("immdt",) if opcode in IMM_OPCODES else ())
-    if opcode in _CONTROL_STACKS:
-        return _CONTROL_STACKS[Opcode(opcode)]
-    raise ValueError(f"opcode=0x{opcode:02x} is not an MRC opcode")
-
 
 def _ip6(name: str, addr: Address) -> str:
     try:
@@ -123,3 +97,41 @@ def parse_frame(data: bytes) -> Packet:
         return Ether(data)
     except struct.error as exc:  # scapy's own layers report short fields this way
         raise ValueError(f"malformed frame: {exc}") from exc
+
+
+def describe(frame: Packet) -> dict:
+    """The MRC facts of one dissected frame, for tools that list captures.
+
+    Returns a dict with ``opcode`` (name, or ``None`` when the frame is not MRC), ``qp``,
+    ``psn``, ``ev`` (from UDP source port and flow label), ``flags`` (``"A"``, ``"R"`` (rtx),
+    ``"T"`` (ts)), ``dscp``, ``echoed_ev`` (SACK/NACK), ``nack_reason`` (NACK), ``m`` (SACK)
+    and ``icrc``: ``"ok"``, ``"bad"`` or ``"none"`` (trimmed).
+    """
+    if MrcBTH not in frame:
+        return {"opcode": None}
+    bth = frame[MrcBTH]
+    udp = frame[UDP]
+    inner = udp.underlayer
+    info = {
+        "opcode": _OPCODE_NAMES.get(bth.opcode, f"0x{bth.opcode:02x}"),
+        "qp": bth.dqpn, "psn": bth.psn,
+        "flags": "".join(c for c, on in (("A", bth.ackreq), ("R", bth.rtx), ("T", bth.ts)) if on),
+        "dscp": frame[IPv6].tc >> 2,
+        "ev": ev_from_wire(frame[IPv6].fl & 0xFFFF, udp.sport),
+        "icrc": "none" if bth.icrc is None else ("ok" if _icrc_ok(inner) else "bad"),
+    }
+    for layer, fields in ((SETH, ("ev", "m")), (NETH, ("ev", "nack_reason"))):
+        if layer in frame:
+            info["echoed_ev"] = frame[layer].ev
+            info[fields[1]] = frame[layer].getfieldval(fields[1])
+    return info
+
+
+def _icrc_ok(inner: Packet) -> bool:
+    try:
+        return icrc_check(bytes(inner))
+    except ValueError:
+        return False
+
+
+_OPCODE_NAMES = {int(op): op.name for op in Opcode}

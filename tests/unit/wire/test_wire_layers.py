@@ -148,3 +148,12 @@ def test_header_stack_rejects_unknown_opcodes():
 
 def test_summary_names_the_opcode():
     assert "MRC SACK" in (MrcBTH() / SETH()).summary()
+
+
+def test_header_lengths_without_scapy():
+    import subprocess
+    import sys
+    code = ("import sys, mrckit.wire as w; "
+            "print(w.headers_len(0xC9, True), w.headers_len(0xCA), w.headers_len(0xDC), 'scapy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["28", "20", "36", "False"]  # METH+TSETH+RETH+ImmDt, METH+RETH, SETH+CC_STATE
