@@ -1,0 +1,156 @@
+"""``mrc host up|down|ev|events``: run the host agent, stop it, show its EV table and events."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+
+import click
+
+
+@click.group()
+def host() -> None:
+    """The host dataplane and agent (tc egress + XDP ingress, EV sets, probes)."""
+
+
+@host.command()
+@click.argument("config", type=click.Path(exists=True, dir_okay=False))
+@click.option("--listen", help="gRPC address: unix:/path or 127.0.0.1:PORT "
+              "(default unix:/run/mrckit/host-NAME.sock).")
+@click.option("--xdp-mode", type=click.Choice(["native", "generic", "auto"]),
+              help="Override the config's XDP mode (default native).")
+@click.option("--create-nic", is_flag=True, help="Create the NIC device (a veth pair) if missing.")
+@click.option("--tls-key", type=click.File("rb"), help="PEM key: serve gRPC over TLS.")
+@click.option("--tls-cert", type=click.File("rb"), help="PEM certificate for --tls-key.")
+def up(config, listen, xdp_mode, create_nic, tls_key, tls_cert) -> None:
+    """Attach to the NIC device and the plane ports of CONFIG and run the agent until Ctrl-C.
+
+    CONFIG is YAML: host: {name, nic_address, leaf, downlink, nic_device, t1_per_plane,
+    ports: [{plane, ifname, address, mac, neighbor_mac}]}, settings: {...} (see docs/host.md).
+    """
+    import dataclasses
+
+    from ..host.run import load_config, run_agent
+
+    cfg = load_config(config)
+    if xdp_mode:
+        cfg = dataclasses.replace(cfg, settings=dataclasses.replace(cfg.settings, xdp_mode=xdp_mode))
+
+    def ready(result, address):
+        for ifname, plane, mode in result.ports:
+            click.echo(f"plane {plane}: XDP ingress on {ifname} ({mode} mode)")
+        for warning in result.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        click.echo(f"tc egress on {cfg.nic_device}; {result.template_evs} EVs per peer, "
+                   f"{result.backup_evs} backups; serving on {address}")
+
+    run_agent(cfg, listen, create_nic=create_nic, ready=ready,
+              tls_key=tls_key.read() if tls_key else None, tls_cert=tls_cert.read() if tls_cert else None)
+
+
+@host.command()
+@click.argument("config", type=click.Path(exists=True, dir_okay=False))
+def down(config) -> None:
+    """Stop the agent of CONFIG and detach every program from its NIC device and ports."""
+    from ..host.run import load_config, stop_agent
+
+    done = stop_agent(load_config(config))
+    click.echo("\n".join(done) if done else "nothing was running or attached")
+
+
+def _stub(target: str):
+    import grpc
+
+    from ..host.run import default_address
+    from ..proto import host_agent_pb2_grpc as pbg
+
+    address = target if (":" in target or "/" in target) else default_address(target)
+    return pbg.HostAgentStub(grpc.insecure_channel(address)), address
+
+
+def _call(fn, *args, **kw):
+    import grpc
+
+    try:
+        return fn(*args, **kw)
+    except grpc.RpcError as exc:
+        click.echo(f"mrc: error: host agent: {exc.code().name}: {exc.details()}", err=True)
+        sys.exit(2)
+
+
+@host.command()
+@click.argument("target", metavar="HOST")
+@click.option("--peer", help="Only this peer's EVs (a NIC address).")
+@click.option("--state", type=click.Choice(["GOOD", "SKIP", "ASSUMED_BAD", "DENIED"]), help="Only EVs in this state.")
+def ev(target, peer, state) -> None:
+    """Show the EV table of HOST (an agent name, unix:/path or HOST:PORT): state, plane,
+    path and counters of every EV of every live peer."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..proto import host_agent_pb2 as pb
+
+    stub, _ = _stub(target)
+    stats = _call(stub.GetStats, pb.GetStatsRequest(include_evs=True, peer=peer or ""), timeout=10)
+    table = Table(title=f"EVs of {target}")
+    for col in ("peer", "slot", "EV", "plane", "T1", "state", "path", "tx pkts", "tx bytes",
+                "acked", "skips", "nacks"):
+        table.add_column(col, justify="right" if col not in ("peer", "state", "path") else "left")
+    for p in stats.peers:
+        for e in p.evs:
+            name = pb.EvState.Name(e.state) + (" (retired)" if e.retired else "")
+            if state and pb.EvState.Name(e.state) != state:
+                continue
+            table.add_row(p.peer, "-" if e.retired else str(e.slot), f"0x{e.ev:08x}", str(e.plane),
+                          str(e.t1), name, e.path, str(e.tx_packets), str(e.tx_bytes), str(e.acked),
+                          str(e.skips), str(e.nacks))
+    # Piped output keeps every column: rich would squeeze the table to 80 columns.
+    Console(width=None if sys.stdout.isatty() else 240).print(table)
+
+
+@host.command()
+@click.argument("target", metavar="HOST")
+@click.option("--replay", is_flag=True, help="First print the events kept since the agent started.")
+def events(target, replay) -> None:
+    """Stream HOST's EV events (state changes and probe results) until Ctrl-C."""
+    import grpc
+
+    from ..proto import host_agent_pb2 as pb
+
+    stub, _ = _stub(target)
+    try:
+        for e in stub.WatchEvents(pb.WatchEventsRequest(replay=replay)):
+            when = datetime.fromtimestamp(e.wall_time_ns / 1e9).strftime("%H:%M:%S.%f")
+            what = f"{pb.EvState.Name(e.old_state)} -> {pb.EvState.Name(e.new_state)}"
+            extra = f" replaced_by=0x{e.replaced_by:08x}" if e.replaced_by else ""
+            extra += f" probe_ok={e.probe_ok}" if e.reason == "PROBE_RESULT" else ""
+            extra += f" link={e.link}" if e.link else ""
+            click.echo(f"{when} {e.peer or '-'} ev=0x{e.ev:08x} plane={e.plane} {what} {e.reason}{extra}")
+    except grpc.RpcError as exc:
+        click.echo(f"mrc: error: host agent: {exc.code().name}: {exc.details()}", err=True)
+        sys.exit(2)
+
+
+@host.command()
+@click.argument("target", metavar="HOST")
+@click.option("--ev", "ev_value", help="The EV (0x... or decimal).")
+@click.option("--peer", default="", help="With --ev: only this peer (default every peer and the template).")
+@click.option("--link", help="A link name: p<plane>/t0-<L>/t1-<t> or p<plane>/t0-<L>/down-<D>.")
+@click.option("--allow", is_flag=True, help="Lift DENIED instead of setting it.")
+def deny(target, ev_value, peer, link, allow) -> None:
+    """Set (or with --allow lift) DENIED on HOST, for one EV or every EV crossing a link."""
+    from ..proto import host_agent_pb2 as pb
+
+    if bool(ev_value) == bool(link):
+        raise click.UsageError("give exactly one of --ev and --link")
+    stub, _ = _stub(target)
+    if link:
+        req = pb.SetEvStateRequest(link=link, denied=not allow)
+    else:
+        req = pb.SetEvStateRequest(ev=pb.EvTarget(peer=peer, ev=int(ev_value, 0)), denied=not allow)
+    res = _call(stub.SetEvState, req, timeout=10)
+    click.echo(f"{res.evs_changed} EVs affected" + (", denied-links map changed" if res.link_changed else ""))
+
+
+def register(main) -> None:
+    main.add_command(host)

@@ -1,0 +1,132 @@
+"""Running the agent as a process: config files, the default socket, ``mrc host up/down``.
+
+A config file is YAML in the shape of the gRPC ``ConfigureRequest`` (``host:`` and optional
+``settings:``, proto field names), or the bare ``host:`` mapping. The agent listens on
+``unix:/run/mrckit/host-<name>.sock`` unless told otherwise, writes its pid beside it, and on
+SIGTERM or Ctrl-C detaches everything it attached.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import yaml
+from google.protobuf import json_format
+
+from ..bpf.attach import tc_detach, xdp_detach
+from ..errors import MrcError
+from ..proto import host_agent_pb2 as pb
+from .agent import ConfigureResult, HostAgent
+from .config import AgentConfig, from_proto
+from .nicdev import create_nic_device
+
+RUN_DIR = Path("/run/mrckit")
+
+
+def default_address(name: str) -> str:
+    """``unix:/run/mrckit/host-<name>.sock``, where ``mrc host ev NAME`` looks first."""
+    return f"unix:{RUN_DIR}/host-{name}.sock"
+
+
+def pid_file(name: str) -> Path:
+    return RUN_DIR / f"host-{name}.pid"
+
+
+def load_config(path: str | os.PathLike) -> AgentConfig:
+    """Read a host config file (YAML). Raises MrcError naming the file and the bad field."""
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as exc:
+        raise MrcError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(doc, dict):
+        raise MrcError(f"{path}: expected a mapping with 'host:' (and optionally 'settings:')")
+    if "host" not in doc:
+        doc = {"host": doc}
+    if isinstance(doc["host"].get("locator"), str):
+        doc["host"]["locator"] = int(doc["host"]["locator"], 0)
+    try:
+        req = json_format.ParseDict(doc, pb.ConfigureRequest())
+    except json_format.ParseError as exc:
+        raise MrcError(f"{path}: {exc}") from None
+    cfg = from_proto(req)
+    cfg.validate()
+    return cfg
+
+
+def run_agent(cfg: AgentConfig, listen: str | None = None, *, create_nic: bool = False,
+              tls_key: bytes | None = None, tls_cert: bytes | None = None,
+              ready=None) -> None:
+    """Configure an agent with ``cfg``, serve gRPC on ``listen`` and block until SIGTERM/SIGINT.
+    ``ready(result, address)`` is called once serving. Everything is detached on the way out.
+
+    Raises:
+        MrcError: the config or the kernel refused (nothing stays attached).
+    """
+    from .service import serve
+
+    if create_nic and not Path(f"/sys/class/net/{cfg.nic_device}").exists():
+        create_nic_device(cfg.nic_device, cfg.nic_address, max(_mtu(p.ifname) for p in cfg.ports))
+    RUN_DIR.mkdir(parents=True, exist_ok=True)
+    address = listen or default_address(cfg.name)
+    if address.startswith("unix:"):
+        Path(address[5:]).unlink(missing_ok=True)
+    agent = HostAgent()
+    result: ConfigureResult = agent.configure(cfg)
+    stop = threading.Event()
+    server = None
+    try:
+        server = serve(agent, address, tls_key=tls_key, tls_cert=tls_cert)
+        pid_file(cfg.name).write_text(str(os.getpid()))
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        if ready:
+            ready(result, address)
+        while not stop.is_set():
+            stop.wait(0.5)
+    finally:
+        if server is not None:
+            server.stop(1)
+        agent.close()
+        pid_file(cfg.name).unlink(missing_ok=True)
+        if address.startswith("unix:"):
+            Path(address[5:]).unlink(missing_ok=True)
+
+
+def _mtu(ifname: str) -> int:
+    try:
+        return int(Path(f"/sys/class/net/{ifname}/mtu").read_text())
+    except OSError:
+        raise MrcError(f"interface {ifname} does not exist") from None
+
+
+def stop_agent(cfg: AgentConfig, timeout: float = 10.0) -> list[str]:
+    """Stop the agent of ``cfg.name`` (SIGTERM to its pid), then detach whatever is still
+    attached to its NIC device and ports (after a crash). Returns what was done, in words."""
+    done = []
+    pf = pid_file(cfg.name)
+    if pf.exists():
+        pid = int(pf.read_text())
+        try:
+            os.kill(pid, signal.SIGTERM)
+            done.append(f"stopped agent pid {pid}")
+            end = time.monotonic() + timeout
+            while time.monotonic() < end and Path(f"/proc/{pid}").exists():
+                time.sleep(0.05)
+        except ProcessLookupError:
+            pf.unlink(missing_ok=True)
+    for port in cfg.ports:
+        try:
+            if xdp_detach(port.ifname):
+                done.append(f"detached XDP from {port.ifname}")
+        except MrcError:
+            pass
+    try:
+        if tc_detach(cfg.nic_device, "egress"):
+            done.append(f"detached tc egress from {cfg.nic_device}")
+    except MrcError:
+        pass
+    return done

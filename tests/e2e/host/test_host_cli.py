@@ -1,0 +1,149 @@
+"""`mrc host up/ev/deny/down` as real processes in namespaces, and the gRPC API against them."""
+
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+import yaml
+from hostpair import PORT_MTU, mac
+
+from mrckit import netns
+from mrckit.host.nicdev import create_nic_device
+from mrckit.proto import host_agent_pb2 as pb
+from mrckit.proto import host_agent_pb2_grpc as pbg
+from mrckit.wire.addressing import nic_address, port_address
+
+pytestmark = pytest.mark.root
+MRC = [str(Path(sys.executable).parent / "mrc")]
+
+
+def config(i: int, path: Path) -> Path:
+    doc = {"host": {"name": f"h{i}", "nic_address": str(nic_address(i, 0)), "leaf": i, "downlink": 0,
+                    "nic_device": "nic0", "t1_per_plane": [4, 4],
+                    "ports": [{"plane": p, "ifname": f"plane{p}", "address": str(port_address(p, i, 0)),
+                               "mac": mac(i, p), "neighbor_mac": mac(1 - i, p)} for p in (0, 1)]},
+           "settings": {"probe_interval_ns": 5_000_000, "rto_ns": 1_000_000_000, "seed": 11}}
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def start(ns: str, cfg: Path, sock: str) -> subprocess.Popen:
+    proc = subprocess.Popen(["nsenter", f"--net=/var/run/netns/{ns}", "--", *MRC, "host", "up",
+                             str(cfg), "--listen", f"unix:{sock}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "serving on" in line:
+            return proc
+    raise AssertionError(f"mrc host up failed: {''.join(lines)} {proc.stderr.read()}")
+
+
+@pytest.fixture
+def agents(make_netns, tmp_path):
+    ns = [make_netns(), make_netns()]
+    for p in (0, 1):
+        netns.veth(ns[0], f"plane{p}", ns[1], f"plane{p}", mtu=PORT_MTU)
+        for i in (0, 1):
+            netns.run(["ip", "link", "set", f"plane{p}", "address", mac(i, p)], ns=ns[i])
+    procs = []
+    try:
+        for i in (0, 1):
+            create_nic_device("nic0", nic_address(i, 0), PORT_MTU, ns=ns[i])
+            procs.append(start(ns[i], config(i, tmp_path / f"h{i}.yaml"), str(tmp_path / f"h{i}.sock")))
+        yield ns, procs, tmp_path
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(10)
+
+
+def test_grpc_api_and_cli_against_running_agents(agents):
+    ns, procs, tmp = agents
+    a_sock, b_nic = f"unix:{tmp}/h0.sock", str(nic_address(1, 0))
+    stub = pbg.HostAgentStub(grpc.insecure_channel(a_sock))
+    events: queue.Queue = queue.Queue()
+    stream = stub.WatchEvents(pb.WatchEventsRequest())
+    threading.Thread(target=_pump, args=(stream, events), daemon=True).start()
+    with netns.enter(ns[0]):
+        tx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        tx.bind((str(nic_address(0, 0)), 0))
+    for _ in range(50):
+        tx.sendto(bytes(100), (b_nic, 4791))
+    time.sleep(0.2)
+    stats = stub.GetStats(pb.GetStatsRequest(include_evs=True))
+    assert stats.counters["dp_tx_encap"] == 50 and len(stats.peers) == 1
+    assert len(stats.peers[0].evs) == 128 and {e.plane for e in stats.peers[0].evs} == {0, 1}
+
+    # Deny a link: every EV toward b over plane 0's T1 2 now crosses a denied link.
+    res = stub.SetEvState(pb.SetEvStateRequest(link="p0/t0-1/t1-2", denied=True))
+    assert (res.evs_changed, res.link_changed) == (16, True)
+    crossing = {e.ev for e in stats.peers[0].evs if e.plane == 0 and e.t1 == 2}
+    before = {e.ev: e.tx_packets for e in stats.peers[0].evs}
+    for _ in range(200):
+        tx.sendto(bytes(100), (b_nic, 4791))
+    time.sleep(0.1)
+    after = stub.GetStats(pb.GetStatsRequest(include_evs=True)).peers[0].evs
+    assert all(e.tx_packets == before[e.ev] for e in after if e.ev in crossing)
+    # The agent probes the EVs crossing it and reports each result as an event.
+    seen = _collect(events, lambda got: {e.ev for e in got if e.reason == "PROBE_RESULT" and e.probe_ok} >= crossing)
+    assert any(e.reason == "LINK_DENIED" and e.link == "p0/t0-1/t1-2" for e in seen)
+
+    # Deny one EV by value for every peer; the CLI table shows it.
+    victim = next(e.ev for e in after if e.plane == 1)
+    res = stub.SetEvState(pb.SetEvStateRequest(ev=pb.EvTarget(ev=victim), denied=True))
+    assert res.evs_changed == 1
+    out = subprocess.run([*MRC, "host", "ev", a_sock, "--state", "DENIED"], capture_output=True, text=True)
+    assert out.returncode == 0 and f"0x{victim:08x}" in out.stdout
+    seen = _collect(events, lambda got: any(e.reason == "API_DENY" and e.ev == victim for e in got))
+    assert any(e.reason == "API_DENY" and e.timestamp_ns > 0 and e.wall_time_ns > 0 for e in seen)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.SetEvState(pb.SetEvStateRequest(link="p0/t9/x", denied=True))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "link name" in err.value.details()
+    tx.close()
+
+    # SIGTERM: the agent detaches everything it attached.
+    procs[0].send_signal(signal.SIGTERM)
+    assert procs[0].wait(10) == 0
+    links = netns.run(["ip", "link"], ns=ns[0]).stdout.decode()
+    assert "xdp" not in links
+    assert netns.run(["tc", "filter", "show", "dev", "nic0", "egress"], ns=ns[0]).stdout.strip() == b""
+
+
+def _pump(stream, q: queue.Queue) -> None:
+    try:
+        for event in stream:
+            q.put(event)
+    except grpc.RpcError:
+        pass  # the agent went away at the end of the test
+
+
+def _collect(q: queue.Queue, done, timeout: float = 5.0):
+    got, end = [], time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            got.append(q.get(timeout=0.1))
+        except queue.Empty:
+            pass
+        if done(got):
+            return got
+    raise AssertionError(f"condition not met; {len(got)} events: {sorted({e.reason for e in got})}")
+
+
+def test_bad_config_is_one_line_error(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("host: {name: h, nic_address: 2001:db8:100::1, leaf: 3, downlink: 0, nic_device: nic0,"
+                   " t1_per_plane: [2], ports: [{plane: 0, ifname: p0, address: '2001:db8:200::1',"
+                   " mac: '02:00:00:00:00:01', neighbor_mac: '02:00:00:00:00:02'}]}\n")
+    out = subprocess.run([*MRC, "host", "up", str(bad)], capture_output=True, text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "leaf 0 downlink 0, but the config says 3/0" in out.stderr
