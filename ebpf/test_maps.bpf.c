@@ -27,6 +27,24 @@ struct cfg_val {
 	__u32 verdict;
 };
 
+/* Only here for the BTF layout tests: an anonymous union and bit fields. */
+struct layout_probe {
+	__u16 a;
+	union {
+		__u32 b;
+		__u8 c[4];
+	};
+	__u8 flags : 3, kind : 5;
+	__u64 d;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct layout_probe);
+} layout_probe SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 256);

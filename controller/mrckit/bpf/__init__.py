@@ -56,7 +56,7 @@ from ._libbpf import (BPF_ANY, BPF_EXIST, BPF_F_TEST_RUN_ON_CPU, BPF_F_TEST_XDP_
 from ._libbpf import version as libbpf_version
 from .attach import (XdpInfo, ifindex_of, tc_attach, tc_detach, tc_hook_destroy, tc_query,
                      xdp_attach, xdp_detach, xdp_query)
-from .btf import FieldLayout, StructLayout, btf_struct_layout, layout_mismatches
+from .btf import FieldLayout, StructLayout, btf_struct_layout, ctypes_layout, layout_mismatches
 from .errors import BpfError
 from .fs import BPFFS, PIN_ROOT, bpffs_mounted, ensure_bpffs, pin_path, unpin
 from .maps import Map, sum_values
@@ -70,7 +70,7 @@ __all__ = [
     "BPF_ANY", "BPF_EXIST", "BPF_F_TEST_RUN_ON_CPU", "BPF_F_TEST_XDP_LIVE_FRAMES", "BPF_NOEXIST",
     "BPFFS", "PIN_ROOT", "OBJ_DIR", "BpfError", "BpfObject", "FieldLayout", "Map", "ObjectMap",
     "Program", "RunResult", "StructLayout", "XdpInfo", "XdpMd", "btf_struct_layout",
-    "bpffs_mounted", "ensure_bpffs", "ifindex_of", "layout_mismatches", "libbpf_version", "object_path",
+    "bpffs_mounted", "ctypes_layout", "ensure_bpffs", "ifindex_of", "layout_mismatches", "libbpf_version", "object_path",
     "pin_path", "possible_cpus", "sum_values", "tc_attach", "tc_detach", "tc_hook_destroy",
     "tc_query", "unpin", "xdp_attach", "xdp_detach", "xdp_query",
     "XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT",

@@ -96,32 +96,50 @@ def btf_struct_layout(obj_or_path: BpfObject | str | os.PathLike, struct_name: s
         lib.btf__free(btf)
 
 
+def ctypes_layout(ctype: type) -> StructLayout:
+    """The layout of a ctypes Structure/Union in the same form as :func:`btf_struct_layout`
+    (members of ``_anonymous_`` fields flattened, like C's anonymous structs/unions)."""
+    layout = StructLayout(ctype.__name__, ctypes.sizeof(ctype))
+    _ctypes_members(ctype, 0, layout)
+    return layout
+
+
+def _ctypes_members(ctype: type, base: int, out: StructLayout) -> None:
+    anonymous = set(getattr(ctype, "_anonymous_", ()))
+    for spec in ctype._fields_:
+        name, desc = spec[0], getattr(ctype, spec[0])
+        if name in anonymous:
+            _ctypes_members(spec[1], base + desc.offset, out)
+        elif len(spec) == 3:  # bit field: CPython packs (width << 16 | bit offset) in size
+            bit_off = (base + desc.offset) * 8 + (desc.size & 0xFFFF)
+            out.fields[name] = FieldLayout(bit_off // 8, 0, bit_off, desc.size >> 16)
+        else:
+            out.fields[name] = FieldLayout(base + desc.offset, desc.size, (base + desc.offset) * 8)
+
+
 def layout_mismatches(ctype: type, layout: StructLayout) -> list[str]:
     """Differences between a ctypes Structure/Union and a BTF layout; ``[]`` when they agree.
 
     Compares total size, the set of member names, and each member's offset and size (bit
     fields: bit offset and width).
     """
+    mine = ctypes_layout(ctype)
     problems = []
-    if ctypes.sizeof(ctype) != layout.size:
-        problems.append(f"size: ctypes {ctypes.sizeof(ctype)} != C {layout.size}")
-    names = [f[0] for f in ctype._fields_]
-    for missing in set(layout.fields) - set(names):
+    if mine.size != layout.size:
+        problems.append(f"size: ctypes {mine.size} != C {layout.size}")
+    for missing in sorted(set(layout.fields) - set(mine.fields)):
         problems.append(f"member {missing}: in C, missing in ctypes")
-    for extra in set(names) - set(layout.fields):
+    for extra in sorted(set(mine.fields) - set(layout.fields)):
         problems.append(f"member {extra}: in ctypes, missing in C")
-    for spec in ctype._fields_:
-        name = spec[0]
-        if name not in layout.fields:
+    for name, got in mine.fields.items():
+        want = layout.fields.get(name)
+        if want is None:
             continue
-        want, desc = layout.fields[name], getattr(ctype, name)
-        if want.bit_size:
-            got_bits = desc.size >> 16  # ctypes packs (bit width << 16 | bit offset) in size
-            got_off = desc.offset * 8 + (desc.size & 0xFFFF)
-            if (got_off, got_bits) != (want.bit_offset, want.bit_size):
-                problems.append(f"member {name}: ctypes bits {got_off}+{got_bits} != C "
+        if want.bit_size or got.bit_size:
+            if (got.bit_offset, got.bit_size) != (want.bit_offset, want.bit_size):
+                problems.append(f"member {name}: ctypes bits {got.bit_offset}+{got.bit_size} != C "
                                 f"{want.bit_offset}+{want.bit_size}")
-        elif (desc.offset, desc.size) != (want.offset, want.size):
-            problems.append(f"member {name}: ctypes offset {desc.offset} size {desc.size} != "
+        elif (got.offset, got.size) != (want.offset, want.size):
+            problems.append(f"member {name}: ctypes offset {got.offset} size {got.size} != "
                             f"C offset {want.offset} size {want.size}")
     return problems

@@ -32,3 +32,30 @@ def test_a_wrong_mirror_is_reported(need_bpf):
 def test_unknown_struct(need_bpf):
     with pytest.raises(bpf.BpfError, match="no struct or union 'nope'"):
         bpf.btf_struct_layout("test_maps", "nope")
+
+
+class _BC(ctypes.Union):
+    _fields_ = [("b", ctypes.c_uint32), ("c", ctypes.c_uint8 * 4)]
+
+
+class LayoutProbe(ctypes.Structure):
+    """Mirror of ``struct layout_probe``: an anonymous union and two bit fields."""
+    _anonymous_ = ("bc",)
+    _fields_ = [("a", ctypes.c_uint16), ("bc", _BC), ("flags", ctypes.c_uint8, 3),
+                ("kind", ctypes.c_uint8, 5), ("d", ctypes.c_uint64)]
+
+
+def test_anonymous_unions_and_bit_fields(need_bpf):
+    layout = bpf.btf_struct_layout("test_maps", "layout_probe")
+    assert (layout.size, layout.fields["d"].offset) == (24, 16)
+    assert (layout.fields["b"].offset, layout.fields["c"].offset, layout.fields["c"].size) == (4, 4, 4)
+    assert (layout.fields["flags"].bit_offset, layout.fields["flags"].bit_size) == (64, 3)
+    assert (layout.fields["kind"].bit_offset, layout.fields["kind"].bit_size) == (67, 5)
+    assert bpf.layout_mismatches(LayoutProbe, layout) == []
+
+    class WrongBits(ctypes.Structure):
+        _anonymous_ = ("bc",)
+        _fields_ = [("a", ctypes.c_uint16), ("bc", _BC), ("flags", ctypes.c_uint8, 4),
+                    ("kind", ctypes.c_uint8, 4), ("d", ctypes.c_uint64)]
+    assert bpf.layout_mismatches(WrongBits, layout) == [
+        "member flags: ctypes bits 64+4 != C 64+3", "member kind: ctypes bits 68+4 != C 67+5"]

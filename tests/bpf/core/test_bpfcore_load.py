@@ -8,7 +8,7 @@ from mrckit import bpf
 def test_load_lists_programs_and_maps(need_bpf):
     with bpf.BpfObject.open("test_maps") as obj:
         assert obj.program_names() == ["xdp_count", "tc_count"]
-        assert sorted(obj.map_names()) == ["cfg", "stats"]
+        assert sorted(obj.map_names()) == ["cfg", "layout_probe", "stats"]
         obj.load()
         prog = obj.program("xdp_count")
         assert prog.section == "xdp"
