@@ -74,6 +74,10 @@ class Switch:
     plane: int
     index: int
 
+    def __post_init__(self):
+        if self.role in ("t0", "t1"):  # accept the plain strings; validation reports anything else
+            object.__setattr__(self, "role", Role(self.role))
+
     @property
     def usid(self) -> int:
         """Its 16-bit uN uSID: plane | role (1 T0, 2 T1) | index (design 3.3)."""

@@ -315,11 +315,16 @@ def load_topology(path: str) -> Topology:
     """Read and validate a topology YAML file.
 
     Raises:
-        TopologyError: ``file:line: problem`` for a malformed or invalid file.
-        OSError: the file cannot be read.
+        TopologyError: ``file:line: problem`` for a malformed or invalid file, or
+            ``file: cannot read: ...`` when it cannot be read.
     """
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise TopologyError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise TopologyError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
     return loads_topology(text, path)
 
 

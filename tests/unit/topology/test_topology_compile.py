@@ -87,12 +87,15 @@ def test_every_host_and_switch_config_is_produced():
     assert sum(len(s.entries) for s in switches) == fabric.entry_count() == 12 + 2 * (2 * 3 * 3 * 2 + 6 * 2)
 
 
-def _tiny(**change):
-    topo = generate_clos(planes=1, spines=1, leaves=2, hosts_per_leaf=1)
+def _tiny_from(topo, **change):
+    """``topo`` rebuilt through the Topology constructor with some fields changed."""
     fields = dict(planes=topo.planes, switches=topo.switches, hosts=topo.hosts, fabric_links=topo.fabric_links,
                   host_links=topo.host_links)
-    fields.update(change)
-    return Topology(**fields)
+    return Topology(**(fields | change))
+
+
+def _tiny(**change):
+    return _tiny_from(generate_clos(planes=1, spines=1, leaves=2, hosts_per_leaf=1), **change)
 
 
 def test_model_checks_python_built_topologies():
@@ -109,6 +112,15 @@ def test_model_checks_python_built_topologies():
         _tiny(mtu=99999)
     with pytest.raises(TopologyError, match="link row 0: switch id 7 does not exist"):
         _tiny(fabric_links=FabricLinks([7], [1], [2], [0]))
+
+
+def test_switch_roles_from_plain_strings():
+    topo = generate_clos(planes=1, spines=1, leaves=1, hosts_per_leaf=1)
+    switches = [type(s)(s.name, s.role.value, s.plane, s.index) for s in topo.switches]
+    assert _tiny_from(topo, switches=switches).switches == topo.switches
+    bad = [type(s)(s.name, "t9", s.plane, s.index) for s in topo.switches]
+    with pytest.raises(TopologyError, match="switch p0-t0-0: role 't9' is not t0 or t1"):
+        _tiny_from(topo, switches=bad)
 
 
 def test_lookups():
