@@ -85,9 +85,6 @@ class MrcBTH(_Header, BTH):
 
     name = "MRC BTH"
     wire_len = BTH_LEN
-
-    def _needed(self) -> int:
-        return BTH_LEN + (0 if _is_trimmed(self) else ICRC_LEN)
     fields_desc = [
         ByteEnumField("opcode", 0, _OPCODE_NAMES),
         BitField("solicited", 0, 1),
@@ -106,13 +103,22 @@ class MrcBTH(_Header, BTH):
         ConditionalField(FCSField("icrc", None, fmt="<I"), lambda pkt: not _is_trimmed(pkt)),
     ]
 
+    def _needed(self) -> int:
+        return BTH_LEN + (0 if _is_trimmed(self) else ICRC_LEN)
+
     def post_build(self, p: bytes, pay: bytes) -> bytes:
         p += pay
         if self.ts is None and self.haslayer(TSETH):
             p = p[:8] + bytes([p[8] | BTH_FLAG_TS]) + p[9:]
         if self.icrc is None and not _is_trimmed(self):
-            p = p[:-4] + struct.pack("<I", self._icrc_of(p[:-4]))
+            p = p[:-4] + self.compute_icrc(p)
         return p
+
+    def compute_icrc(self, p: bytes) -> bytes:
+        """The 4 ICRC bytes for ``p`` (this BTH to the end, ICRC placeholder included), with
+        mrckit's masks (:mod:`.icrc`); 0 when there is no IPv6/UDP below to compute it over.
+        Overrides the RoCE BTH's method, which does not mask the UDP source port."""
+        return struct.pack("<I", self._icrc_of(p[:-ICRC_LEN]))
 
     def _icrc_of(self, bth_onward: bytes) -> int:
         udp = self.underlayer
