@@ -160,11 +160,20 @@ class Program:
             if not live:
                 ctx_out = ctypes.create_string_buffer(len(raw))
                 opts.ctx_out, opts.ctx_size_out = ctypes.addressof(ctx_out), len(raw)
-        L.check(L.require().bpf_prog_test_run_opts(self.fd, ctypes.byref(opts)),
-                f"BPF_PROG_TEST_RUN of {self.name}")
+        ret = L.require().bpf_prog_test_run_opts(self.fd, ctypes.byref(opts))
+        if ret < 0 and L.errno_of(ret) == 28:  # ENOSPC
+            raise BpfError(f"BPF_PROG_TEST_RUN of {self.name}: the packet out is "
+                           f"{opts.data_size_out} bytes, more than data_out_size", errno=28)
+        L.check(ret, f"BPF_PROG_TEST_RUN of {self.name}")
         data_out = out.raw[:opts.data_size_out] if out is not None else b""
         ctx_bytes = ctx_out.raw[:opts.ctx_size_out] if ctx_out is not None else None
         return RunResult(opts.retval, data_out, opts.duration, ctx_bytes)
+
+
+def _log_tail(text: str, lines: int = 10) -> str:
+    """The verifier's last words (just before END PROG LOAD LOG), else libbpf's last lines."""
+    head, sep, _ = text.partition("-- END PROG LOAD LOG --")
+    return "\n".join((head if sep else text).rstrip().splitlines()[-lines:])
 
 
 def _prog_info(fd: int) -> L.ProgInfo:
@@ -231,9 +240,8 @@ class BpfObject:
         if ret < 0:
             err = L.errno_of(ret)
             text = "".join(msgs)
-            tail = "\n".join(text.rstrip().splitlines()[-12:])
             raise BpfError(f"loading {self.path.name} failed: {os.strerror(err)} (errno {err}); "
-                           f"libbpf/verifier log ends with:\n{tail}", errno=err, log=text)
+                           f"libbpf/verifier log ends with:\n{_log_tail(text)}", errno=err, log=text)
         self.loaded = True
         return self
 

@@ -13,6 +13,12 @@ A fault sits on one interface ``ifname`` inside namespace ``ns``, at one of thre
 
 Faulting both directions of a link means one fault on each end (each end's arriving traffic).
 
+tc order: filters of equal priority run newest first, and a filter that returns a final
+verdict (TC_ACT_OK, a redirect) ends the chain. The fault filter returns TC_ACT_UNSPEC for
+what it lets through, so it must be attached AFTER the host's own tc programs (the usual
+order: dataplane up, then faults); a program re-attached later runs before it and hides
+the traffic from it.
+
 State lives in bpffs pins under ``PIN_ROOT/fault/<ns>/<ifname>/<hook>/`` (cfg, stats, prog,
 and for XDP the chained program in ``next``), so ``mrc fail`` and ``mrc restore`` can run as
 separate processes. :func:`detach` puts the interface back as it was: the chained program is
