@@ -159,3 +159,11 @@ def test_pin_path_rejects_traversal():
         bpf.pin_path("..", "x")
     with pytest.raises(bpf.BpfError, match="not under /sys/fs/bpf"):
         bpf.unpin("/etc/passwd")
+
+
+def test_pin_root_pins_on_first_load_and_reuses_after(pin_dir):
+    for expected in (3, 6):  # a second process sees the first one's count and adds to it
+        with bpf.BpfObject.open("test_pinned", pin_root=pin_dir) as obj:
+            obj.load().program("xdp_hits").test_run(bytes(60), repeat=3)
+            assert obj.map("hits", value_type=ctypes.c_uint64).lookup(0) == expected
+    assert os.listdir(pin_dir) == ["hits"]
