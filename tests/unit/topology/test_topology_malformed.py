@@ -1,14 +1,17 @@
 """Malformed topology files: each gives ``file:line: problem`` from the loader, and the CLI
 prints that one line on stderr and exits 2, with no traceback."""
 
+import re
 import subprocess
 import sys
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mrckit.cli import main
-from mrckit.topology import TopologyError, dumps_topology, generate_clos, load_topology
+from mrckit.topology import TopologyError, dumps_topology, generate_clos, load_topology, loads_topology
 
 BASE = dumps_topology(generate_clos())  # 2 planes, 2 T1 + 3 T0 per plane, 2 hosts per leaf
 
@@ -172,3 +175,36 @@ def test_missing_file_and_bad_arguments(tmp_path):
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 2, args
         assert problem in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+
+
+@st.composite
+def mutated(draw):
+    """The base file with a few random edits: characters replaced, deleted or inserted, lines
+    dropped, duplicated or swapped."""
+    lines = BASE.splitlines(keepends=True)
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, len(lines) - 1))
+        edit = draw(st.sampled_from(["char", "drop", "dup", "swap", "insert"]))
+        if edit == "char" and lines[i]:
+            j = draw(st.integers(0, len(lines[i]) - 1))
+            lines[i] = lines[i][:j] + draw(st.sampled_from(list(":-[]{}, 0129x\"#'\tabt"))) + lines[i][j + 1:]
+        elif edit == "insert":
+            j = draw(st.integers(0, len(lines[i])))
+            lines[i] = lines[i][:j] + draw(st.text(":-[]{},0129x\" &*!|>%@`", max_size=3)) + lines[i][j:]
+        elif edit == "drop" and len(lines) > 1:
+            del lines[i]
+        elif edit == "dup":
+            lines.insert(i, lines[i])
+        elif edit == "swap":
+            k = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[k] = lines[k], lines[i]
+    return "".join(lines)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=mutated())
+def test_any_edit_loads_or_gives_a_located_error(text):
+    try:
+        loads_topology(text, "fuzz.yaml")
+    except TopologyError as exc:
+        assert re.match(r"fuzz\.yaml:\d+: \S", str(exc)), str(exc)
