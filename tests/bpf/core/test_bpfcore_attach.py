@@ -129,3 +129,18 @@ def test_tc_detach_keeps_clsact_while_the_other_direction_has_a_filter(veth_pair
         finally:
             bpf.tc_hook_destroy(va)
     assert not clsact_present(ns_a, va)
+
+
+def test_auto_falls_back_to_generic_where_native_is_missing(make_netns, counter):
+    ns = make_netns()  # loopback has no native XDP
+    prog = counter.program("xdp_count")
+    with netns.enter(ns):
+        with pytest.raises(bpf.BpfError, match="does not support this XDP mode") as info:
+            bpf.xdp_attach("lo", prog, "native")
+        assert info.value.errno == 95  # EOPNOTSUPP
+        try:
+            assert bpf.xdp_attach("lo", prog, "auto") == "generic"
+            assert bpf.xdp_query("lo").skb_prog_id == prog.id
+        finally:
+            bpf.xdp_detach("lo")
+        assert bpf.xdp_query("lo").mode is None
