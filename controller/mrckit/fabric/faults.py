@@ -211,7 +211,7 @@ def _attach_xdp(ifname: str, fault: Fault, folder: str) -> None:
             _pin_common(obj, prog, fault, folder)
             obj.map("next").pin(os.path.join(folder, "next"))
             if resident is None:
-                bpf.xdp_attach(ifname, prog, "native")
+                bpf.xdp_attach(ifname, prog, "auto")
             else:
                 bpf.xdp_attach(ifname, prog, info.mode, expected=resident)
     finally:
