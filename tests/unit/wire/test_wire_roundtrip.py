@@ -16,7 +16,7 @@ from mrckit.wire import (
     path_da, path_usids, port_address, t1_link_name, un_shift, usid_pack, usid_unpack,
 )
 from mrckit.wire.constants import Dscp, Opcode
-from mrckit.wire.icrc import icrc_check
+from mrckit.wire.icrc import icrc_append, icrc_check
 from mrckit.wire.layers import HEADER_LAYERS, MrcBTH, RETH
 from mrckit.wire.packet import frame_ev, header_stack, mrc_frame, parse_frame
 
@@ -198,3 +198,12 @@ def test_path_walk_ends_at_the_downlink(plane, t1, src_leaf, dst_leaf, downlink)
         da = un_shift(da)
     assert container_unpack(da) == (0xFCBBBB00, [usid_pack(plane, 3, downlink)])
     assert ipaddress.IPv6Address(da).exploded.startswith("fcbb:bb00:")
+
+
+@SETTINGS
+@given(frames(), st.integers(0, 0xFFFF))
+def test_icrc_append_check_and_ev_independence(case, sport):
+    inner = bytes(case[0][UDP].underlayer)[:-4]
+    assert icrc_check(icrc_append(inner))
+    moved = inner[:40] + sport.to_bytes(2, "big") + inner[42:]  # another EV: same ICRC
+    assert icrc_append(moved)[-4:] == icrc_append(inner)[-4:]
