@@ -85,6 +85,7 @@ class MrcBTH(_Header, BTH):
 
     name = "MRC BTH"
     wire_len = BTH_LEN
+    match_subclass = True  # so pkt[BTH] (scapy's RoCE BTH) finds an MrcBTH too
     fields_desc = [
         ByteEnumField("opcode", 0, _OPCODE_NAMES),
         BitField("solicited", 0, 1),

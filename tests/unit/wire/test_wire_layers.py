@@ -111,6 +111,12 @@ def test_plain_roce_bth_still_builds_on_4791():
     assert bytes(UDP() / BTH())[2:4] == b"\x12\xb7"
 
 
+def test_roce_bth_lookup_finds_the_mrc_bth():
+    pkt = parse_frame(bytes(mrc_frame(MrcBTH(psn=77) / PETH(), ev=5, **NICS)))
+    assert pkt[BTH] is pkt[MrcBTH] and pkt[BTH].psn == 77 and isinstance(pkt[BTH], BTH)
+    assert pkt[PETH].probe_id == 0 and Raw not in pkt
+
+
 def test_frame_ev_reads_sport_and_outer_flow_label():
     frame = mrc_frame(MrcBTH() / PETH(), ev=0xABCD1234, outer_src="2001:db8:200::1",
                       outer_dst="fcbb:bb00:1401::", **NICS)
