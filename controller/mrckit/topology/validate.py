@@ -4,7 +4,7 @@ Checks run in a fixed order so that the first error is the most useful one: scal
 field overflows (more than 16 planes, 256 T1 per plane, 1024 T0 per plane, 1024 downlinks per
 T0), then each switch, host and link, then completeness (a port per host and plane, every T0
 linked to every T1 of its plane). Link checks are vectorised with numpy, so a fabric with two
-million links validates in about a second.
+million links validates in a fraction of a second.
 
 Each error is a :class:`TopologyError` whose ``ref`` names the element at fault, so the YAML
 loader can add ``file:line``.

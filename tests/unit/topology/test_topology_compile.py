@@ -27,7 +27,10 @@ def test_bmv2_refuses_more_than_510_ports_ebpf_takes_them():
 
 def test_bmv2_takes_exactly_510_ports():
     topo = generate_clos(planes=1, spines=2, leaves=2, hosts_per_leaf=508)  # ports 0..509
-    assert compile_fabric(topo, "bmv2").switch("p0-t0-1").port_map()[509] == "t1-1"
+    bmv2, ebpf = compile_fabric(topo, "bmv2"), compile_fabric(topo, "ebpf")
+    assert bmv2.switch("p0-t0-1").port_map()[509] == "t1-1"
+    for sw in topo.switches:  # the controller writes the same entries to either target
+        assert bmv2.switch(sw.name) == ebpf.switch(sw.name)
 
 
 def test_512_ports_fit_the_ebpf_target():
