@@ -10,6 +10,7 @@ uN reference) gets routes.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from dataclasses import dataclass
 
@@ -143,8 +144,12 @@ class EbpfTarget(Target):
 
     def __init__(self, wiring: Wiring, switch_name: str):
         super().__init__(wiring)
-        from mrckit.switch.ebpf_target import EbpfSwitch
+        from mrckit.bpf.fs import ensure_bpffs
+        from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir
 
+        ensure_bpffs()
+        # libbpf creates only the last folder of a pin path (SWITCH_CONTRACT.md).
+        os.makedirs(os.path.dirname(switch_pin_dir(switch_name)), exist_ok=True)
         self.switch = EbpfSwitch(switch_name, wiring.sw, {p: wiring.sw_if(p) for p in PORTS})
         self.switch.setup()
         self.tables = self.switch.tables
