@@ -26,6 +26,8 @@ CC_STATE = struct.Struct(">HHI")  # tx_timestamp, ooo_count, restore|pen(8)|rcvd
 NETH = struct.Struct(">HBBIHHIBBH")
 PETH = struct.Struct(">BBHHHHHHH")
 
+DATA_TS = struct.Struct(">BBHII" "HH" "HH" "QII")
+"""BTH, METH, TSETH and RETH of a data packet with ts = 1, packed or parsed in one call."""
 assert BTH.size == BTH_LEN and SETH.size == SETH_LEN and NETH.size == NETH_LEN
 assert CC_STATE.size == CC_STATE_LEN and PETH.size == PETH_LEN
 
@@ -76,6 +78,18 @@ class DataHeader(NamedTuple):
     hdr_len: int
 
 
+def pack_data_packet(buf, opcode: int, flags: int, dqpn: int, psn: int, rqmsn: int, msn: int,
+                     ts: int, va: int, rkey: int, dma_len: int, imm: int | None) -> int:
+    """Write BTH (``flags`` must include ts), METH, TSETH, RETH and [ImmDt] at the start of
+    ``buf`` in one pass; return the header length (where the payload goes)."""
+    DATA_TS.pack_into(buf, 0, opcode, 0, DEFAULT_PKEY, dqpn & 0xFFFFFF, (flags << 24) | (psn % PSN_MOD),
+                      rqmsn & 0xFFFF, msn & 0xFFFF, ts & 0xFFFF, TSETH_FORMAT, va, rkey, dma_len)
+    if imm is None:
+        return DATA_TS.size
+    IMMDT.pack_into(buf, DATA_TS.size, imm)
+    return DATA_TS.size + IMMDT_LEN
+
+
 def pack_data_headers(buf, opcode: int, rqmsn: int, msn: int, ts: int | None, va: int,
                       rkey: int, dma_len: int, imm: int | None) -> int:
     """Write METH, [TSETH], RETH and [ImmDt] right after a BTH in ``buf``; return the length
@@ -101,6 +115,10 @@ def parse_data_headers(buf, opcode: int, flags: int, end: int) -> DataHeader | N
     hdr_len = data_header_len(opcode, has_ts)
     if end < hdr_len:
         return None
+    if has_ts:  # the common case, in one call
+        f = DATA_TS.unpack_from(buf)
+        imm = IMMDT.unpack_from(buf, DATA_TS.size)[0] if opcode in IMM_OPCODES else None
+        return DataHeader(f[5], f[6], f[7], f[9], f[10], f[11], imm, hdr_len)
     off = BTH_LEN
     rqmsn, msn = METH.unpack_from(buf, off)
     off += METH_LEN

@@ -35,7 +35,7 @@ from mrckit.wire.constants import (
 )
 
 from .cc import NsccConfig, NsccWindow
-from .headers import Nack, Sack, pack_bth, pack_data_headers, pack_probe
+from .headers import Nack, Sack, pack_data_packet, pack_probe
 from .icrc import ICRC, IcrcContext
 from .psn import unwrap
 from .stats import RequestorStats
@@ -293,9 +293,9 @@ class RequestorQp:
         if pkt.last or self.inflight + self.mtu > self.cc.cwnd or self.next_psn >= self.una() + self.mpr:
             flags |= BTH_FLAG_ACKREQ
         msg = pkt.msg
-        pack_bth(self._hdr, pkt.opcode, flags, self.remote_qpn, pkt.psn)
-        hlen = pack_data_headers(self._hdr, pkt.opcode, msg.rqmsn, msg.msn, now // TIME_UNIT_NS,
-                                 msg.remote_va + pkt.off, msg.rkey, pkt.size, msg.imm)
+        hlen = pack_data_packet(self._hdr, pkt.opcode, flags, self.remote_qpn, pkt.psn, msg.rqmsn, msg.msn,
+                                now // TIME_UNIT_NS, msg.remote_va + pkt.off, msg.rkey, pkt.size,
+                                msg.imm if pkt.last else None)
         hdr = self._hview[:hlen]
         payload = msg.data[pkt.off:pkt.off + pkt.size]
         crc = self.icrc.compute(hdr, payload, total=hlen + pkt.size + ICRC_LEN)
