@@ -18,7 +18,7 @@ from mrckit.endpoint import Endpoint, QpConfig
 from mrckit.wire.constants import Dscp, NackReason, Opcode
 from mrckit.wire.layers import METH, NETH, RETH, SETH, MrcBTH
 
-from endpoint_pair import ADDR_A, ADDR_B
+from endpoint_pair import ADDR_A, ADDR_B, recv_reply as _recv, send_from_test as _send, make_test_sockets as _test_sockets
 
 pytestmark = pytest.mark.root
 
@@ -60,36 +60,6 @@ def test_path_goes_silent_then_returns(endpoints, netns_pair):
     assert _region_sha(mr) == hashlib.sha256(data).hexdigest()
     assert qp.requestor.stats.timeouts > 0 and qp.requestor.stats.retransmits["rto"] > 0
     assert ep_b.poll_recv(5).imm == 1
-
-
-IPV6_FLOWLABEL_MGR, IPV6_FLOWINFO_SEND, IPV6_FLOWINFO = 32, 33, 11
-
-
-def _test_sockets(label: int):
-    """A sender on [A]:0x1234 that sends with flow label ``label``, and a receiver on [A]:4791."""
-    tx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-    tx.bind((ADDR_A, 0x1234))
-    req = struct.pack("=16sIBBHHHI", socket.inet_pton(socket.AF_INET6, ADDR_B), socket.htonl(label),
-                      0, 1, 1, 0, 0, 0)  # IPV6_FL_A_GET, IPV6_FL_S_EXCL, IPV6_FL_F_CREATE
-    tx.setsockopt(socket.IPPROTO_IPV6, IPV6_FLOWLABEL_MGR, req)
-    tx.setsockopt(socket.IPPROTO_IPV6, IPV6_FLOWINFO_SEND, 1)
-    rx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-    rx.bind((ADDR_A, 4791))
-    rx.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVTCLASS, 1)
-    rx.setsockopt(17, 102, 1)  # UDP_NO_CHECK6_RX: the endpoint sends UDP checksum 0
-    rx.settimeout(5)
-    return tx, rx
-
-
-def _send(tx, payload: bytes, tclass: int, label: int):
-    tx.sendmsg([payload], [(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, struct.pack("=i", tclass))], 0,
-               (ADDR_B, 4791, label, 0))
-
-
-def _recv(rx):
-    data, anc, _f, _addr = rx.recvmsg(4096, 64)
-    tclass = next(struct.unpack("=i", d)[0] for lvl, kind, d in anc if kind == socket.IPV6_TCLASS)
-    return MrcBTH(data), tclass
 
 
 def test_injected_trimmed_packets_are_nacked_with_the_echoed_ev(netns_pair):
