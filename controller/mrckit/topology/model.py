@@ -66,6 +66,49 @@ class TopologyError(MrcError):
 
 
 @dataclass(frozen=True, slots=True)
+class GrpcTls:
+    """TLS for a controller's gRPC channel: the CA that signed the server's certificate, and
+    optionally a client certificate and key (mutual TLS). Paths to PEM files, read at connect
+    time; ``server_name`` overrides the name checked in the server's certificate."""
+
+    ca: str
+    cert: str | None = None
+    key: str | None = None
+    server_name: str | None = None
+
+    def __post_init__(self):
+        if not self.ca:
+            raise TopologyError("tls: 'ca' (the CA certificate that signed the server's) is required")
+        if bool(self.cert) != bool(self.key):
+            raise TopologyError("tls: 'cert' and 'key' go together")
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcEndpoint:
+    """A gRPC server a controller talks to: a switch's P4Runtime server or a host agent.
+
+    Attributes:
+        address: ``unix:/path``, ``host:port`` or ``[v6]:port`` (gRPC target syntax).
+        device_id: the P4Runtime device id (switches only; None = the controller's default, 1).
+        tls: TLS settings, or None for a plaintext channel.
+
+    Raises:
+        TopologyError: an empty address, or a device id outside 0..2**64-1.
+    """
+
+    address: str
+    device_id: int | None = None
+    tls: GrpcTls | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.address, str) or not self.address.strip():
+            raise TopologyError(f"address {self.address!r}: expected unix:/path or host:port")
+        if self.device_id is not None and (isinstance(self.device_id, bool) or not isinstance(self.device_id, int)
+                                           or not 0 <= self.device_id < 2**64):
+            raise TopologyError(f"device_id {self.device_id!r}: expected an integer 0..2**64-1")
+
+
+@dataclass(frozen=True, slots=True)
 class Switch:
     """A T0 (leaf) or T1 (spine) switch: ``index`` is its T0 or T1 index within ``plane``."""
 
@@ -73,6 +116,8 @@ class Switch:
     role: Role
     plane: int
     index: int
+    p4runtime: GrpcEndpoint | None = None
+    """Where a controller reaches this switch's P4Runtime server (None: the emulator knows)."""
 
     def __post_init__(self):
         if self.role in ("t0", "t1"):  # accept the plain strings; validation reports anything else
@@ -91,6 +136,8 @@ class Host:
     name: str
     leaf: int
     downlink: int
+    agent: GrpcEndpoint | None = None
+    """Where a controller reaches this host's agent (None: the emulator knows)."""
 
     @property
     def nic_address(self) -> ipaddress.IPv6Address:

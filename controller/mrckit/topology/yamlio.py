@@ -10,6 +10,7 @@ disagrees with the addressing plan (design 3.3).
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass, field
 
 import yaml
@@ -18,15 +19,17 @@ from yaml.constructor import SafeConstructor
 from ..wire.addressing import nic_address
 from ..wire.usid import DEFAULT_LOCATOR
 from .model import (
-    DEFAULT_ECN_THRESHOLD, DEFAULT_MTU, DEFAULT_TRIM_THRESHOLD, FabricLinks, Host, HostLinks, Switch, Topology,
-    TopologyError,
+    DEFAULT_ECN_THRESHOLD, DEFAULT_MTU, DEFAULT_TRIM_THRESHOLD, FabricLinks, GrpcEndpoint, GrpcTls, Host, HostLinks,
+    Switch, Topology, TopologyError,
 )
 from .plan import Role, mac_address, mac_str, parse_mac
 
 SCHEMA_VERSION = 1
 TOP_KEYS = ("version", "planes", "locator", "mtu", "trim_threshold", "ecn_threshold", "switches", "hosts", "links")
-SWITCH_KEYS = ("name", "role", "plane", "index", "usid")
-HOST_KEYS = ("name", "leaf", "downlink", "nic", "ports")
+SWITCH_KEYS = ("name", "role", "plane", "index", "usid", "p4runtime")
+HOST_KEYS = ("name", "leaf", "downlink", "nic", "ports", "agent")
+ENDPOINT_KEYS = ("address", "device_id", "tls")
+TLS_KEYS = ("ca", "cert", "key", "server_name")
 PORT_KEYS = ("address", "mac", "usid")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _constructor = SafeConstructor()
@@ -125,11 +128,30 @@ def _parse_switches(p: _Parsed) -> None:
         if role_text not in (Role.T0.value, Role.T1.value):
             raise p.error(m["role"], f"switch {name}: role {role_text!r} is not t0 or t1")
         sw = Switch(name, Role(role_text), _int(p, m["plane"], f"switch {name}: plane"),
-                    _int(p, m["index"], f"switch {name}: index"))
+                    _int(p, m["index"], f"switch {name}: index"),
+                    _endpoint(p, m["p4runtime"], f"switch {name}: p4runtime", True) if "p4runtime" in m else None)
         if "usid" in m:
             p.switch_usids.append((len(p.switches), _int(p, m["usid"], f"switch {name}: usid")))
         p.switches.append(sw)
         p.switch_lines.append(_line(item))
+
+
+def _endpoint(p: _Parsed, node: yaml.Node, what: str, switch: bool) -> GrpcEndpoint:
+    """An optional ``p4runtime:`` (switch) or ``agent:`` (host) mapping: where a controller
+    reaches the node's gRPC server, with an optional device id (switches) and TLS."""
+    m = _mapping(p, node, what, ENDPOINT_KEYS if switch else ("address", "tls"), ("address",))
+    tls = None
+    if "tls" in m:
+        t = _mapping(p, m["tls"], f"{what}: tls", TLS_KEYS, ("ca",))
+        try:
+            tls = GrpcTls(**{k: _name(p, v, f"{what}: tls: {k}") for k, v in t.items()})
+        except TopologyError as exc:
+            raise p.error(m["tls"], f"{what}: {exc.problem}") from None
+    device_id = _int(p, m["device_id"], f"{what}: device_id") if "device_id" in m else None
+    try:
+        return GrpcEndpoint(_name(p, m["address"], f"{what}: address"), device_id, tls)
+    except TopologyError as exc:
+        raise p.error(node, f"{what}: {exc.problem}") from None
 
 
 def _parse_hosts(p: _Parsed) -> None:
@@ -137,7 +159,8 @@ def _parse_hosts(p: _Parsed) -> None:
         m = _mapping(p, item, "host", HOST_KEYS, ("name", "leaf", "downlink"))
         name = _name(p, m["name"], "host name")
         _check_unique_name(p, m["name"], name)
-        host = Host(name, _int(p, m["leaf"], f"host {name}: leaf"), _int(p, m["downlink"], f"host {name}: downlink"))
+        host = Host(name, _int(p, m["leaf"], f"host {name}: leaf"), _int(p, m["downlink"], f"host {name}: downlink"),
+                    _endpoint(p, m["agent"], f"host {name}: agent", False) if "agent" in m else None)
         if "nic" in m:
             p.host_nics.append((len(p.hosts), _name(p, m["nic"], f"host {name}: nic")))
         if "ports" in m:
@@ -338,16 +361,30 @@ def dumps_topology(topo: Topology) -> str:
            f"mtu: {topo.mtu}", f"trim_threshold: {topo.trim_threshold}", f"ecn_threshold: {topo.ecn_threshold}",
            "switches:"]
     out += [f"  - {{name: {s.name}, role: {s.role.value}, plane: {s.plane}, index: {s.index}, "
-            f"usid: 0x{s.usid:04x}}}" for s in topo.switches]
+            f"usid: 0x{s.usid:04x}{_endpoint_yaml('p4runtime', s.p4runtime)}}}" for s in topo.switches]
     out.append("hosts:")
     for h in topo.hosts:
-        out += [f"  - name: {h.name}", f"    leaf: {h.leaf}", f"    downlink: {h.downlink}",
-                f"    nic: \"{h.nic_address}\"", "    ports:  # per plane: port address, MAC, downlink uSID"]
+        out += [f"  - name: {h.name}", f"    leaf: {h.leaf}", f"    downlink: {h.downlink}"]
+        out += [f"    {_endpoint_yaml('agent', h.agent)[2:]}"] if h.agent else []
+        out += [f"    nic: \"{h.nic_address}\"", "    ports:  # per plane: port address, MAC, downlink uSID"]
         out += [f"      - {{address: \"{h.port_address(pl)}\", mac: \"{mac_str(mac_address(Role.HOST, pl, h.leaf, h.downlink))}\", "
                 f"usid: 0x{h.downlink_usid(pl):04x}}}" for pl in range(topo.planes)]
     out.append("links:")
     out += [f"  - [{ln.a}:{ln.a_port}, {ln.b}:{ln.b_port}, {ln.name}]" for ln in topo.links()]
     return "\n".join(out) + "\n"
+
+
+def _endpoint_yaml(key: str, ep: GrpcEndpoint | None) -> str:
+    """``, key: {address: ..., ...}`` (flow style), or '' when there is no endpoint."""
+    if ep is None:
+        return ""
+    fields = [f"address: {json.dumps(ep.address)}"]
+    if ep.device_id is not None:
+        fields.append(f"device_id: {ep.device_id}")
+    if ep.tls is not None:
+        tls = [f"{k}: {json.dumps(v)}" for k in TLS_KEYS if (v := getattr(ep.tls, k)) is not None]
+        fields.append(f"tls: {{{', '.join(tls)}}}")
+    return f", {key}: {{{', '.join(fields)}}}"
 
 
 def dump_topology(topo: Topology, path: str) -> None:
