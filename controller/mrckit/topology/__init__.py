@@ -8,7 +8,7 @@ per-switch :class:`SwitchConfig` and per-host :class:`HostConfig`. See ``docs/to
 from .compile import CompiledFabric, compile_fabric
 from .entries import HostConfig, HostPort, SwitchConfig, SwitchPort, TableEntry
 from .generate import generate_clos
-from .model import FabricLinks, Host, HostLinks, Link, Switch, Topology, TopologyError
+from .model import FabricLinks, GrpcEndpoint, GrpcTls, Host, HostLinks, Link, Switch, Topology, TopologyError
 from .paths import EvClass, Path, ev_classes_for_link, path_for_ev, paths
 from .plan import Role, mac_address, mac_str, parse_mac
 from .walk import Trace, Walker, walk
@@ -16,7 +16,7 @@ from .yamlio import dump_topology, dumps_topology, load_topology, loads_topology
 
 __all__ = [
     "CompiledFabric", "compile_fabric", "HostConfig", "HostPort", "SwitchConfig", "SwitchPort", "TableEntry",
-    "generate_clos", "FabricLinks", "Host", "HostLinks", "Link", "Switch", "Topology", "TopologyError",
+    "generate_clos", "FabricLinks", "GrpcEndpoint", "GrpcTls", "Host", "HostLinks", "Link", "Switch", "Topology", "TopologyError",
     "EvClass", "Path", "ev_classes_for_link", "path_for_ev", "paths", "Role", "mac_address", "mac_str",
     "parse_mac", "Trace", "Walker", "walk", "dump_topology", "dumps_topology", "load_topology", "loads_topology",
 ]
