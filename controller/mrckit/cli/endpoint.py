@@ -87,18 +87,23 @@ def _counter(c) -> str:
 @click.option("--va", type=INT, default=0, show_default=True, help="Remote virtual address to write at.")
 @click.option("--imm", type=INT, default=1, show_default=True, help="Immediate of the WRITE_WITH_IMM that ends the transfer.")
 @click.option("--mtu", type=int, default=2048, show_default=True, help="Payload bytes per packet.")
+@click.option("--mpr", type=int, default=1024, show_default=True, help="PSN window (multiple of 128).")
+@click.option("--rto-exp", type=int, default=16, show_default=True, help="RTO = 1.024 us x 2^N (0..24).")
+@click.option("--linear-retries", type=int, default=7, show_default=True, help="Timeouts at the base RTO (0..7).")
+@click.option("--exp-retries", type=int, default=7, show_default=True, help="Doubling timeouts after those (0..25, 25 = no limit).")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds to wait for completion.")
-def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, timeout):
+def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp, linear_retries, exp_retries, timeout):
     """Write SIZE random bytes (e.g. 64M) from NIC address SRC into the region of the MRC
     listener at NIC address DST, as one WRITE_WITH_IMM, and print a summary."""
-    from ..endpoint import QpConfig
+    from ..endpoint import QpConfig, RetryConfig
 
     nbytes = parse_size(size)
+    config = QpConfig(mtu=mtu, mpr=mpr, retry=RetryConfig(rto_exp, linear_retries, exp_retries))
     data = os.urandom(nbytes)
     console = Console(stderr=True)
     ep = _endpoint(src)
     try:
-        qp = ep.create_qp(dst, qpn=qpn, remote_qpn=remote_qpn, config=QpConfig(mtu=mtu))
+        qp = ep.create_qp(dst, qpn=qpn, remote_qpn=remote_qpn, config=config)
         t0 = time.monotonic()
         comp = ep.write(qp, data, va, rkey, imm=imm)
         stats = qp.requestor.stats
@@ -115,7 +120,8 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, timeout):
     except Exception as exc:
         from ..endpoint import QpError
         if isinstance(exc, QpError):
-            raise MrcError(str(exc)) from None
+            hint = f" (is `mrc listen {dst}` running, with matching QP numbers?)" if "retry counter" in str(exc) else ""
+            raise MrcError(f"{exc}{hint}") from None
         raise
     finally:
         ep.close()

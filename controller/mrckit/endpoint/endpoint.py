@@ -19,7 +19,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from mrckit.wire.constants import (
-    BTH_LEN, CC_STATE_LEN, DEFAULT_PAYLOAD_LEN, ICRC_LEN, NETH_LEN, SETH_LEN, UDP_PORT_ROCEV2, Opcode,
+    BTH_LEN, CC_STATE_LEN, DEFAULT_PAYLOAD_LEN, ICRC_LEN, MPR_UNIT_PSNS, NETH_LEN, PSN_MOD, SETH_LEN,
+    UDP_PORT_ROCEV2, Opcode,
 )
 
 from .cc import NsccConfig
@@ -45,6 +46,16 @@ class QpConfig:
     remote_initial_psn: int = 0
     retry: RetryConfig | None = None
     cc: NsccConfig | None = None
+
+    def __post_init__(self):
+        if not 0 < self.mtu <= 4096:
+            raise ValueError(f"path MTU payload must be within 1..4096 B, got {self.mtu}")
+        if self.mpr < MPR_UNIT_PSNS or self.mpr % MPR_UNIT_PSNS or self.mpr > 255 * MPR_UNIT_PSNS:
+            raise ValueError(f"MPR {self.mpr} is not a multiple of {MPR_UNIT_PSNS} PSNs within "
+                             f"{MPR_UNIT_PSNS}..{255 * MPR_UNIT_PSNS}")
+        for name in ("initial_psn", "remote_initial_psn"):
+            if not 0 <= getattr(self, name) < PSN_MOD:
+                raise ValueError(f"{name} {getattr(self, name)} is not a 24-bit PSN")
 
 
 class QueuePair:

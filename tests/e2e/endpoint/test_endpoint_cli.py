@@ -46,3 +46,19 @@ def test_user_mistakes_are_one_line(netns_pair, args, message):
     proc = _mrc(netns_pair.ns_a, *args)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 2 and message in err and "Traceback" not in err
+
+
+def test_write_without_listener_fails_at_the_retry_limit(netns_pair):
+    proc = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "64K", "--rto-exp", "10", "--linear-retries", "1",
+                "--exp-retries", "1")
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "retry counter exceeded" in err and "mrc listen" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("args,message", [(["--mpr", "100"], "MPR 100"), (["--mtu", "0"], "MTU"),
+                                          (["--rto-exp", "30"], "timeout_exp")])
+def test_bad_transport_options(netns_pair, args, message):
+    proc = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "64K", *args)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and message in err and "Traceback" not in err

@@ -16,7 +16,7 @@ from scapy.layers.inet6 import IPv6
 from mrckit import netns
 from mrckit.endpoint import Endpoint, QpConfig
 from mrckit.wire.constants import Dscp, NackReason, Opcode
-from mrckit.wire.layers import METH, NETH, RETH, SETH, MrcBTH
+from mrckit.wire.layers import METH, NETH, RETH, SETH, CCState, MrcBTH
 
 from endpoint_pair import ADDR_A, ADDR_B, recv_reply as _recv, send_from_test as _send, make_test_sockets as _test_sockets
 
@@ -94,3 +94,19 @@ def test_injected_trimmed_packets_are_nacked_with_the_echoed_ev(netns_pair):
         assert ep_b.responder.stats.trimmed == 2 and ep_b.responder.stats.ce_marked == 1
     finally:
         ep_b.close()
+
+
+def test_forged_sack_with_a_bad_icrc_is_ignored(endpoints, netns_pair):
+    ep_a, ep_b, qp, mr = endpoints(1 << 16)
+    sack = bytes(IPv6(src=ADDR_B, dst=ADDR_A) / UDP(sport=4791, dport=4791)
+                 / MrcBTH(dqpn=0x100) / SETH(cack_psn=100) / CCState())[48:]
+    bad = sack[:-1] + bytes([sack[-1] ^ 0xFF])
+    with netns.enter(netns_pair.ns_b):
+        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    with s:
+        s.bind((ADDR_B, 0x4444))
+        s.sendto(bad, (ADDR_A, 4791))
+        deadline = time.monotonic() + 5
+        while qp.requestor.stats.bad_icrc == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert qp.requestor.stats.bad_icrc == 1 and qp.requestor.stats.sacks == 0
