@@ -110,3 +110,42 @@ def test_forged_sack_with_a_bad_icrc_is_ignored(endpoints, netns_pair):
         while qp.requestor.stats.bad_icrc == 0 and time.monotonic() < deadline:
             time.sleep(0.01)
     assert qp.requestor.stats.bad_icrc == 1 and qp.requestor.stats.sacks == 0
+
+
+def test_integrity_with_trimmed_packets_on_the_wire(netns_pair):
+    # A trimming switch emulated at A's socket: one data packet in ten leaves as its trimmed
+    # form (headers only, no ICRC, DSCP TRIMMED), crosses the veth, and is NACKed by B.
+    import random
+
+    from mrckit.endpoint.requestor import TCLASS_DATA, TCLASS_RETX
+
+    rng = random.Random(5)
+    with netns.enter(netns_pair.ns_a):
+        ep_a = Endpoint(ADDR_A)
+    with netns.enter(netns_pair.ns_b):
+        ep_b = Endpoint(ADDR_B)
+    trims = []
+    send = ep_a.transport.send
+
+    def trimming_send(parts, tclass, peer):
+        if tclass in (TCLASS_DATA, TCLASS_RETX) and rng.random() < 0.1:
+            trims.append(1)
+            return send(parts[:1], Dscp.TRIMMED << 2, peer)
+        return send(parts, tclass, peer)
+
+    ep_a.transport.send = trimming_send
+    try:
+        size = 4 << 20
+        mr = ep_b.register_mr(size, rkey=0x1000)
+        ep_b.create_qp(ADDR_A, qpn=0x200, remote_qpn=0x100)
+        qp = ep_a.create_qp(ADDR_B, qpn=0x100, remote_qpn=0x200)
+        data = os.urandom(size)
+        ep_a.write(qp, data, 0, 0x1000, imm=3).wait(60)
+        assert _region_sha(mr) == hashlib.sha256(data).hexdigest()
+        assert ep_b.responder.stats.trimmed == len(trims) > 0
+        assert qp.requestor.stats.nacks["TRIMMED"] == len(trims)
+        assert qp.requestor.stats.retransmits["nack_trimmed"] == len(trims)
+        assert ep_b.poll_recv(5).imm == 3
+    finally:
+        ep_a.close()
+        ep_b.close()
