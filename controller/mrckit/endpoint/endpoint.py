@@ -25,9 +25,8 @@ from mrckit.wire.constants import (
 
 from .cc import NsccConfig
 from .headers import parse_bth, parse_nack, parse_sack
-from .icrc import IcrcContext
 from .memory import MemoryRegion, MemoryTable
-from .requestor import Completion, QpError, RequestorQp, RetryConfig, TCLASS_CONTROL
+from .requestor import Completion, RequestorQp, RetryConfig, TCLASS_CONTROL
 from .responder import RecvCompletion, Responder, ResponderQp, SACK_COALESCE_BYTES
 
 RX_BUDGET = 256

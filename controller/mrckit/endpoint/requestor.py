@@ -31,7 +31,7 @@ from typing import Callable
 
 from mrckit.wire.constants import (
     BTH_FLAG_ACKREQ, BTH_FLAG_RTX, BTH_FLAG_TS, DEFAULT_PAYLOAD_LEN, ICRC_LEN, MPR_UNIT_PSNS,
-    PSN_MOD, TIME_UNIT_NS, Dscp, Ecn, MultipathState, NackReason, Opcode,
+    TIME_UNIT_NS, Dscp, Ecn, MultipathState, NackReason, Opcode,
 )
 
 from .cc import NsccConfig, NsccWindow

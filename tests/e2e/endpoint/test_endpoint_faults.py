@@ -8,8 +8,6 @@ import time
 
 import pytest
 
-from endpoint_pair import ADDR_B
-
 pytestmark = pytest.mark.root
 
 faults = pytest.importorskip("mrckit.fabric.faults", reason="the fault-injection module has not landed")

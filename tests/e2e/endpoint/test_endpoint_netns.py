@@ -5,8 +5,6 @@ echo the EV read from the inner flow label and UDP source port."""
 import hashlib
 import os
 import socket
-import struct
-import threading
 import time
 
 import pytest
@@ -14,7 +12,7 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 
 from mrckit import netns
-from mrckit.endpoint import Endpoint, QpConfig
+from mrckit.endpoint import Endpoint
 from mrckit.wire.constants import Dscp, NackReason, Opcode
 from mrckit.wire.layers import METH, NETH, RETH, SETH, CCState, MrcBTH
 

@@ -4,7 +4,6 @@ every data packet and SACK; and the WRITE_WITH_IMM barrier against the real sock
 
 import os
 import socket
-import struct
 import threading
 
 import pytest

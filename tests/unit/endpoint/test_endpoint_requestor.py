@@ -1,9 +1,6 @@
 """Requestor behaviour: segmentation, MPR window, NACK reactions, RTO schedule and QP error."""
 
 import pytest
-from scapy.layers.inet import UDP  # noqa: F401
-from scapy.packet import Raw
-
 from endpoint_harness import Link, RKEY
 from mrckit.endpoint.headers import Nack
 from mrckit.endpoint.requestor import QpError, RetryConfig

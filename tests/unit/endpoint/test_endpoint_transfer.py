@@ -127,7 +127,6 @@ def test_duplicate_is_ignored_but_acknowledged():
 
 
 def test_trimmed_arrival_nacked_with_echoed_ev():
-    from scapy.layers.inet6 import IPv6  # noqa: F401  (binds the layers)
     from mrckit.wire.layers import MrcBTH, NETH
     link = Link(SIZE)
     link.req.post(b"q" * 4096, 0, RKEY)
