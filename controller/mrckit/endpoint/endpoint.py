@@ -28,6 +28,7 @@ from .headers import parse_bth, parse_nack, parse_sack
 from .memory import MemoryRegion, MemoryTable
 from .requestor import Completion, RequestorQp, RetryConfig, TCLASS_CONTROL
 from .responder import RecvCompletion, Responder, ResponderQp, SACK_COALESCE_BYTES
+from .transport import UdpTransport
 
 RX_BUDGET = 256
 """Datagrams read per loop turn before the endpoint sends again."""
@@ -81,7 +82,9 @@ def _norm(addr: str) -> str:
 
 
 class Endpoint:
-    """The MRC endpoint bound to ``nic_addr`` (IPv6) port ``port`` (4791).
+    """The MRC endpoint bound to ``nic_addr`` (IPv6) port ``port`` (4791), sending to peers'
+    ``peer_port``. ``sack_coalesce_bytes`` tunes the responder; ``start=False`` runs no thread
+    (a test then drives :meth:`dispatch` itself).
 
     Raises:
         ValueError: ``nic_addr`` is not an IPv6 address.
@@ -90,8 +93,6 @@ class Endpoint:
 
     def __init__(self, nic_addr: str, *, port: int = UDP_PORT_ROCEV2, peer_port: int = UDP_PORT_ROCEV2,
                  sack_coalesce_bytes: int = SACK_COALESCE_BYTES, start: bool = True):
-        from .transport import UdpTransport
-
         self.nic_addr = _norm(nic_addr)
         self.transport = UdpTransport(self.nic_addr, port, peer_port=peer_port)
         self.memory = MemoryTable()
@@ -105,7 +106,6 @@ class Endpoint:
         self._stop = threading.Event()
         self._next_qpn = 0x100
         self._rx = bytearray(9216)
-        self._rx_view = memoryview(self._rx)
         self._thread = threading.Thread(target=self._run, name=f"mrc-endpoint-{self.nic_addr}", daemon=True)
         self.loop_error: BaseException | None = None
         if start:
@@ -129,6 +129,8 @@ class Endpoint:
         """
         config = config or QpConfig()
         peer = _norm(peer)
+        if remote_qpn is not None and not 0 < remote_qpn < 1 << 24:
+            raise ValueError(f"remote QP number {remote_qpn} is outside 1..2**24-1")
         with self._lock:
             if qpn is None:
                 while self._next_qpn in self.qps:
