@@ -1,0 +1,112 @@
+"""The demo's plot: one PNG, two panels sharing the time axis (issue 10), drawn with
+matplotlib's Agg backend (no display needed).
+
+- top: goodput (Gb/s of RDMA payload placed) per sample interval, with the fault window shaded
+  and the fault, the restore and each recovery event marked;
+- bottom: data packets per second that the sender put on each path (plane × spine), from its
+  per-EV counters; the failed path is drawn red, and goes to zero while it is bypassed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .report import DemoReport, path_name
+
+_MARKS = (  # failover field, label, colour, line style
+    ("t_fault_s", "fault injected", "red", "--"),
+    ("t_first_assumed_bad_s", "first EV ASSUMED_BAD", "darkorange", ":"),
+    ("t_failover_s", "failed path bypassed", "purple", "-."),
+    ("t_deny_s", "controller DENY", "saddlebrown", ":"),
+    ("t_restore_s", "fault restored", "green", "--"),
+    ("t_deny_lifted_s", "DENY lifted", "olive", ":"),
+)
+
+
+def rates(t_s: list[float], cumulative: list[int]) -> tuple[list[float], list[float]]:
+    """Per-interval rates of a cumulative series: (interval midpoints in s, units per s).
+    Intervals of zero length are skipped."""
+    mids, out = [], []
+    for i in range(1, len(t_s)):
+        dt = t_s[i] - t_s[i - 1]
+        if dt > 0:
+            mids.append((t_s[i] + t_s[i - 1]) / 2)
+            out.append((cumulative[i] - cumulative[i - 1]) / dt)
+    return mids, out
+
+
+def plot_report(report: DemoReport, path: str | Path) -> Path:
+    """Draw ``report`` into the PNG at ``path`` (folders are created); returns the path.
+
+    Raises:
+        ValueError: the report has fewer than two samples.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = report.series
+    if len(s.t_s) < 2:
+        raise ValueError("the report has fewer than two samples: nothing to plot")
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 7.5), sharex=True, constrained_layout=True)
+    try:
+        _goodput_panel(top, report)
+        _paths_panel(bottom, report)
+        bottom.set_xlabel("time since the write started (s)")
+        fig.suptitle(_title(report), fontsize=11)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _title(r: DemoReport) -> str:
+    f = r.fault
+    how = f.describe()
+    verdict = "verified" if r.bytes.hash_match and r.bytes.verified == r.bytes.sent else "NOT verified"
+    return (f"mrc demo ({r.target}): {r.bytes.sent / 2**20:.0f} MiB RDMA write {r.sender} -> {r.receiver}, "
+            f"link {f.link} {how}; every byte {verdict}")
+
+
+def _shade_fault(ax, report: DemoReport) -> None:
+    f = report.failover
+    ax.axvspan(f.t_fault_s, f.t_restore_s, color="red", alpha=0.07, lw=0)
+
+
+def _goodput_panel(ax, report: DemoReport) -> None:
+    s, f = report.series, report.failover
+    mids, bps = rates(s.t_s, s.bytes_placed)
+    ax.plot(mids, [v * 8 / 1e9 for v in bps], color="tab:blue", lw=1.6, label="goodput")
+    _shade_fault(ax, report)
+    for field, label, colour, style in _MARKS:
+        t = getattr(f, field)
+        if t is not None:
+            ax.axvline(t, color=colour, ls=style, lw=1.3, label=f"{label} ({t:.2f} s)")
+    ymax = max(bps, default=0) * 8 / 1e9 or 1.0
+    for times, marker, colour, label in ((s.failed_path_retired_t_s, "v", "red", "EV retired"),
+                                         (s.failed_path_probed_back_t_s, "^", "green", "EV probed back")):
+        if times:
+            ax.plot(times, [ymax * 0.04] * len(times), marker, color=colour, ms=5, ls="none",
+                    label=f"{label} on {path_name(report.fault.plane, report.fault.spine)} ({len(times)})")
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("goodput (Gb/s)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7.5, loc="lower left", ncol=2, framealpha=0.85)
+
+
+def _paths_panel(ax, report: DemoReport) -> None:
+    s = report.series
+    failed = path_name(report.fault.plane, report.fault.spine)
+    for name, cumulative in sorted(s.path_packets.items()):
+        mids, pps = rates(s.t_s, cumulative)
+        dead = name == failed
+        ax.plot(mids, pps, lw=2.2 if dead else 1.3, color="red" if dead else None,
+                label=f"{name} (failed link {report.fault.link})" if dead else name, zorder=3 if dead else 2)
+    _shade_fault(ax, report)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("data packets/s per path\n(plane × spine, sender's EV counters)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left", ncol=4, framealpha=0.85)

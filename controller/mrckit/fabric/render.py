@@ -1,0 +1,123 @@
+"""The demo report as rich renderables; the CLI prints them (issue 10)."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from .report import DemoReport
+
+
+def _s(t: float | None) -> str:
+    return "-" if t is None else f"{t:.3f} s"
+
+
+def _ms_after(t: float | None, ref: float) -> str:
+    return "-" if t is None else f"{t:.3f} s  (+{(t - ref) * 1e3:.1f} ms)"
+
+
+def _kv(title: str, rows: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for k, v in rows:
+        table.add_row(k, v)
+    return table
+
+
+def summary(r: DemoReport) -> Table:
+    """Transfer, bytes and endpoint counters."""
+    b, e = r.bytes, r.endpoint
+    rtx = ", ".join(f"{k} {v}" for k, v in sorted(r.endpoint.retransmits.items())) or "none"
+    nacks = ", ".join(f"{k} {v}" for k, v in sorted(r.endpoint.nacks.items())) or "none"
+    return _kv("transfer", [
+        ("write", f"{r.sender} -> {r.receiver} on the {r.target} target, {b.sent} B in {r.duration_s:.2f} s "
+                  f"({r.goodput_gbps:.3f} Gb/s)"),
+        ("bytes", f"sent {b.sent}, placed {b.placed}, verified {b.verified}"),
+        ("SHA-256", f"{b.sha256_sent[:16]}… {'matches' if b.hash_match else 'DIFFERS from'} "
+                    f"{b.sha256_received[:16]}…"),
+        ("packets", f"{e.data_packets} data, {e.sacks} SACKs, NACKs: {nacks}, timeouts {e.timeouts}"),
+        ("retransmits", f"{e.retransmits_total} ({rtx})"),
+        ("trim / ECN", f"switches trimmed {r.switches.trimmed}, ECN-marked {r.switches.ecn_marked}; "
+                       f"responder saw {e.responder_trimmed} trimmed, {e.responder_ce_marked} CE"),
+    ])
+
+
+def failover(r: DemoReport) -> Table:
+    """The failover figures, relative to the fault."""
+    f, t0 = r.failover, r.failover.t_fault_s
+    return _kv("failover", [
+        ("fault", f"{r.fault.describe()} on {r.fault.link} at {_s(t0)}; "
+                  f"the sender's path p{r.fault.plane}/s{r.fault.spine} crosses it"),
+        ("first EV ASSUMED_BAD", _ms_after(f.t_first_assumed_bad_s, t0)),
+        ("failed path bypassed", _ms_after(f.t_failover_s, t0)),
+        ("last data packet on it", _ms_after(f.t_last_dead_tx_s, t0)),
+        ("controller DENY", _ms_after(f.t_deny_s, t0) + (f"  {', '.join(f.deny_links)}" if f.deny_links else "")),
+        ("restored", _s(f.t_restore_s)),
+        ("DENY lifted", _s(f.t_deny_lifted_s)),
+        ("goodput", f"before {f.goodput_before_gbps:.3f}, during {f.goodput_during_gbps:.3f}, "
+                    f"after {f.goodput_after_gbps:.3f} Gb/s"),
+    ])
+
+
+def paths(r: DemoReport) -> Table:
+    """Data packets per path and phase, with retire/probe-back cycles."""
+    table = Table(title="data packets per path (sender's per-EV counters, probes excluded)",
+                  title_justify="left")
+    for col in ("path", "before", "during", "after", "share during", "retired", "probed back"):
+        table.add_column(col, justify="left" if col == "path" else "right")
+    for p in r.paths:
+        style = "red" if p.failed else None
+        table.add_row(p.name + (" (failed)" if p.failed else ""), str(p.packets_before), str(p.packets_during),
+                      str(p.packets_after), f"{p.share_during:.1%}", str(p.retired), str(p.probed_back),
+                      style=style)
+    return table
+
+
+def switches(r: DemoReport) -> Table:
+    """Per-plane and per-spine packets from the switch counters."""
+    table = Table(title="switch counters (packets forwarded by each spine)", title_justify="left")
+    for col in ("plane", "spine", "switch", "packets"):
+        table.add_column(col, justify="right" if col == "packets" else "left")
+    for s in r.switches.per_spine:
+        table.add_row(str(s.plane), str(s.spine), s.switch, str(s.packets))
+    for plane, n in sorted(r.switches.per_plane.items()):
+        table.add_row(plane, "all", "", str(n), style="bold")
+    return table
+
+
+def transitions(r: DemoReport) -> Table:
+    """EV transitions by host, state and reason."""
+    table = Table(title="EV transitions (host agents' WatchEvents)", title_justify="left")
+    for col in ("host", "new state", "reason", "count"):
+        table.add_column(col, justify="right" if col == "count" else "left")
+    for t in r.ev_transitions:
+        table.add_row(t.host, t.new_state, t.reason, str(t.count))
+    return table
+
+
+def timeline(r: DemoReport) -> Table:
+    """The timeline of the run."""
+    table = Table(title="timeline", title_justify="left")
+    for col in ("t", "source", "event", "detail"):
+        table.add_column(col)
+    for e in r.timeline:
+        table.add_row(f"{e.t_s:8.3f} s", e.source, e.what, e.detail)
+    return table
+
+
+def verdict(r: DemoReport) -> Table:
+    """The checks, one per line."""
+    table = Table(title="checks", title_justify="left")
+    for col in ("check", "result", "detail"):
+        table.add_column(col)
+    for c in r.checks:
+        table.add_row(c.name, Text("ok", style="green") if c.ok else Text("FAILED", style="bold red"), c.detail)
+    return table
+
+
+def render(r: DemoReport) -> Group:
+    """The whole report, in the order a reader wants it."""
+    return Group(summary(r), Text(), failover(r), Text(), paths(r), switches(r), transitions(r), timeline(r),
+                 verdict(r))

@@ -1,0 +1,217 @@
+"""The demo report: one pydantic model, written as JSON and printed with rich (issue 10).
+
+Field names are documented in ``docs/demo.md``; :func:`json_schema` gives the JSON Schema.
+Times are seconds since the transfer started (``t_*_s``, CLOCK_MONOTONIC differences), rates
+are Gb/s of RDMA payload, packet counts are data packets unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+SCHEMA_VERSION = 1
+FAIL_KINDS = ("down", "flap", "loss", "blackhole")
+FailKind = Literal["down", "flap", "loss", "blackhole"]
+
+
+class FaultInfo(BaseModel):
+    """The injected fault: its kind, the link by name, where it sits, and the sender's path
+    (plane × spine) that crosses it."""
+
+    kind: FailKind
+    link: str
+    node: str = ""
+    ifname: str = ""
+    plane: int
+    spine: int
+    loss_percent: float | None = None
+    flap_hz: float | None = None
+
+    def describe(self) -> str:
+        """``down``, ``blackhole``, ``10 % loss`` or ``flapping at 5 Hz``."""
+        if self.kind == "loss":
+            return f"{self.loss_percent:g} % loss"
+        if self.kind == "flap":
+            return f"flapping at {self.flap_hz:g} Hz"
+        return self.kind
+
+
+class ByteCounts(BaseModel):
+    """Bytes of the RDMA write: posted, placed by the responder, equal to the source after
+    the transfer; SHA-256 of the source buffer and of the responder's memory region."""
+
+    sent: int
+    placed: int
+    verified: int
+    sha256_sent: str
+    sha256_received: str
+    hash_match: bool
+
+
+class EndpointCounts(BaseModel):
+    """Requestor and responder counters (``mrckit.endpoint.stats``)."""
+
+    data_packets: int = 0
+    retransmits: dict[str, int] = Field(default_factory=dict)
+    retransmits_total: int = 0
+    sacks: int = 0
+    nacks: dict[str, int] = Field(default_factory=dict)
+    timeouts: int = 0
+    probes: int = 0
+    responder_packets: int = 0
+    responder_duplicates: int = 0
+    responder_trimmed: int = 0
+    responder_ce_marked: int = 0
+
+
+class EvTransition(BaseModel):
+    """How many EV events of one kind a host's agent reported (WatchEvents)."""
+
+    host: str
+    new_state: str
+    reason: str
+    count: int
+
+
+class EvCycle(BaseModel):
+    """One EV of the failed path: how often it was retired (ASSUMED_BAD) and probed back."""
+
+    ev: str
+    path: str
+    retired: int
+    probed_back: int
+
+
+class Failover(BaseModel):
+    """The failover figures (seconds since the transfer started; None = did not happen)."""
+
+    t_fault_s: float
+    t_restore_s: float
+    t_first_assumed_bad_s: float | None = None
+    t_failover_s: float | None = None
+    t_last_dead_tx_s: float | None = None
+    t_deny_s: float | None = None
+    deny_links: list[str] = Field(default_factory=list)
+    t_deny_lifted_s: float | None = None
+    goodput_before_gbps: float = 0.0
+    goodput_during_gbps: float = 0.0
+    goodput_after_gbps: float = 0.0
+    dead_path_packets_failover_to_restore: int | None = None
+
+
+class PathStats(BaseModel):
+    """Data packets the sender put on one path (plane × spine), from its per-EV counters."""
+
+    name: str
+    plane: int
+    spine: int
+    failed: bool
+    packets_before: int
+    packets_during: int
+    packets_after: int
+    packets_total: int
+    share_during: float
+    retired: int = 0
+    probed_back: int = 0
+
+
+class SpineCount(BaseModel):
+    """Packets a T1 switch (spine) forwarded, from its ``tx_port`` counters."""
+
+    switch: str
+    plane: int
+    spine: int
+    packets: int
+
+
+class SwitchCounts(BaseModel):
+    """Switch counters summed over the fabric: per plane (its spines), per spine, trims,
+    ECN marks and drops by reason."""
+
+    per_plane: dict[str, int] = Field(default_factory=dict)
+    per_spine: list[SpineCount] = Field(default_factory=list)
+    trimmed: int = 0
+    ecn_marked: int = 0
+    dropped: dict[str, int] = Field(default_factory=dict)
+
+
+class TimelineEvent(BaseModel):
+    """One line of the timeline: when, who (demo, fabric, agent, controller) and what."""
+
+    t_s: float
+    source: str
+    what: str
+    detail: str = ""
+
+
+class Series(BaseModel):
+    """The sampled time series: sample times, bytes placed so far, and per path the
+    cumulative data packets sent (keys are path names ``p<plane>/s<spine>``); and when the
+    sender retired an EV of the failed path, or probed one back."""
+
+    t_s: list[float] = Field(default_factory=list)
+    bytes_placed: list[int] = Field(default_factory=list)
+    path_packets: dict[str, list[int]] = Field(default_factory=dict)
+    failed_path_retired_t_s: list[float] = Field(default_factory=list)
+    failed_path_probed_back_t_s: list[float] = Field(default_factory=list)
+
+
+class Check(BaseModel):
+    """One acceptance fact of the demo, with the numbers behind it."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+class DemoReport(BaseModel):
+    """Everything ``mrc demo`` measured; ``passed`` is the AND of ``checks``."""
+
+    schema_version: int = SCHEMA_VERSION
+    target: Literal["ebpf", "bmv2"]
+    topology: dict[str, int]
+    sender: str
+    receiver: str
+    duration_s: float
+    goodput_gbps: float
+    bytes: ByteCounts
+    endpoint: EndpointCounts
+    fault: FaultInfo
+    failover: Failover
+    ev_transitions: list[EvTransition] = Field(default_factory=list)
+    ev_cycles: list[EvCycle] = Field(default_factory=list)
+    paths: list[PathStats] = Field(default_factory=list)
+    switches: SwitchCounts = Field(default_factory=SwitchCounts)
+    timeline: list[TimelineEvent] = Field(default_factory=list)
+    series: Series = Field(default_factory=Series)
+    checks: list[Check] = Field(default_factory=list)
+    passed: bool = False
+
+    def write_json(self, path: str | Path) -> None:
+        """Write the report as indented JSON to ``path`` (folders are created)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.model_dump_json(indent=2) + "\n")
+
+    @classmethod
+    def read_json(cls, path: str | Path) -> "DemoReport":
+        """Read a report written by :meth:`write_json`.
+
+        Raises:
+            pydantic.ValidationError: the file is not a demo report of this schema.
+        """
+        return cls.model_validate_json(Path(path).read_text())
+
+
+def json_schema() -> str:
+    """The JSON Schema of :class:`DemoReport`, as indented text."""
+    return json.dumps(DemoReport.model_json_schema(), indent=2)
+
+
+def path_name(plane: int, spine: int) -> str:
+    """``p<plane>/s<spine>``: the name of a path through spine ``spine`` of plane ``plane``."""
+    return f"p{plane}/s{spine}"

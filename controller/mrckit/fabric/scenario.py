@@ -1,0 +1,323 @@
+"""The demo scenario's logic, apart from any fabric: when to fail and restore, and what the
+samples, agent events and controller timeline say about the failover (issue 10).
+
+:class:`Phases` fires the fault at a third of the transfer (by bytes placed) and the restore at
+two thirds. :func:`analyze` turns a finished run (:class:`RunRecord`) into a
+:class:`~mrckit.fabric.report.DemoReport` whose ``checks`` are the issue's acceptance facts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .report import (
+    ByteCounts, Check, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultInfo, PathStats,
+    SwitchCounts, TimelineEvent, path_name,
+)
+from .series import Recorder, Sample
+
+FAIL_FRACTION, RESTORE_FRACTION = 1 / 3, 2 / 3
+SHARE_RATIO = 0.75
+"""loss/flap: the failing path's share of data packets during the fault must stay below this
+fraction of its healthiest-but-smallest sibling's share ("clearly smaller", ours)."""
+OUT_OF_SERVICE = ("ASSUMED_BAD", "DENIED")
+RETIRE_REASONS = ("RTO_TIMEOUT", "PORT_DOWN", "PEER_PORT_DOWN", "SACK_ALWAYS_SKIP")
+
+
+class Phases:
+    """Fault and restore points of a transfer of ``size`` bytes, by bytes placed.
+
+    :meth:`due` returns ``"fail"`` once the responder has placed a third of the bytes,
+    ``"restore"`` once it has placed two thirds (after ``"fail"``), else None; each fires once.
+    """
+
+    def __init__(self, size: int):
+        if size <= 0:
+            raise ValueError(f"transfer size must be positive, got {size}")
+        self.fail_at = int(size * FAIL_FRACTION)
+        self.restore_at = int(size * RESTORE_FRACTION)
+        self.failed = self.restored = False
+
+    def due(self, placed: int) -> str | None:
+        """The action due at ``placed`` bytes placed, if any (and mark it done)."""
+        if not self.failed and placed >= self.fail_at:
+            self.failed = True
+            return "fail"
+        if self.failed and not self.restored and placed >= self.restore_at:
+            self.restored = True
+            return "restore"
+        return None
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """An EV event from a host agent (WatchEvents), with the host that reported it.
+    ``t_ns`` is CLOCK_MONOTONIC; states and reason are names (``ASSUMED_BAD``, ``RTO_TIMEOUT``)."""
+
+    host: str
+    t_ns: int
+    peer: str
+    ev: int
+    old_state: str
+    new_state: str
+    reason: str
+    plane: int = 0
+    link: str = ""
+    probe_ok: bool = False
+
+
+@dataclass(frozen=True)
+class ControllerEvent:
+    """A controller action at ``t_ns`` (CLOCK_MONOTONIC): ``what`` is ``DENY``, ``LIFT``,
+    ``LOCALISED`` or another timeline word; ``links`` the links it concerns."""
+
+    t_ns: int
+    what: str
+    links: tuple[str, ...] = ()
+    detail: str = ""
+
+
+@dataclass
+class RunRecord:
+    """Everything one demo run measured, before analysis. Times are CLOCK_MONOTONIC ns.
+
+    ``fault_rows``/``restore_rows``: the sender's EV table toward the receiver just before the
+    fault and just before the restore (rows as ``HostAgent.ev_table``)."""
+
+    target: str
+    topology: dict[str, int]
+    sender: str
+    receiver: str
+    receiver_nic: str
+    fault: FaultInfo
+    recorder: Recorder
+    t_fault_ns: int
+    t_restore_ns: int
+    t_end_ns: int
+    bytes: ByteCounts
+    endpoint: EndpointCounts
+    switches: SwitchCounts = field(default_factory=SwitchCounts)
+    events: list[AgentEvent] = field(default_factory=list)
+    controller: list[ControllerEvent] = field(default_factory=list)
+    fault_log: list[tuple[int, str]] = field(default_factory=list)
+    demo_log: list[tuple[int, str]] = field(default_factory=list)
+    fault_rows: list[dict] = field(default_factory=list)
+    restore_rows: list[dict] = field(default_factory=list)
+
+
+def analyze(run: RunRecord) -> DemoReport:
+    """The report of a finished run, with its checks evaluated.
+
+    Raises:
+        ValueError: the run has no samples.
+    """
+    rec = run.recorder
+    if not rec.samples:
+        raise ValueError("the demo run recorded no samples")
+    failover = _failover(run)
+    paths = _paths(run, failover)
+    duration = (run.t_end_ns - rec.t0_ns) / 1e9
+    report = DemoReport(
+        target=run.target, topology=run.topology, sender=run.sender, receiver=run.receiver,
+        duration_s=duration, goodput_gbps=_gbps(run.bytes.sent, duration), bytes=run.bytes,
+        endpoint=run.endpoint, fault=run.fault, failover=failover,
+        ev_transitions=_transitions(run.events), ev_cycles=_cycles(run), paths=paths,
+        switches=run.switches, timeline=_timeline(run), series=rec.series())
+    report.series.failed_path_retired_t_s, report.series.failed_path_probed_back_t_s = _cycle_times(run)
+    report.checks = checks(report)
+    report.passed = all(c.ok for c in report.checks)
+    return report
+
+
+# ---------------------------------------------------------------- failover figures ------
+def _on_path(plane: int, spine: int, fault: FaultInfo) -> bool:
+    return (plane, spine) == (fault.plane, fault.spine)
+
+
+def _sender_events(run: RunRecord) -> list[AgentEvent]:
+    return [e for e in run.events if e.host == run.sender and e.peer in ("", run.receiver_nic)]
+
+
+def _failover(run: RunRecord) -> Failover:
+    rec, fault = run.recorder, run.fault
+    after = [e for e in run.events if run.t_fault_ns <= e.t_ns <= run.t_restore_ns]
+    first_bad = next((e.t_ns for e in sorted(after, key=lambda e: e.t_ns)
+                      if e.new_state == "ASSUMED_BAD" and e.ev), None)
+    denies = [c for c in run.controller if c.what == "DENY" and c.t_ns >= run.t_fault_ns]
+    deny = min(denies, key=lambda c: c.t_ns) if denies else None
+    lifts = [c for c in run.controller if c.what == "LIFT" and deny and c.t_ns >= deny.t_ns]
+    t_failover = _t_failover(run, deny)
+    dead_tx = [r["last_tx_ns"] for r in run.restore_rows
+               if _on_path(r["plane"], r["t1"], fault) and r["last_tx_ns"]]
+    silent = None
+    if t_failover is not None:
+        key = (fault.plane, fault.spine)
+        silent = max(0, rec.before(run.t_restore_ns).path_packets[key] - rec.at(t_failover).path_packets[key])
+    b_fault, b_restore = rec.before(run.t_fault_ns), rec.before(run.t_restore_ns)
+    end = rec.samples[-1]
+    return Failover(
+        t_fault_s=rec.seconds(run.t_fault_ns), t_restore_s=rec.seconds(run.t_restore_ns),
+        t_first_assumed_bad_s=rec.seconds(first_bad), t_failover_s=rec.seconds(t_failover),
+        t_last_dead_tx_s=rec.seconds(max(dead_tx)) if dead_tx else None,
+        t_deny_s=rec.seconds(deny.t_ns) if deny else None,
+        deny_links=sorted({ln for c in denies for ln in c.links}),
+        t_deny_lifted_s=rec.seconds(min(c.t_ns for c in lifts)) if lifts else None,
+        goodput_before_gbps=_window_gbps(rec.samples[0], b_fault, rec.t0_ns),
+        goodput_during_gbps=_window_gbps(b_fault, b_restore),
+        goodput_after_gbps=_window_gbps(b_restore, end, end_bytes=run.bytes.placed, end_ns=run.t_end_ns),
+        dead_path_packets_failover_to_restore=silent)
+
+
+def _t_failover(run: RunRecord, deny: ControllerEvent | None) -> int | None:
+    """When the sender stopped choosing the failed path: every EV of the path that was in its
+    set at fault time is ASSUMED_BAD or DENIED, or the controller denied a link of the path."""
+    fault = run.fault
+    live = {r["ev"] for r in run.fault_rows
+            if _on_path(r["plane"], r["t1"], fault) and not r.get("retired") and r["state"] in ("GOOD", "SKIP")}
+    if not live:
+        return None
+    out: dict[int, int] = {}
+    for e in _sender_events(run):
+        if e.ev in live and e.ev not in out and e.new_state in OUT_OF_SERVICE and \
+                run.t_fault_ns <= e.t_ns <= run.t_restore_ns:
+            out[e.ev] = e.t_ns
+    by_events = max(out.values()) if len(out) == len(live) else None
+    by_deny = deny.t_ns if deny and fault.link in deny.links else None
+    times = [t for t in (by_events, by_deny) if t is not None]
+    return min(times) if times else None
+
+
+def _gbps(nbytes: int, seconds: float) -> float:
+    return nbytes * 8 / seconds / 1e9 if seconds > 0 else 0.0
+
+
+def _window_gbps(a: Sample, b: Sample, t0_ns: int | None = None, *, end_bytes: int | None = None,
+                 end_ns: int | None = None) -> float:
+    start_ns = t0_ns if t0_ns is not None else a.t_ns
+    start_bytes = 0 if t0_ns is not None else a.bytes_placed
+    stop_ns = end_ns if end_ns is not None else b.t_ns
+    stop_bytes = end_bytes if end_bytes is not None else b.bytes_placed
+    return _gbps(stop_bytes - start_bytes, (stop_ns - start_ns) / 1e9)
+
+
+# ---------------------------------------------------------------- per path ---------------
+def _paths(run: RunRecord, failover: Failover) -> list[PathStats]:
+    rec, fault = run.recorder, run.fault
+    b_fault, b_restore, end = rec.before(run.t_fault_ns), rec.before(run.t_restore_ns), rec.samples[-1]
+    during = {p: b_restore.path_packets[p] - b_fault.path_packets[p] for p in rec.paths}
+    total_during = sum(during.values()) or 1
+    retired, back = _per_path_cycles(run)
+    return [PathStats(name=path_name(*p), plane=p[0], spine=p[1], failed=_on_path(*p, fault),
+                      packets_before=b_fault.path_packets[p], packets_during=during[p],
+                      packets_after=end.path_packets[p] - b_restore.path_packets[p],
+                      packets_total=end.path_packets[p], share_during=during[p] / total_during,
+                      retired=retired[p], probed_back=back[p])
+            for p in rec.paths]
+
+
+def _ev_path(ev: int) -> tuple[int, int]:
+    return ev >> 28, (ev >> 20) & 0xFF
+
+
+def _per_path_cycles(run: RunRecord) -> tuple[Counter, Counter]:
+    retired, back = Counter(), Counter()
+    for e in _sender_events(run):
+        if not e.ev:
+            continue
+        if e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS:
+            retired[_ev_path(e.ev)] += 1
+        elif e.reason == "PROBE_OK" and e.new_state == "GOOD":
+            back[_ev_path(e.ev)] += 1
+    return retired, back
+
+
+def _cycles(run: RunRecord) -> list[EvCycle]:
+    per_ev: dict[int, list[int]] = {}
+    for e in _sender_events(run):
+        if not e.ev or not _on_path(*_ev_path(e.ev), run.fault):
+            continue
+        counts = per_ev.setdefault(e.ev, [0, 0])
+        if e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS:
+            counts[0] += 1
+        elif e.reason == "PROBE_OK" and e.new_state == "GOOD":
+            counts[1] += 1
+    return [EvCycle(ev=f"{ev:#010x}", path=path_name(*_ev_path(ev)), retired=r, probed_back=b)
+            for ev, (r, b) in sorted(per_ev.items()) if r or b]
+
+
+def _cycle_times(run: RunRecord) -> tuple[list[float], list[float]]:
+    retired, back = [], []
+    for e in _sender_events(run):
+        if e.ev and _on_path(*_ev_path(e.ev), run.fault):
+            if e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS:
+                retired.append(run.recorder.seconds(e.t_ns))
+            elif e.reason == "PROBE_OK" and e.new_state == "GOOD":
+                back.append(run.recorder.seconds(e.t_ns))
+    return retired, back
+
+
+def _transitions(events: list[AgentEvent]) -> list[EvTransition]:
+    counts = Counter((e.host, e.new_state, e.reason) for e in events)
+    return [EvTransition(host=h, new_state=s, reason=r, count=n) for (h, s, r), n in sorted(counts.items())]
+
+
+# ---------------------------------------------------------------- timeline ---------------
+def _timeline(run: RunRecord) -> list[TimelineEvent]:
+    """Demo phases, the fabric's fault log, the controller's actions, and per host and
+    reason the first agent event after the fault (with how many followed)."""
+    rec = run.recorder
+    lines = [TimelineEvent(t_s=rec.seconds(t), source="demo", what=w) for t, w in run.demo_log]
+    lines += [TimelineEvent(t_s=rec.seconds(t), source="fabric", what=w) for t, w in run.fault_log]
+    lines += [TimelineEvent(t_s=rec.seconds(c.t_ns), source="controller", what=c.what,
+                            detail=" ".join([", ".join(c.links), c.detail]).strip()) for c in run.controller]
+    firsts: dict[tuple[str, str, str], tuple[AgentEvent, int]] = {}
+    for e in sorted(run.events, key=lambda e: e.t_ns):
+        if e.t_ns < run.t_fault_ns:
+            continue
+        key = (e.host, e.reason, e.new_state)
+        first, n = firsts.get(key, (e, 0))
+        firsts[key] = (first, n + 1)
+    for (host, reason, state), (e, n) in firsts.items():
+        what = f"{host}: {reason} -> {state}"
+        detail = (f"first of {n}; " if n > 1 else "") + (f"EV {e.ev:#010x}" if e.ev else e.link)
+        lines.append(TimelineEvent(t_s=rec.seconds(e.t_ns), source="agent", what=what, detail=detail))
+    return sorted(lines, key=lambda x: x.t_s)
+
+
+# ---------------------------------------------------------------- checks -----------------
+def checks(report: DemoReport) -> list[Check]:
+    """The issue's acceptance facts, evaluated on ``report``."""
+    b, f = report.bytes, report.failover
+    out = [Check(name="bytes_verified", ok=b.verified == b.sent and b.hash_match,
+                 detail=f"sent {b.sent} B, verified {b.verified} B, SHA-256 match {b.hash_match}")]
+    failed = [p for p in report.paths if p.failed]
+    healthy = [p for p in report.paths if not p.failed]
+    if not failed:
+        return out + [Check(name="failed_path_known", ok=False,
+                            detail=f"no sampled path is {path_name(report.fault.plane, report.fault.spine)}")]
+    dead = failed[0]
+    if report.fault.kind in ("down", "blackhole"):
+        n = f.dead_path_packets_failover_to_restore
+        out.append(Check(name="failed_path_silent", ok=f.t_failover_s is not None and n == 0,
+                         detail=f"{dead.name}: {n} data packets from failover "
+                                f"({_fmt_s(f.t_failover_s)}) to restore ({_fmt_s(f.t_restore_s)})"))
+        out.append(Check(name="failed_path_back", ok=dead.packets_after > 0,
+                         detail=f"{dead.name}: {dead.packets_after} data packets after the restore"))
+    else:
+        smallest = min((p.share_during for p in healthy), default=0.0)
+        out.append(Check(name="failed_path_smaller_share", ok=dead.share_during < SHARE_RATIO * smallest,
+                         detail=f"{dead.name}: {dead.share_during:.1%} of data packets during the fault; "
+                                f"smallest healthy share {smallest:.1%}"))
+        out.append(Check(name="failed_path_cycles", ok=dead.retired > 0 and dead.probed_back > 0,
+                         detail=f"{dead.name}: EVs retired {dead.retired} times, probed back "
+                                f"{dead.probed_back} times"))
+    idle = [p.name for p in healthy if min(p.packets_before, p.packets_during, p.packets_after) <= 0]
+    out.append(Check(name="other_paths_carry", ok=bool(healthy) and not idle,
+                     detail="every other path carried data before, during and after the fault"
+                     if not idle else f"idle in some phase: {', '.join(idle)}"))
+    return out
+
+
+def _fmt_s(t: float | None) -> str:
+    return "never" if t is None else f"{t:.3f} s"

@@ -1,0 +1,111 @@
+"""Time series of a transfer, sampled from the sender's host agent (issue 10).
+
+The agent's EV table (``GetStats(include_evs)``, design section 5) has per-EV data counters:
+``tx_packets`` counts what tc egress sent on that EV. Probes are built by the agent and sent on
+the plane port directly, so they never pass tc egress and are not in these counters.
+
+A slot's counters restart at zero when its EV is replaced by a backup, a retired EV keeps the
+count it had when it left the set, and an EV probed back may later return with fresh counters.
+:class:`PathCounter` turns those rows into monotonic per-path (plane × spine) totals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .report import Series, path_name
+
+
+@dataclass
+class _EvCount:
+    base: int = 0   # packets of the EV's earlier lives in the set
+    last: int = 0   # the current life's count, as last seen
+
+    @property
+    def total(self) -> int:
+        return self.base + self.last
+
+
+class PathCounter:
+    """Cumulative data packets per EV and per path, from successive EV-table reads.
+
+    Feed every read to :meth:`update` (rows as ``mrckit.host.agent.HostAgent.ev_table`` or the
+    gRPC ``EvInfo`` give them: ``ev``, ``plane``, ``t1``, ``tx_packets``). A row whose count is
+    below the last one seen for that EV starts a new life of the EV: the old count is kept.
+    A life that ends and restarts between two reads, and exceeds its old count by then, is
+    undercounted; reads every few tens of ms make that rare.
+    """
+
+    def __init__(self):
+        self._evs: dict[int, _EvCount] = {}
+        self._path: dict[int, tuple[int, int]] = {}
+
+    def update(self, rows: Iterable[Mapping]) -> None:
+        """Account one read of the EV table."""
+        for row in rows:
+            ev, tx = int(row["ev"]), int(row["tx_packets"])
+            count = self._evs.setdefault(ev, _EvCount())
+            self._path[ev] = (int(row["plane"]), int(row["t1"]))
+            if tx < count.last:
+                count.base += count.last
+            count.last = tx
+
+    def per_path(self) -> dict[tuple[int, int], int]:
+        """(plane, spine) -> data packets sent so far on EVs of that path."""
+        out: dict[tuple[int, int], int] = {}
+        for ev, count in self._evs.items():
+            key = self._path[ev]
+            out[key] = out.get(key, 0) + count.total
+        return out
+
+    def per_ev(self) -> dict[int, int]:
+        """EV -> data packets sent so far on it."""
+        return {ev: c.total for ev, c in self._evs.items()}
+
+
+@dataclass
+class Sample:
+    """One sample: CLOCK_MONOTONIC time (ns), bytes placed at the responder so far, and
+    cumulative data packets per (plane, spine) path."""
+
+    t_ns: int
+    bytes_placed: int
+    path_packets: dict[tuple[int, int], int]
+
+
+@dataclass
+class Recorder:
+    """Samples of one transfer, with ``t0_ns`` the transfer's start (CLOCK_MONOTONIC)."""
+
+    t0_ns: int
+    paths: list[tuple[int, int]]
+    samples: list[Sample] = field(default_factory=list)
+    counter: PathCounter = field(default_factory=PathCounter)
+
+    def record(self, t_ns: int, bytes_placed: int, ev_rows: Iterable[Mapping]) -> Sample:
+        """Account an EV-table read taken at ``t_ns`` and append a sample."""
+        self.counter.update(ev_rows)
+        per_path = self.counter.per_path()
+        sample = Sample(t_ns, bytes_placed, {p: per_path.get(p, 0) for p in self.paths})
+        self.samples.append(sample)
+        return sample
+
+    def seconds(self, t_ns: int | None) -> float | None:
+        """``t_ns`` as seconds since the transfer started (None stays None)."""
+        return None if t_ns is None else (t_ns - self.t0_ns) / 1e9
+
+    def series(self) -> Series:
+        """The samples as the report's :class:`Series`."""
+        return Series(t_s=[self.seconds(s.t_ns) for s in self.samples],
+                      bytes_placed=[s.bytes_placed for s in self.samples],
+                      path_packets={path_name(*p): [s.path_packets[p] for s in self.samples]
+                                    for p in self.paths})
+
+    def at(self, t_ns: int) -> Sample:
+        """The first sample taken at or after ``t_ns`` (the last sample if none)."""
+        return next((s for s in self.samples if s.t_ns >= t_ns), self.samples[-1])
+
+    def before(self, t_ns: int) -> Sample:
+        """The last sample taken at or before ``t_ns`` (the first sample if none)."""
+        return next((s for s in reversed(self.samples) if s.t_ns <= t_ns), self.samples[0])

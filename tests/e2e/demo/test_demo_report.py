@@ -1,0 +1,138 @@
+"""The demo's report, checks, JSON and plot on synthetic runs (no fabric needed)."""
+
+import json
+import re
+import struct
+from pathlib import Path
+
+import pytest
+from demo_synthetic import PATHS, synthetic_run
+from rich.console import Console
+
+from mrckit.fabric.plots import plot_report, rates
+from mrckit.fabric.render import render
+from mrckit.fabric.report import DemoReport, json_schema
+from mrckit.fabric.scenario import Phases, analyze
+from mrckit.fabric.series import PathCounter
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "demo.md"
+
+
+def _check(report, name):
+    return next(c for c in report.checks if c.name == name)
+
+
+def test_phases_fire_once_at_a_third_and_two_thirds():
+    ph = Phases(300)
+    assert [ph.due(n) for n in (0, 99, 100, 150, 199, 200, 250, 300)] == \
+        [None, None, "fail", None, None, "restore", None, None]
+    with pytest.raises(ValueError, match="positive"):
+        Phases(0)
+
+
+def test_path_counter_keeps_counts_across_replacement_and_return():
+    pc = PathCounter()
+    a, b = 0x0010_0001, 0x0000_0002
+    pc.update([dict(ev=a, plane=0, t1=1, tx_packets=10)])
+    pc.update([dict(ev=a, plane=0, t1=1, tx_packets=15)])            # same life
+    pc.update([dict(ev=b, plane=0, t1=0, tx_packets=4),               # took a's slot
+               dict(ev=a, plane=0, t1=1, tx_packets=15)])             # a retired, count kept
+    pc.update([dict(ev=a, plane=0, t1=1, tx_packets=3)])              # a back, fresh counters
+    assert pc.per_ev() == {a: 18, b: 4}
+    assert pc.per_path() == {(0, 1): 18, (0, 0): 4}
+
+
+@pytest.mark.parametrize("kind", ["down", "blackhole"])
+def test_down_run_passes_with_silent_dead_path(kind):
+    report = analyze(synthetic_run(kind))
+    assert report.passed, [c for c in report.checks if not c.ok]
+    f = report.failover
+    assert f.t_fault_s == pytest.approx(1.0) and f.t_restore_s == pytest.approx(2.0)
+    assert f.t_first_assumed_bad_s == pytest.approx(1.005)
+    assert f.t_failover_s == pytest.approx(1.005)      # every dead EV retired by then
+    assert f.t_deny_s == pytest.approx(1.031) and f.deny_links == ["p0/t0-1/t1-1"]
+    assert f.t_deny_lifted_s == pytest.approx(2.040)
+    assert f.t_last_dead_tx_s == pytest.approx(1.0)
+    assert f.dead_path_packets_failover_to_restore == 0
+    dead = next(p for p in report.paths if p.failed)
+    assert (dead.plane, dead.spine, dead.packets_during, dead.retired, dead.probed_back) == (0, 1, 32, 32, 32)
+    assert dead.packets_after > 0
+    assert sum(p.packets_total for p in report.paths) == report.bytes.sent // 2048
+    assert len(report.ev_cycles) == 32 and all(c.retired == 1 for c in report.ev_cycles)
+
+
+def test_dead_path_that_keeps_sending_fails_the_check():
+    report = analyze(synthetic_run("down", silent=False))
+    c = _check(report, "failed_path_silent")
+    assert not c.ok and not report.passed
+    assert report.failover.dead_path_packets_failover_to_restore > 0
+
+
+def test_dead_path_never_back_fails_the_check():
+    report = analyze(synthetic_run("down", back=False))
+    assert not _check(report, "failed_path_back").ok and not report.passed
+
+
+def test_corrupt_data_fails_the_byte_check():
+    report = analyze(synthetic_run("down", corrupt=True))
+    assert not _check(report, "bytes_verified").ok and not report.passed
+
+
+@pytest.mark.parametrize("kind", ["loss", "flap"])
+def test_lossy_run_shows_smaller_share_and_cycles(kind):
+    report = analyze(synthetic_run(kind))
+    assert report.passed, [c for c in report.checks if not c.ok]
+    dead = next(p for p in report.paths if p.failed)
+    healthy = [p for p in report.paths if not p.failed]
+    assert dead.share_during < min(p.share_during for p in healthy)
+    assert dead.retired == dead.probed_back == 10
+    assert report.series.failed_path_retired_t_s and report.series.failed_path_probed_back_t_s
+
+
+def test_json_round_trip_and_every_field_documented(tmp_path):
+    report = analyze(synthetic_run("down"))
+    path = tmp_path / "out" / "report.json"
+    report.write_json(path)
+    doc = json.loads(path.read_text())
+    assert doc["bytes"]["verified"] == doc["bytes"]["sent"] and doc["passed"] is True
+    assert DemoReport.read_json(path) == report
+    assert set(doc["series"]["path_packets"]) == {f"p{p}/s{s}" for p, s in PATHS}
+    # docs/demo.md names every field of every model in the schema.
+    schema = json.loads(json_schema())
+    names = set(schema["properties"])
+    for model in schema["$defs"].values():
+        names |= set(model.get("properties", {}))
+    documented = set(re.findall(r"`([a-z0-9_]+)`", DOCS.read_text()))
+    assert names - documented == set()
+
+
+def test_rendered_report_names_the_figures():
+    report = analyze(synthetic_run("down"))
+    console = Console(record=True, width=160)
+    console.print(render(report))
+    text = console.export_text()
+    for needle in ("controller DENY", "p0/s1 (failed)", "RTO_TIMEOUT", "bytes_verified", "failed_path_silent",
+                   "matches", "p0-t1-1"):
+        assert needle in text, needle
+    assert "FAILED" not in text
+
+
+def test_plot_is_a_png_with_both_panels(tmp_path):
+    report = analyze(synthetic_run("down"))
+    out = plot_report(report, tmp_path / "plot" / "demo.png")
+    raw = out.read_bytes()
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", raw[16:24])
+    assert width > 1000 and height > 700
+    # the failed path's rate goes to zero during the fault and is positive before and after
+    mids, pps = rates(report.series.t_s, report.series.path_packets["p0/s1"])
+    during = [v for t, v in zip(mids, pps) if 1.1 < t < 1.95]
+    assert during and max(during) == 0
+    assert min(v for t, v in zip(mids, pps) if t < 0.95) > 0 and max(v for t, v in zip(mids, pps) if t > 2.1) > 0
+
+
+def test_plot_refuses_an_empty_series(tmp_path):
+    report = analyze(synthetic_run("down"))
+    report.series.t_s = report.series.t_s[:1]
+    with pytest.raises(ValueError, match="fewer than two samples"):
+        plot_report(report, tmp_path / "x.png")
