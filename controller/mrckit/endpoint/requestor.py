@@ -185,6 +185,7 @@ class RequestorQp:
         self.stats = RequestorStats()
         self.error: str | None = None
         self.next_psn = initial_psn
+        self._una_seen = initial_psn
         self.outstanding: dict[int, _Packet] = {}  # unacknowledged, in PSN order
         self.order: dict[int, _Packet] = {}  # unacknowledged and not lost, in send order
         self.rtxq: list[int] = []
@@ -230,7 +231,12 @@ class RequestorQp:
     # --- sending ------------------------------------------------------------------------
     def una(self) -> int:
         """The lowest unacknowledged absolute PSN (``next_psn`` when all are acknowledged)."""
-        return next(iter(self.outstanding), self.next_psn)
+        self._una_seen = next(iter(self.outstanding), self.next_psn)
+        return self._una_seen
+
+    def _mpr_full(self) -> bool:
+        # una never decreases, so a PSN inside the last seen window needs no fresh look-up.
+        return self.next_psn >= self._una_seen + self.mpr and self.next_psn >= self.una() + self.mpr
 
     def pump(self, now: int, budget: int = 32) -> int:
         """Send up to ``budget`` packets that the window allows, retransmissions first (oldest
@@ -257,7 +263,7 @@ class RequestorQp:
                 return None, True
             heapq.heappop(self.rtxq)
             return pkt, True
-        if not self.queue or self.next_psn >= self.una() + self.mpr:
+        if not self.queue or self._mpr_full():
             return None, False
         msg = self.queue[0]
         size = min(self.mtu, len(msg.data) - msg.next_idx * self.mtu)
@@ -290,7 +296,7 @@ class RequestorQp:
         if rtx:
             flags |= BTH_FLAG_RTX
             self.stats.retransmits[pkt.reason] += 1
-        if pkt.last or self.inflight + self.mtu > self.cc.cwnd or self.next_psn >= self.una() + self.mpr:
+        if pkt.last or self.inflight + self.mtu > self.cc.cwnd or self._mpr_full():
             flags |= BTH_FLAG_ACKREQ
         msg = pkt.msg
         hlen = pack_data_packet(self._hdr, pkt.opcode, flags, self.remote_qpn, pkt.psn, msg.rqmsn, msg.msn,
