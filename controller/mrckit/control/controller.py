@@ -1,0 +1,371 @@
+"""The controller runtime: program every switch, configure every host agent, react to failures
+(design section 7, issue 9). One asyncio loop drives all switches and hosts concurrently.
+
+Per switch, forever: connect and arbitrate, reconcile (pipeline by cookie, then only the entry
+difference), hold the stream; when it ends (server restarted, connection lost), back off and
+do it again. Per host: configure the agent unless it already has a config (a restarted
+controller must not reset running hosts), push the current denials, then stream its EV events
+into the :class:`~mrckit.control.reactor.FailureReactor`. A reaction loop polls the hosts' EV
+counters during a failure episode (good-path evidence), and carries out DENY and lift actions
+on every host. The state goes to a status file (``status.py``) for ``mrc controller status``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import MrcError
+from ..topology import Topology, compile_fabric
+from .hosts import HostSession, open_host
+from .localise import Localisation
+from .p4rt import WriteCounts, default_election_id, open_session
+from .pipeline import Pipeline
+from .reactor import GOOD, LIFT_SUCCESSES, SETTLE_NS, Action, FailureReactor
+from .status import STATUS_DIR, status_path, write_status
+from .targets import HostTarget, SwitchTarget
+from .timeline import Mark
+
+log = logging.getLogger(__name__)
+
+TICK_S = 0.01
+"""Reaction loop period when nothing happens (events wake it at once)."""
+POLL_INTERVAL_S = 0.04
+"""EV-counter polling period during a failure episode (good-path evidence)."""
+STATUS_EVERY_S = 2.0
+RETRY_MAX_S = 5.0
+
+
+@dataclass
+class SwitchState:
+    """What the controller knows of one switch (shown by ``mrc controller status``)."""
+
+    target: SwitchTarget
+    connected: bool = False
+    reconciles: int = 0
+    last: WriteCounts | None = None
+    total: WriteCounts = field(default_factory=WriteCounts)
+    error: str = ""
+
+    def as_dict(self) -> dict:
+        return {"address": self.target.address, "device_id": self.target.device_id, "connected": self.connected,
+                "reconciles": self.reconciles, "last": self.last.as_dict() if self.last else None,
+                "total": self.total.as_dict(), "error": self.error}
+
+
+@dataclass
+class HostState:
+    """What the controller knows of one host agent."""
+
+    target: HostTarget
+    session: HostSession | None = None
+    configured: bool = False
+    configured_by_us: bool = False
+    watching: bool = False
+    denied: set[str] = field(default_factory=set)  # links denied on this host by us
+    events: int = 0
+    error: str = ""
+
+    def as_dict(self) -> dict:
+        return {"address": self.target.address, "configured": self.configured,
+                "configured_by_us": self.configured_by_us, "watching": self.watching,
+                "denied": sorted(self.denied), "events": self.events, "error": self.error}
+
+
+def _add(total: WriteCounts, c: WriteCounts) -> None:
+    total.pipeline_pushed |= c.pipeline_pushed
+    for name in ("entries_read", "inserted", "modified", "deleted", "write_requests"):
+        setattr(total, name, getattr(total, name) + getattr(c, name))
+
+
+class Controller:
+    """Programs ``switches`` and configures ``hosts`` of ``topology``; reacts to failures.
+
+    Args:
+        topology: the fabric (entries and host configs are compiled from it for ``target``).
+        switches, hosts: where each node's server is (``targets.py``); a target must name a
+            node of the topology.
+        pipeline: the P4 program to push (``pipeline.py``).
+        target: ``"ebpf"`` or ``"bmv2"`` (only the compiler's port-range check differs).
+        name: the status file's name (``/run/mrckit/controller/<name>.json``).
+        status_dir: where status files go; None = keep no status file.
+        election_id: ours (default: the wall clock in ms, so a restart wins).
+        settle_ns, lift_successes: failure-reaction tuning (``reactor.py``).
+
+    Raises:
+        MrcError: a target naming no node of the topology, or a topology that does not compile.
+    """
+
+    def __init__(self, topology: Topology, switches: list[SwitchTarget], hosts: list[HostTarget],
+                 pipeline: Pipeline, *, target: str = "ebpf", name: str = "default",
+                 status_dir: Path | str | None = STATUS_DIR, election_id: int | None = None,
+                 settle_ns: int = SETTLE_NS, lift_successes: int = LIFT_SUCCESSES):
+        self.topology, self.pipeline, self.name = topology, pipeline, name
+        self.compiled = compile_fabric(topology, target)
+        for t in switches:
+            topology.switch(t.name)  # raises TopologyError (an MrcError) naming it
+        for h in hosts:
+            topology.host(h.name)
+        self.switches = {t.name: SwitchState(t) for t in switches}
+        self.hosts = {t.name: HostState(t) for t in hosts}
+        self.election_id = default_election_id() if election_id is None else election_id
+        self.reactor = FailureReactor(topology, settle_ns=settle_ns, lift_successes=lift_successes)
+        self.status_file = status_path(name, status_dir) if status_dir is not None else None
+        self.started_ns = time.time_ns()
+        self.ready = asyncio.Event()  # every switch reconciled once and every host configured once
+        self._wake = asyncio.Event()
+        self._acked: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
+        self._last_poll = 0
+        self._dirty = True
+
+    # --- one-shot API (the fabric emulator, tests) ----------------------------------------
+    async def program_switch(self, name: str) -> WriteCounts:
+        """Connect to switch ``name``, reconcile it once, disconnect. Returns what was written.
+
+        Raises:
+            MrcError: unreachable, not primary, or the switch refused a write.
+        """
+        st = self.switches[name]
+        session = await open_session(st.target, self.pipeline, self.election_id)
+        try:
+            await session.reconcile(self.compiled.entries(name))
+        finally:
+            await session.close()
+        self._record(st, session.counts)
+        return session.counts
+
+    async def program_switches(self) -> dict[str, WriteCounts]:
+        """:meth:`program_switch` on every switch concurrently.
+
+        Raises:
+            MrcError: naming every switch that failed (the others are programmed).
+        """
+        names = list(self.switches)
+        results = await asyncio.gather(*(self.program_switch(n) for n in names), return_exceptions=True)
+        errors = [f"{r}" for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise MrcError("; ".join(errors))
+        return dict(zip(names, results))
+
+    async def configure_hosts(self, force: bool = False) -> dict[str, bool]:
+        """Configure every host agent that has no config yet (all of them with ``force``).
+        Returns host -> whether it was configured now.
+
+        Raises:
+            MrcError: naming every agent that failed.
+        """
+        names = list(self.hosts)
+        results = await asyncio.gather(*(self._configure(self.hosts[n], force) for n in names),
+                                       return_exceptions=True)
+        errors = [f"{r}" for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise MrcError("; ".join(errors))
+        return dict(zip(names, results))
+
+    def note_link_down(self, link: str, time_ns: int | None = None) -> None:
+        """Put a fault injector's "link down" on the timeline (it does not drive localisation)."""
+        self.reactor.note_link_down(link, time.time_ns() if time_ns is None else time_ns)
+        self._dirty = True
+
+    # --- the long-running controller --------------------------------------------------------
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run until ``stop`` is set: keep switches reconciled, hosts configured and watched,
+        and react to failures. Never raises for a node's trouble (it is retried and shown in
+        the status); cancels cleanly."""
+        tasks = [asyncio.create_task(self._switch_loop(st), name=f"switch-{n}") for n, st in self.switches.items()]
+        tasks += [asyncio.create_task(self._host_loop(hs), name=f"host-{n}") for n, hs in self.hosts.items()]
+        tasks.append(asyncio.create_task(self._react_loop(), name="react"))
+        tasks.append(asyncio.create_task(self._ready_watch(), name="ready"))
+        try:
+            await stop.wait()
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for hs in self.hosts.values():
+                if hs.session is not None:
+                    await hs.session.close()
+            self._write_status(stopped=True)
+
+    async def _ready_watch(self) -> None:
+        while not (all(s.reconciles for s in self.switches.values())
+                   and all(h.configured for h in self.hosts.values())):
+            await asyncio.sleep(TICK_S)
+        self.ready.set()
+        self._dirty = True
+        log.info("all %d switches programmed and %d hosts configured", len(self.switches), len(self.hosts))
+
+    async def _switch_loop(self, st: SwitchState) -> None:
+        delay = 0.2
+        while True:
+            session = None
+            try:
+                session = await open_session(st.target, self.pipeline, self.election_id)
+                st.connected, st.error = True, ""
+                await session.reconcile(self.compiled.entries(st.target.name))
+                self._record(st, session.counts)
+                delay = 0.2
+                await session.lost.wait()
+                st.error = "P4Runtime stream ended; reconnecting"
+            except MrcError as exc:
+                st.error = str(exc)
+                log.warning("%s", exc)
+            finally:
+                st.connected = False
+                self._dirty = True
+                if session is not None:
+                    await session.close()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_S)
+
+    def _record(self, st: SwitchState, counts: WriteCounts) -> None:
+        st.reconciles += 1
+        st.last = counts
+        _add(st.total, counts)
+        self._dirty = True
+
+    async def _configure(self, hs: HostState, force: bool = False) -> bool:
+        if hs.session is None:
+            hs.session = open_host(hs.target)
+        if not force and await hs.session.is_configured():
+            hs.configured = True
+            return False
+        await hs.session.configure(self.compiled.host(hs.target.name))
+        hs.configured = hs.configured_by_us = True
+        hs.denied.clear()
+        self._dirty = True
+        return True
+
+    async def _host_loop(self, hs: HostState) -> None:
+        delay, replay = 0.2, True
+        while True:
+            try:
+                await self._configure(hs)
+                await self._sync_denials(hs)
+                hs.watching, hs.error = True, ""
+                self._dirty = True
+                async for ev in hs.session.events(replay=replay):
+                    replay = False
+                    self._host_event(hs, ev)
+                raise MrcError(f"host {hs.target.name}: event stream ended")
+            except MrcError as exc:
+                hs.error, hs.watching, hs.configured = str(exc), False, False
+                self._dirty = True
+                log.warning("%s", exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_S)
+
+    def _host_event(self, hs: HostState, ev) -> None:
+        hs.events += 1
+        if ev.wall_time_ns and ev.wall_time_ns < self.started_ns:
+            # History from before we started: only the denials matter (the agent keeps them).
+            if ev.reason in ("LINK_DENIED", "LINK_ALLOWED") and ev.link:
+                (hs.denied.add if ev.reason == "LINK_DENIED" else hs.denied.discard)(ev.link)
+                self.reactor.adopt_denial(ev.link, ev.reason == "LINK_DENIED", ev.wall_time_ns)
+            return
+        self.reactor.event(hs.target.name, ev, time.time_ns())
+        self._wake.set()
+
+    async def _sync_denials(self, hs: HostState) -> None:
+        """Give ``hs`` every denial in force that it lacks (a reconnected or new agent)."""
+        for link in sorted(set(self.reactor.denied) - hs.denied):
+            await hs.session.set_link_denied(link, True)
+            hs.denied.add(link)
+
+    # --- reaction -----------------------------------------------------------------------------
+    async def _react_loop(self) -> None:
+        last_status = 0.0
+        while True:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), TICK_S)
+            self._wake.clear()
+            now = time.time_ns()
+            if self.reactor.episode_start is not None and now - self._last_poll >= POLL_INTERVAL_S * 1e9:
+                await self._poll_good()
+            for action in self.reactor.decide(time.time_ns()):
+                await self._carry_out(action)
+            if self._dirty or time.monotonic() - last_status > STATUS_EVERY_S:
+                self._write_status()
+                last_status = time.monotonic()
+
+    async def _poll_good(self) -> None:
+        """Poll every host's EV table; an EV still GOOD whose acks grew since the last poll
+        is a working path (good evidence for the reactor)."""
+        self._last_poll = time.time_ns()
+        live = [hs for hs in self.hosts.values() if hs.watching and hs.session is not None]
+        replies = await asyncio.gather(*(hs.session.stats(include_evs=True) for hs in live), return_exceptions=True)
+        now = time.time_ns()
+        for hs, reply in zip(live, replies):
+            if isinstance(reply, BaseException):
+                continue
+            before = self._acked.get(hs.target.name, {})
+            after = {}
+            for peer in reply.peers:
+                for e in peer.evs:
+                    after[(peer.peer, e.ev)] = (e.acked, now)
+                    prev = before.get((peer.peer, e.ev))
+                    if prev is not None and e.state == GOOD and e.acked > prev[0]:
+                        self.reactor.good(hs.target.name, peer.peer, e.ev, prev[1], now)
+            self._acked[hs.target.name] = after
+
+    async def _carry_out(self, action: Action) -> None:
+        deny = action.kind == "deny"
+        live = [hs for hs in self.hosts.values() if hs.session is not None and hs.configured]
+
+        async def apply(hs: HostState) -> None:
+            for link in action.links:
+                await hs.session.set_link_denied(link, deny)
+                (hs.denied.add if deny else hs.denied.discard)(link)
+
+        results = await asyncio.gather(*(apply(hs) for hs in live), return_exceptions=True)
+        failed = [f"{hs.target.name}: {r}" for hs, r in zip(live, results) if isinstance(r, BaseException)]
+        self._dirty = True
+        if failed or not live:
+            log.warning("%s %s: not done on every host: %s", action.kind, ",".join(action.links),
+                        "; ".join(failed) or "no host reachable")
+            self.reactor.failed(action)
+            return
+        self.reactor.done(action, time.time_ns(), len(live))
+        log.info("%s %s on all %d hosts%s", "DENIED" if deny else "lifted", ", ".join(action.links), len(live),
+                 f" ({action.localisation.describe()})" if action.localisation else "")
+
+    # --- status -------------------------------------------------------------------------------
+    def status(self) -> dict:
+        """Everything ``mrc controller status`` shows, as plain data."""
+        loc: Localisation | None = self.reactor.last
+        return {
+            "name": self.name, "pid": os.getpid(), "started_ns": self.started_ns, "updated_ns": time.time_ns(),
+            "topology": self.topology.summary(), "election_id": self.election_id,
+            "pipeline": {"p4info": self.pipeline.p4info_path, "cookie": self.pipeline.cookie},
+            "ready": self.ready.is_set(),
+            "switches": {n: st.as_dict() for n, st in self.switches.items()},
+            "hosts": {n: hs.as_dict() for n, hs in self.hosts.items()},
+            "links_down": self.reactor.links_down(),
+            "denials": {link: t for link, t in sorted(self.reactor.denied.items())},
+            "localisation": None if loc is None else {
+                "describe": loc.describe(), "failed": sorted(loc.failed), "ambiguous": loc.ambiguous,
+                "candidates": [sorted(c) for c in loc.candidates], "suspects": sorted(loc.suspects),
+                "unexplained": len(loc.unexplained)},
+            "timeline": [m.as_dict() for m in self.reactor.timeline.marks],
+        }
+
+    def timeline(self) -> list[Mark]:
+        """The failure timeline so far."""
+        return list(self.reactor.timeline.marks)
+
+    def _write_status(self, stopped: bool = False) -> None:
+        self._dirty = False
+        if self.status_file is None:
+            return
+        status = self.status()
+        if stopped:
+            status["pid"] = 0
+        try:
+            write_status(self.status_file, status)
+        except OSError as exc:
+            log.warning("status file %s: %s", self.status_file, exc)

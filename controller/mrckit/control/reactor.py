@@ -1,0 +1,227 @@
+"""Failure reaction: EV events of many hosts in, DENY and lift decisions out (design 7).
+
+A state machine with no I/O: the controller feeds it host events (:meth:`FailureReactor.event`)
+and good-path evidence from polled counters (:meth:`FailureReactor.good`), calls
+:meth:`FailureReactor.decide` periodically, carries out the :class:`Action` s on every host and
+confirms them. Times are wall-clock ns (CLOCK_REALTIME), passed in, so tests drive the clock.
+
+Rules:
+- an *episode* starts with the first ASSUMED_BAD (or a host port going down) that no denied
+  link explains; good evidence counts only if gathered after the episode began (acks that
+  grew between two polls both taken after it, or a probe answered after it), so traffic that
+  crossed a link before it failed never clears it;
+- ``settle_ns`` after the episode began, the evidence is localised (``localise.py``) and every
+  suspect link is DENIED on every host. An ambiguous answer denies every suspect: the hosts
+  keep probing across denied links, so an innocent one is lifted by the next rule;
+- a denied link whose probes succeed ``lift_successes`` times in a row (PROBE_RESULT events
+  with probe_ok, or retired EVs recovering with PROBE_OK, on paths across it) is lifted on
+  every host, and the failing evidence across it is forgotten.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from ..topology import Topology, TopologyError, path_for_ev
+from ..topology.paths import EV_PATH_MASK
+from .localise import Localisation, localise
+from .timeline import Timeline
+
+log = logging.getLogger(__name__)
+
+GOOD, SKIP, ASSUMED_BAD, DENIED = 0, 1, 2, 3  # EvState of host_agent.proto
+SETTLE_NS = 100_000_000
+"""Evidence gathering time after the first ASSUMED_BAD before localising (100 ms): enough for
+the hosts' RTO (2 ms by default) to retire the other EVs across the link and for two polls."""
+LIFT_SUCCESSES = 3
+"""Consecutive successful probes across a denied link that lift the denial."""
+EVIDENCE_TTL_NS = 30_000_000_000
+"""Failing evidence older than this (30 s) is forgotten."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """Deny or lift ``links`` on every host. ``localisation`` is the reason of a deny."""
+
+    kind: str  # "deny" or "lift"
+    links: tuple[str, ...]
+    localisation: Localisation | None = None
+
+
+@dataclass
+class _Evidence:
+    links: frozenset[str]
+    time_ns: int
+
+
+@dataclass
+class FailureReactor:
+    """See the module docstring. ``topology`` maps (host, peer NIC, EV) to path links."""
+
+    topology: Topology
+    settle_ns: int = SETTLE_NS
+    lift_successes: int = LIFT_SUCCESSES
+    evidence_ttl_ns: int = EVIDENCE_TTL_NS
+    timeline: Timeline = field(default_factory=Timeline)
+    denied: dict[str, int] = field(default_factory=dict)        # link -> time denied (ns)
+    last: Localisation | None = None
+    ignored_events: int = 0
+    _bad: dict[tuple, _Evidence] = field(default_factory=dict)  # (host, peer, path bits) -> evidence
+    _good: dict[tuple, _Evidence] = field(default_factory=dict)
+    _ports_down: dict[str, int] = field(default_factory=dict)   # host links a host saw go down
+    _streak: dict[str, int] = field(default_factory=dict)
+    _pending: set[str] = field(default_factory=set)             # decided, not yet on all hosts
+    _episode: int | None = None
+    _paths: dict[tuple, frozenset[str] | None] = field(default_factory=dict)
+
+    # --- evidence in --------------------------------------------------------------------
+    def links_of(self, host: str, peer: str, ev: int) -> frozenset[str] | None:
+        """Link names of the path EV ``ev`` takes from ``host`` to ``peer`` (NIC address);
+        None when the topology has no such host pair or path."""
+        key = (host, peer, ev & EV_PATH_MASK)
+        if key not in self._paths:
+            try:
+                self._paths[key] = frozenset(path_for_ev(self.topology, host, peer, ev).links)
+            except (TopologyError, ValueError):
+                self._paths[key] = None
+        return self._paths[key]
+
+    def event(self, host: str, ev, now_ns: int) -> None:
+        """One ``EvEvent`` (host_agent.proto) from ``host``, received at ``now_ns``."""
+        reason = ev.reason
+        if reason in ("LINK_DENIED", "LINK_ALLOWED", "API_DENY", "API_ALLOW", "REPLACED"):
+            return
+        if not ev.peer:
+            self._port_event(host, ev, now_ns)
+            return
+        links = self.links_of(host, ev.peer, ev.ev)
+        if links is None:
+            self.ignored_events += 1
+            return
+        key = (host, ev.peer, ev.ev & EV_PATH_MASK)
+        if reason == "PROBE_RESULT":
+            self._probe(links, ev.probe_ok)
+        elif ev.new_state == ASSUMED_BAD:
+            self._failing(key, links, host, ev, now_ns)
+        elif ev.new_state == GOOD and reason == "PROBE_OK":
+            self._probe(links, True)
+            self._bad.pop(key, None)
+            if self._episode is not None:
+                self._good[key] = _Evidence(links, now_ns)
+
+    def good(self, host: str, peer: str, ev: int, since_ns: int, now_ns: int) -> None:
+        """``host``'s EV ``ev`` toward ``peer`` was acked between ``since_ns`` and ``now_ns``
+        (two polls of its counters): its path works, if that was after the episode began."""
+        if self._episode is None or since_ns < self._episode:
+            return
+        links = self.links_of(host, peer, ev)
+        if links is not None:
+            key = (host, peer, ev & EV_PATH_MASK)
+            self._good[key] = _Evidence(links, now_ns)
+            self._bad.pop(key, None)
+
+    def note_link_down(self, link: str, time_ns: int, source: str = "fault") -> None:
+        """Record that ``link`` went down at ``time_ns`` (a fault injector's log), for the
+        timeline only: the controller localises from host evidence, not from this."""
+        self.timeline.add("link_down", time_ns, (link,), source)
+
+    def adopt_denial(self, link: str, denied: bool, time_ns: int) -> None:
+        """A denial found in force (or lifted) on a host before we started: a restarted
+        controller takes over its predecessor's denials rather than forget them."""
+        if denied:
+            self.denied.setdefault(link, time_ns)
+            self._streak.setdefault(link, 0)
+        else:
+            self.denied.pop(link, None)
+            self._streak.pop(link, None)
+
+    def _port_event(self, host: str, ev, now_ns: int) -> None:
+        if not ev.link:
+            return
+        if ev.reason == "PORT_DOWN":
+            self._ports_down[ev.link] = now_ns
+            self.timeline.add("link_down", ev.wall_time_ns or now_ns, (ev.link,), f"port down seen by {host}")
+            self._start_episode(now_ns, host, ev)
+        else:
+            self._ports_down.pop(ev.link, None)
+
+    def _failing(self, key, links, host, ev, now_ns) -> None:
+        self._bad[key] = _Evidence(links, now_ns)
+        if not (links & self.denied.keys()):
+            self._start_episode(now_ns, host, ev)
+
+    def _start_episode(self, now_ns: int, host: str, ev) -> None:
+        if self._episode is None:
+            self._episode = now_ns
+            self._good.clear()
+            what = f"{host}: {ev.reason} peer {ev.peer or '-'} EV 0x{ev.ev:08x}"
+            self.timeline.add("first_assumed_bad", ev.wall_time_ns or now_ns, (), what)
+
+    def _probe(self, links: frozenset[str], ok: bool) -> None:
+        for link in links & self.denied.keys():
+            self._streak[link] = self._streak.get(link, 0) + 1 if ok else 0
+
+    # --- decisions out ------------------------------------------------------------------
+    @property
+    def episode_start(self) -> int | None:
+        """When the current episode began (ns), or None outside one."""
+        return self._episode
+
+    def unexplained_failing(self) -> list[frozenset[str]]:
+        """Link sets of failing paths that no denied link explains."""
+        return [e.links for e in self._bad.values() if not (e.links & self.denied.keys())]
+
+    def decide(self, now_ns: int) -> list[Action]:
+        """The actions due at ``now_ns``: lifts first, then a deny when an episode settled."""
+        actions = []
+        lift = tuple(sorted(link for link, n in self._streak.items()
+                            if n >= self.lift_successes and link in self.denied and link not in self._pending))
+        if lift:
+            actions.append(Action("lift", lift))
+        self._bad = {k: e for k, e in self._bad.items() if now_ns - e.time_ns <= self.evidence_ttl_ns}
+        failing = self.unexplained_failing()
+        ports_down = [link for link in self._ports_down if link not in self.denied]
+        if not failing and not ports_down:
+            self._episode = None
+            return actions
+        if self._episode is None:
+            self._episode = now_ns
+        if now_ns - self._episode < self.settle_ns and not ports_down:
+            return actions
+        loc = localise(failing, [e.links for e in self._good.values()])
+        self.last = loc
+        suspects = (loc.suspects | set(ports_down)) - self.denied.keys() - self._pending
+        if suspects:
+            self.timeline.add("localised", now_ns, tuple(sorted(suspects)), loc.describe())
+            self._pending |= suspects
+            actions.append(Action("deny", tuple(sorted(suspects)), loc))
+        return actions
+
+    def done(self, action: Action, now_ns: int, hosts: int) -> None:
+        """``action`` is in effect on all ``hosts`` hosts (the controller carried it out)."""
+        if action.kind == "deny":
+            for link in action.links:
+                self.denied[link] = now_ns
+                self._streak[link] = 0
+                self._pending.discard(link)
+            self._episode = None
+            self.timeline.add("deny_all_hosts", now_ns, action.links, f"DENY on all {hosts} hosts")
+            return
+        for link in action.links:
+            self.denied.pop(link, None)
+            self._streak.pop(link, None)
+            self._ports_down.pop(link, None)
+        self._bad = {k: e for k, e in self._bad.items() if not (e.links & set(action.links))}
+        self.timeline.add("lifted", now_ns, action.links, f"probes succeeded; lifted on all {hosts} hosts")
+
+    def failed(self, action: Action) -> None:
+        """``action`` could not be carried out everywhere; it will be decided again."""
+        self._pending.difference_update(action.links)
+        if action.kind == "lift":
+            for link in action.links:
+                self._streak[link] = 0
+
+    def links_down(self) -> list[str]:
+        """Links believed down: denied, being denied, or reported down by a host."""
+        return sorted(set(self.denied) | self._pending | set(self._ports_down))
