@@ -1,0 +1,370 @@
+"""The emulated fabric: a whole MRC Clos on one machine, as one Python object.
+
+>>> with Fabric.up(generate_clos(), name="lab") as fab:          # doctest: +SKIP
+...     a, b = fab.host("h0-0"), fab.host("h1-0")
+...     rx = b.socket(port=4791); tx = a.socket()
+...     tx.sendto(payload, (b.nic_address, 4791))
+...     fab.fail_link("p0-t0-0", "p0-t1-0", kind="down"); fab.restore("p0-t0-0", "p0-t1-0")
+
+Bring-up (issue 9, design sections 8 and 9): namespaces with their sysctls, links, the switch
+targets (eBPF program + P4Runtime server, or bmv2), the host agents, then the controller
+(``mrckit.control``), which programs the switches over P4Runtime and configures the agents.
+Everything is recorded in ``/run/mrckit/<name>/fabric.json`` as it is made, so a failure at
+any step, Ctrl-C, SIGTERM or the interpreter's exit removes exactly what was made, and a later
+``mrc`` process can open the fabric by name (:meth:`Fabric.open`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import os
+import signal
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+from .. import bpf, netns
+from ..errors import MrcError
+from ..host.config import Settings, mac_text
+from ..topology import CompiledFabric, GrpcEndpoint, Topology, compile_fabric, dumps_topology, loads_topology
+from . import build, faultctl, nodes, procs, teardown
+from .state import DEFAULT_PREFIX, FabricState, check_name, state_dir
+
+
+@dataclasses.dataclass(frozen=True)
+class HostNode:
+    """A host of a running fabric, for tests and demos.
+
+    Attributes:
+        name: the host's name; ns: its namespace; nic_address: its NIC address (text);
+        agent_address: its agent's gRPC address.
+    """
+
+    name: str
+    ns: str
+    nic_address: str
+    agent_address: str
+
+    def run(self, cmd: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
+        """Run ``cmd`` inside the host's namespace (``nsenter``); MrcError on failure."""
+        return netns.run(cmd, ns=self.ns, check=check)
+
+    def popen(self, cmd: list[str], **kwargs) -> subprocess.Popen:
+        """Start ``cmd`` inside the host's namespace (``nsenter --net``)."""
+        return subprocess.Popen(["nsenter", f"--net={netns.NETNS_DIR}/{self.ns}", "--", *cmd], **kwargs)
+
+    def socket(self, port: int = 0, *, kind: int = socket.SOCK_DGRAM, rcvbuf: int = 8 << 20) -> socket.socket:
+        """An IPv6 socket made inside the host's namespace, bound to ``[NIC address]:port``
+        (it stays in that namespace). UDP by default, receive buffer ``rcvbuf`` bytes."""
+        with netns.enter(self.ns):
+            s = socket.socket(socket.AF_INET6, kind)
+            try:
+                s.setsockopt(socket.SOL_SOCKET, 33, rcvbuf)  # SO_RCVBUFFORCE: we are root
+                s.bind((self.nic_address, port))
+            except BaseException:
+                s.close()
+                raise
+        return s
+
+    @contextlib.contextmanager
+    def inside(self):
+        """Switch the calling thread into the host's namespace for a ``with`` block."""
+        with netns.enter(self.ns):
+            yield
+
+    def stats(self, *, include_evs: bool = False, peer: str = ""):
+        """The agent's ``GetStats`` answer (host_agent.proto ``Stats``)."""
+        import grpc
+
+        from ..proto import host_agent_pb2 as pb
+        from ..proto import host_agent_pb2_grpc as pbg
+
+        with grpc.insecure_channel(self.agent_address) as channel:
+            return pbg.HostAgentStub(channel).GetStats(
+                pb.GetStatsRequest(include_evs=include_evs, peer=peer), timeout=10)
+
+
+class Fabric:
+    """A running emulated fabric. Make one with :meth:`up`, or open a running one with
+    :meth:`open`; use it as a context manager to tear it down at the end of the block.
+
+    Attributes:
+        state: its :class:`~mrckit.fabric.state.FabricState`; topology, compiled: the topology
+            and its compiled tables (``mrckit.topology``).
+    """
+
+    def __init__(self, state: FabricState, topology: Topology | None = None):
+        self.state = state
+        self.topology = topology or loads_topology(state.topology, f"{state.dir}/fabric.json")
+        self.compiled: CompiledFabric = compile_fabric(self.topology, state.target)
+        self._atexit = None
+
+    # --- life cycle ---------------------------------------------------------------------------
+    @classmethod
+    def up(cls, topology: Topology, *, name: str = "default", target: str = "ebpf",
+           prefix: str = DEFAULT_PREFIX, settings: Settings | None = None,
+           p4runtime_port: int | None = None, controller: bool = True,
+           controller_args: tuple[str, ...] = ()) -> "Fabric":
+        """Build and start the fabric of ``topology``; returns it running and programmed.
+
+        Args:
+            name: fabric name (1..16 of a-z0-9_); namespaces are ``<prefix><name>-<node>``.
+            target: ``ebpf`` (default) or ``bmv2``.
+            prefix: namespace prefix, starting with ``mrc``.
+            settings: host agent settings (``mrckit.host.config.Settings``).
+            p4runtime_port: eBPF target only: serve P4Runtime on 127.0.0.1 ports from this
+                one (one per switch, root namespace) instead of unix sockets.
+            controller: start ``mrc controller run`` on the fabric (False: leave the switches
+                unprogrammed, for tests that run a controller themselves).
+            controller_args: extra arguments for ``mrc controller run``.
+
+        Raises:
+            MrcError: a bad name or target, bmv2 missing, MTU too large, a port in use, a
+                fabric of that name up already, or any start-up failure. Nothing is left
+                behind in any of these cases.
+        """
+        check_name(name)
+        if not prefix.startswith("mrc"):
+            raise MrcError(f"namespace prefix {prefix!r} must start with 'mrc' (design section 8)")
+        nodes.check_target(target)
+        if target == "bmv2" and p4runtime_port is not None:
+            raise MrcError("--p4runtime-port is for the ebpf target; bmv2 serves on a unix socket")
+        build.check_mtu(topology.mtu)
+        nodes.check_ports(p4runtime_port, len(topology.switches))
+        compiled = compile_fabric(topology, target)
+        folder = state_dir(name)
+        try:
+            folder.mkdir(parents=True)
+        except FileExistsError:
+            raise MrcError(f"fabric {name!r} is up already ({folder} exists); "
+                           f"use another --name, or `mrc fabric down {name}` first") from None
+        state = FabricState(name, prefix, target, dumps_topology(topology))
+        fab = cls(state, topology)
+        fab._guard()
+        try:
+            with _signals_raise():
+                fab._build(compiled, settings or Settings(), p4runtime_port)
+                if controller:
+                    fab._start_controller(controller_args)
+        except BaseException:
+            fab.down()
+            raise
+        return fab
+
+    def _build(self, compiled: CompiledFabric, settings: Settings, base_port: int | None) -> None:
+        st = self.state
+        bpf.ensure_bpffs()
+        ns_of = lambda node: f"{st.prefix}{st.name}-{node}"  # noqa: E731
+        switches = [s.name for s in compiled.switches()]
+        st.nodes = {n: ns_of(n) for n in switches + [h.name for h in compiled.hosts()]}
+        st.pins = {n: ns_of(n) for n in switches}
+        st.device_ids = {n: 1 for n in switches}
+        st.save()
+        build.add_namespaces(st.nodes, switches)
+        links = list(_links(compiled))
+        st.links = [[a, ia, b, ib] for a, ia, _, b, ib, _ in links]
+        st.save()
+        build.add_links([(st.nodes[a], ia, ma, st.nodes[b], ib, mb) for a, ia, ma, b, ib, mb in links],
+                        compiled.topology.mtu)
+        for node, ns in st.nodes.items():
+            ifnames = [ia for a, ia, *_ in st.links if a == node] + [ib for _, _, b, ib in st.links if b == node]
+            build.prepare_ports(ns, ifnames, _neighbours(compiled, node))
+        if st.target == "ebpf":
+            nodes.start_ebpf_switches(st, compiled, base_port)
+        else:
+            nodes.start_bmv2_switches(st, compiled)
+        nodes.start_agents(st, compiled, settings)
+        self._write_topology()
+        st.save()
+
+    def _write_topology(self) -> Path:
+        """The topology with every switch's P4Runtime address and every host's agent address
+        filled in: what ``mrc controller run`` (or any controller) is given."""
+        st = self.state
+        topo = dataclasses.replace(
+            self.topology,
+            switches=tuple(dataclasses.replace(s, p4runtime=GrpcEndpoint(st.switches[s.name].address,
+                                                                          st.device_ids[s.name]))
+                           for s in self.topology.switches),
+            hosts=tuple(dataclasses.replace(h, agent=GrpcEndpoint(st.hosts[h.name].address))
+                        for h in self.topology.hosts))
+        path = st.dir / "topology.yaml"
+        path.write_text(dumps_topology(topo))
+        return path
+
+    @property
+    def topology_path(self) -> Path:
+        """``/run/mrckit/<name>/topology.yaml``: the topology with the fabric's addresses."""
+        return self.state.dir / "topology.yaml"
+
+    def _start_controller(self, extra: tuple[str, ...]) -> None:
+        st = self.state
+        argv = procs.mrc_argv("controller", "run", str(self.topology_path), *extra)
+        proc, info = procs.start(argv, st.dir / "controller.log", ns=None, address="")
+        st.controller = dataclasses.asdict(info)
+        st.save()
+        procs.wait_ready({"controller": (proc, info)}, CONTROLLER_READY)
+
+    @classmethod
+    def open(cls, name: str) -> "Fabric":
+        """The running fabric ``name`` (from its state file). Raises MrcError if none."""
+        return cls(FabricState.load(name))
+
+    def down(self) -> None:
+        """Tear everything down (idempotent; also run at interpreter exit for an owner)."""
+        teardown.teardown(self.state)
+        if self._atexit is not None:
+            atexit.unregister(self._atexit)
+            self._atexit = None
+
+    def detach(self) -> None:
+        """Leave the fabric running when this process exits (``mrc fabric up`` does this)."""
+        if self._atexit is not None:
+            atexit.unregister(self._atexit)
+            self._atexit = None
+
+    def _guard(self) -> None:
+        self._atexit = self.down
+        atexit.register(self._atexit)
+
+    def __enter__(self) -> "Fabric":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+    # --- nodes ----------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+    def ns(self, node: str) -> str:
+        """The namespace of ``node``. Raises MrcError for an unknown node."""
+        try:
+            return self.state.nodes[node]
+        except KeyError:
+            raise MrcError(f"fabric {self.name} has no node {node!r} "
+                           f"(nodes: {', '.join(sorted(self.state.nodes))})") from None
+
+    def hosts(self) -> list[str]:
+        """Host names, in topology order."""
+        return [h.name for h in self.topology.hosts]
+
+    def switches(self) -> list[str]:
+        """Switch names, in topology order."""
+        return [s.name for s in self.topology.switches]
+
+    def host(self, name: str) -> HostNode:
+        """A :class:`HostNode` handle. Raises MrcError for an unknown host."""
+        if name not in self.state.hosts:
+            raise MrcError(f"fabric {self.name} has no host {name!r} (hosts: {', '.join(self.hosts())})")
+        return HostNode(name, self.ns(name), str(self.compiled.host(name).nic_address),
+                        self.state.hosts[name].address)
+
+    def switch_address(self, name: str) -> str:
+        """The P4Runtime address of switch ``name``."""
+        if name not in self.state.switches:
+            raise MrcError(f"fabric {self.name} has no switch {name!r}")
+        return self.state.switches[name].address
+
+    def switch_counters(self, name: str, counter: str = "rx_port") -> dict[int, tuple[int, int]]:
+        """eBPF target: ``{port: (packets, bytes)}`` of counter ``counter`` of switch ``name``,
+        read from its pinned maps."""
+        from ..switch.ebpf_target import SwitchTables
+
+        if self.state.target != "ebpf":
+            raise MrcError("switch_counters reads eBPF pins; on bmv2 read counters over P4Runtime")
+        tables = SwitchTables.open_pinned(self.state.pins[name])
+        try:
+            return {p.number: tuple(tables.counter(counter, p.number)) for p in self.compiled.switch(name).ports}
+        finally:
+            tables.close()
+
+    # --- faults ---------------------------------------------------------------------------------
+    def fail_link(self, a: str, b: str, kind: str = "down", value: float | None = None) -> str:
+        """Break link a–b: ``kind`` is ``down``, ``flap`` (``value`` Hz), ``loss``
+        (``value`` percent) or ``blackhole``. Returns the fault-log line.
+        Raises MrcError/ValueError: see :func:`mrckit.fabric.faultctl.fail_link`."""
+        return faultctl.fail_link(self.state, a, b, kind, value)
+
+    def fail_switch(self, name: str) -> str:
+        """Detach switch ``name``'s dataplane. Returns the fault-log line."""
+        return faultctl.fail_switch(self.state, self.compiled, name)
+
+    def restore(self, a: str, b: str | None = None) -> str:
+        """Undo the fault on link a–b, or on switch ``a`` when ``b`` is None."""
+        if b is None:
+            return faultctl.restore_switch(self.state, self.compiled, a)
+        return faultctl.restore_link(self.state, a, b)
+
+    def restore_all(self) -> list[str]:
+        """Undo every fault; returns the fault-log lines."""
+        return faultctl.restore_all(self.state, self.compiled)
+
+    def fault_log(self) -> list[str]:
+        """Timestamped fault and restore lines, oldest first."""
+        return self.state.fault_log()
+
+    def status(self) -> dict:
+        """Namespaces, processes (alive or not), links (up or down per end) and faults."""
+        return faultctl.status(self.state)
+
+
+CONTROLLER_READY = "programmed"
+"""The word ``mrc controller run`` logs once every switch and host is programmed."""
+
+
+def _links(compiled: CompiledFabric):
+    """``(node_a, if_a, mac_a, node_b, if_b, mac_b)`` per link, each link once, MACs as text."""
+    seen = set()
+    for sw in compiled.switches():
+        for p in sw.ports:
+            key = frozenset([(sw.name, p.ifname), (p.peer, p.peer_ifname)])
+            if key not in seen:
+                seen.add(key)
+                yield sw.name, p.ifname, mac_text(p.mac), p.peer, p.peer_ifname, mac_text(p.peer_mac)
+
+
+def _neighbours(compiled: CompiledFabric, node: str) -> list[tuple[str, str]]:
+    """A host's static neighbours: its T0 on every plane, ``(ifname, mac)``."""
+    try:
+        host = compiled.host(node)
+    except (KeyError, ValueError, MrcError):
+        return []
+    return [(p.ifname, mac_text(p.t0_mac)) for p in host.ports]
+
+
+@contextlib.contextmanager
+def _signals_raise():
+    """During bring-up, SIGTERM behaves like Ctrl-C, so the caller's cleanup runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = {sig: signal.signal(sig, raise_interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def wait_for_signal() -> None:
+    """Block until SIGINT or SIGTERM (``mrc fabric up --foreground``)."""
+    stop = threading.Event()
+    old = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+__all__ = ["Fabric", "HostNode", "wait_for_signal", "os"]

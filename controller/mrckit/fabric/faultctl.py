@@ -1,0 +1,244 @@
+"""Faults on a running fabric: ``mrc fail link|switch`` and ``mrc restore`` (issue 9 item 2).
+
+This kernel has no netem (design section 9), so:
+
+- ``down``: both ends of the veth pair ``ip link set down`` (the host agents see the carrier go);
+- ``flap HZ``: a small process (``python -m mrckit.fabric.flap``) toggles both ends, down for
+  half a period and up for the other half, until restored;
+- ``loss PCT`` and ``blackhole``: the fault XDP program of ``mrckit.fabric.faults`` in front
+  of the switch or host program on BOTH ends (each end faults the traffic it receives), so
+  both directions lose;
+- ``fail switch S``: the switch's dataplane is detached: on the eBPF target its XDP program
+  leaves every port (its pinned tables stay, so restore re-attaches the same state); on bmv2
+  the process is stopped (SIGSTOP) and continued on restore.
+
+Every fault and restore is appended, with a UTC timestamp, to ``/run/mrckit/<fabric>/faults.log``
+and recorded in the state file, so ``mrc restore`` in another process undoes it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sys
+
+from .. import netns
+from ..bpf.attach import xdp_detach
+from ..errors import MrcError
+from ..switch.ebpf_target import EbpfSwitch
+from . import faults, procs
+from .state import FabricState, now_iso
+
+LINK_KINDS = ("down", "flap", "loss", "blackhole")
+MAX_FLAP_HZ = 50.0
+"""Each toggle runs iproute2 twice; faster flapping would measure process start-up."""
+
+
+def find_link(state: FabricState, a: str, b: str) -> tuple[str, str, str, str]:
+    """The link between nodes ``a`` and ``b`` as ``(a, if_a, b, if_b)``.
+
+    Raises:
+        MrcError: an unknown node, or no link between them (naming the neighbours of ``a``).
+    """
+    for node in (a, b):
+        if node not in state.nodes:
+            raise MrcError(f"fabric {state.name} has no node {node!r}")
+    neighbours = []
+    for na, ia, nb, ib in state.links:
+        if (na, nb) == (a, b):
+            return na, ia, nb, ib
+        if (na, nb) == (b, a):
+            return nb, ib, na, ia
+        if a in (na, nb):
+            neighbours.append(nb if na == a else na)
+    raise MrcError(f"no link between {a} and {b}; {a} links to {', '.join(sorted(neighbours))}")
+
+
+def link_key(a: str, b: str) -> str:
+    """State key of link a–b (order-free)."""
+    return "link:" + ":".join(sorted((a, b)))
+
+
+def fail_link(state: FabricState, a: str, b: str, kind: str, value: float | None = None) -> str:
+    """Put fault ``kind`` on link a–b: ``down``, ``flap`` (``value`` Hz, 0 < Hz <= 50),
+    ``loss`` (``value`` percent, 0 < % <= 100) or ``blackhole``. Returns the fault-log line.
+
+    Raises:
+        MrcError: unknown nodes or link, a fault already on the link (restore it first), a
+            loss/blackhole on a port of a failed switch, or the kernel refused (nothing stays).
+        ValueError: a bad kind or value.
+    """
+    na, ia, nb, ib = find_link(state, a, b)
+    key = link_key(a, b)
+    _check_kind(kind, value)
+    if key in state.faults:
+        raise MrcError(f"link {a} {b} already has a fault ({_describe(state.faults[key])}); "
+                       f"`mrc restore link {a} {b}` first")
+    ends = [(state.nodes[na], ia), (state.nodes[nb], ib)]
+    if kind in ("loss", "blackhole"):
+        failed = [n for n in (na, nb) if f"switch:{n}" in state.faults]
+        if failed:
+            raise MrcError(f"switch {failed[0]} is failed (no dataplane to chain a fault to); "
+                           f"`mrc restore switch {failed[0]}` first")
+        _attach_faults(ends, faults.Fault(loss_ppm=faults.percent_to_ppm(value)) if kind == "loss"
+                       else faults.Fault(blackhole=True))
+    elif kind == "down":
+        _set_links(ends, up=False)
+    else:
+        argv = [sys.executable, "-m", "mrckit.fabric.flap", *ends[0], *ends[1], str(value)]
+        _, info = procs.start(argv, state.dir / f"flap-{na}-{nb}.log", ns=None, address="")
+        state.flappers[key] = info
+    state.faults[key] = {"kind": kind, "value": value, "a": na, "b": nb, "since": now_iso()}
+    line = state.log_fault(f"fail link {na} {nb} {_describe(state.faults[key])}")
+    state.save()
+    return line
+
+
+def _check_kind(kind: str, value: float | None) -> None:
+    if kind not in LINK_KINDS:
+        raise ValueError(f"link fault {kind!r}: use one of {', '.join(LINK_KINDS)}")
+    if kind == "flap" and (value is None or not 0 < value <= MAX_FLAP_HZ or not math.isfinite(value)):
+        raise ValueError(f"--flap {value!r} Hz: must be within (0, {MAX_FLAP_HZ:g}]")
+    if kind == "loss" and (value is None or not 0 < value <= 100):
+        raise ValueError(f"--loss {value!r} %: must be within (0, 100]")
+
+
+def _describe(fault: dict) -> str:
+    unit = {"flap": " Hz", "loss": " %"}.get(fault["kind"], "")
+    return fault["kind"] + (f" {fault['value']:g}{unit}" if fault.get("value") is not None else "")
+
+
+def _attach_faults(ends: list[tuple[str, str]], fault: faults.Fault) -> None:
+    done = []
+    try:
+        for ns, ifname in ends:
+            faults.attach(ns, ifname, fault)
+            done.append((ns, ifname))
+    except BaseException:
+        for ns, ifname in done:
+            faults.detach(ns, ifname)
+        raise
+
+
+def _set_links(ends: list[tuple[str, str]], *, up: bool) -> None:
+    for ns, ifname in ends:
+        if netns.exists(ns):
+            netns.run(["ip", "link", "set", ifname, "up" if up else "down"], ns=ns)
+
+
+def restore_link(state: FabricState, a: str, b: str) -> str:
+    """Undo the fault on link a–b. Returns the fault-log line.
+
+    Raises:
+        MrcError: no such link, or it has no fault.
+    """
+    na, ia, nb, ib = find_link(state, a, b)
+    key = link_key(a, b)
+    fault = state.faults.get(key)
+    if fault is None:
+        raise MrcError(f"link {a} {b} has no fault to restore")
+    ends = [(state.nodes[na], ia), (state.nodes[nb], ib)]
+    if fault["kind"] in ("loss", "blackhole"):
+        for ns, ifname in ends:
+            faults.detach(ns, ifname)
+    else:
+        if key in state.flappers:
+            procs.stop(state.flappers.pop(key))
+        _set_links(ends, up=True)
+    del state.faults[key]
+    line = state.log_fault(f"restore link {na} {nb} ({_describe(fault)})")
+    state.save()
+    return line
+
+
+def fail_switch(state: FabricState, compiled, name: str) -> str:
+    """Detach switch ``name``'s dataplane (see the module docstring). Returns the log line.
+
+    Raises:
+        MrcError: not a switch, already failed, or a loss/blackhole fault sits on one of its
+            links (restore that first: its program chains the switch's).
+    """
+    if name not in state.switches:
+        raise MrcError(f"fabric {state.name} has no switch {name!r}")
+    key = f"switch:{name}"
+    if key in state.faults:
+        raise MrcError(f"switch {name} is failed already; `mrc restore switch {name}` first")
+    chained = [f["a"] + " " + f["b"] for f in state.faults.values()
+               if f["kind"] in ("loss", "blackhole") and name in (f.get("a"), f.get("b"))]
+    if chained:
+        raise MrcError(f"link {chained[0]} has a {state.faults[link_key(*chained[0].split())]['kind']} fault "
+                       f"chained to {name}'s program; `mrc restore link {chained[0]}` first")
+    if state.target == "ebpf":
+        with netns.enter(state.nodes[name]):
+            for port in compiled.switch(name).ports:
+                xdp_detach(port.ifname)
+    else:
+        os.kill(state.switches[name].pid, signal.SIGSTOP)
+    state.faults[key] = {"kind": "switch", "value": None, "switch": name, "since": now_iso()}
+    line = state.log_fault(f"fail switch {name} (dataplane detached)")
+    state.save()
+    return line
+
+
+def restore_switch(state: FabricState, compiled, name: str) -> str:
+    """Re-attach switch ``name``'s dataplane with its tables as they were. Returns the log line.
+
+    Raises:
+        MrcError: not a switch, or not failed.
+    """
+    if name not in state.switches:
+        raise MrcError(f"fabric {state.name} has no switch {name!r}")
+    if f"switch:{name}" not in state.faults:
+        raise MrcError(f"switch {name} is not failed")
+    if state.target == "ebpf":
+        sw = EbpfSwitch(state.pins[name], state.nodes[name], compiled.switch(name).port_map())
+        sw.setup()
+        sw._obj.close()  # the pins keep it; this process need not
+    else:
+        os.kill(state.switches[name].pid, signal.SIGCONT)
+    del state.faults[f"switch:{name}"]
+    line = state.log_fault(f"restore switch {name}")
+    state.save()
+    return line
+
+
+def restore_all(state: FabricState, compiled) -> list[str]:
+    """Undo every fault; returns the fault-log lines."""
+    lines = []
+    for key, fault in list(state.faults.items()):
+        if fault["kind"] == "switch":
+            lines.append(restore_switch(state, compiled, fault["switch"]))
+        else:
+            lines.append(restore_link(state, fault["a"], fault["b"]))
+    return lines
+
+
+def status(state: FabricState) -> dict:
+    """A JSON-able summary: namespaces, processes, links with each end's state, faults,
+    the last fault-log lines."""
+    oper = {node: _operstate(ns) for node, ns in state.nodes.items()}
+    procs_alive = {node: info.alive() for node, info in {**state.switches, **state.hosts}.items()}
+    if state.controller:
+        procs_alive["controller"] = procs.ProcInfo(**state.controller).alive()
+    return {
+        "name": state.name, "target": state.target, "created": state.created,
+        "namespaces": {node: {"ns": ns, "exists": netns.exists(ns)} for node, ns in state.nodes.items()},
+        "processes": procs_alive,
+        "addresses": {node: info.address for node, info in {**state.switches, **state.hosts}.items()},
+        "links": [{"a": a, "if_a": ia, "b": b, "if_b": ib, "state_a": oper[a].get(ia, "absent"),
+                   "state_b": oper[b].get(ib, "absent")} for a, ia, b, ib in state.links],
+        "faults": state.faults,
+        "fault_log": state.fault_log()[-20:],
+    }
+
+
+def _operstate(ns: str) -> dict[str, str]:
+    if not netns.exists(ns):
+        return {}
+    out = netns.run(["ip", "-j", "link", "show"], ns=ns, check=False).stdout
+    try:
+        return {link["ifname"]: link.get("operstate", "UNKNOWN") for link in json.loads(out or b"[]")}
+    except json.JSONDecodeError:
+        return {}

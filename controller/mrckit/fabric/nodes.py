@@ -1,0 +1,152 @@
+"""Starting the switch targets and host agents of a fabric, and removing them again.
+
+- eBPF target: this process loads and pins each switch's program and attaches it to the
+  switch's ports (``EbpfSwitch.setup``, inside the switch's namespace, which also fills the
+  DEVMAP there as design section 9 requires); the pins keep it alive after we exit. Then one
+  P4Runtime server process per switch serves those pins (``mrckit.switch.p4runtime``),
+  inside the switch's namespace on a unix socket, or in the root namespace on a loopback TCP
+  port when the user asks for ports. The server reaches the switch only through the pins.
+- bmv2 target: one ``simple_switch_grpc`` per switch (``mrckit.switch.bmv2``).
+- hosts: one ``mrc host up`` process per host, inside the host's namespace, with a config
+  file written from the compiled ``HostConfig``, after its NIC device is made (``nicdev``).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import yaml
+from google.protobuf import json_format
+
+from ..errors import MrcError
+from ..host.config import Settings, from_topology, to_proto
+from ..host.nicdev import create_nic_device
+from ..switch import bmv2
+from ..switch.ebpf_target import EbpfSwitch, remove_pins
+from ..switch.p4runtime import process as p4rt_process
+from . import procs
+from .state import FabricState, ProcInfo, start_ticks
+
+NIC_DEVICE = "nic0"
+P4RT_READY = "listening "
+AGENT_READY = "serving on "
+
+
+def switch_address(state: FabricState, node: str, port: int | None) -> str:
+    """``unix:/run/mrckit/<fabric>/sw-<node>.sock``, or ``127.0.0.1:<port>``."""
+    return f"127.0.0.1:{port}" if port is not None else f"unix:{state.dir}/sw-{node}.sock"
+
+
+def agent_address(state: FabricState, node: str) -> str:
+    """``unix:/run/mrckit/<fabric>/host-<node>.sock``."""
+    return f"unix:{state.dir}/host-{node}.sock"
+
+
+def start_ebpf_switches(state: FabricState, compiled, base_port: int | None) -> None:
+    """Set up every eBPF switch and start its P4Runtime server; records them in ``state``
+    (before each start, so a failure part-way is still torn down).
+
+    Raises:
+        MrcError: a set-up step or a server failed (naming the switch).
+    """
+    started = {}
+    for i, sw in enumerate(compiled.switches()):
+        pin = state.pins[sw.name]
+        EbpfSwitch(pin, state.nodes[sw.name], sw.port_map()).setup()
+        port = None if base_port is None else base_port + i
+        address = switch_address(state, sw.name, port)
+        argv = p4rt_process.command(pin, address, netns=None, device_id=state.device_ids[sw.name],
+                                    state_dir=state.dir / "p4rt" / sw.name)
+        ns = None if port is not None else state.nodes[sw.name]
+        proc, info = procs.start(argv, state.dir / f"sw-{sw.name}.log", ns=ns, address=address)
+        state.switches[sw.name] = info
+        started[sw.name] = (proc, info)
+    state.save()
+    procs.wait_ready(started, P4RT_READY)
+
+
+def start_bmv2_switches(state: FabricState, compiled) -> None:
+    """Start ``simple_switch_grpc`` for every switch (without a program: the controller pushes
+    the pipeline). Raises MrcError with bmv2's log when one does not come up."""
+    for sw in compiled.switches():
+        pin = state.pins[sw.name]
+        switch = bmv2.Bmv2Switch(pin, state.nodes[sw.name], sw.port_map(), json_path=None,
+                                 device_id=state.device_ids[sw.name])
+        try:
+            switch.start()
+        finally:
+            if switch.proc is not None:
+                state.switches[sw.name] = ProcInfo(switch.proc.pid, start_ticks(switch.proc.pid) or 0,
+                                                   switch.grpc_address, switch.command,
+                                                   str(switch.run_dir / "stdout.log"))
+                state.save()
+
+
+def start_agents(state: FabricState, compiled, settings: Settings) -> None:
+    """Write each host's agent config and start its agent; wait until all serve.
+
+    Raises:
+        MrcError: an agent exited or did not serve in time (naming the host, with its log).
+    """
+    started = {}
+    cfg_dir = state.dir / "hosts"
+    cfg_dir.mkdir(exist_ok=True)
+    for host in compiled.hosts():
+        cfg = from_topology(host, NIC_DEVICE, settings)
+        doc = json_format.MessageToDict(to_proto(cfg), preserving_proto_field_name=True)
+        path = cfg_dir / f"{host.name}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        address = agent_address(state, host.name)
+        # The NIC device is made here: `mrc host up --create-nic` reads /sys/class/net, which
+        # under `nsenter --net` still shows the root namespace's interfaces.
+        create_nic_device(NIC_DEVICE, host.nic_address, host.mtu, ns=state.nodes[host.name])
+        argv = procs.mrc_argv("host", "up", str(path), "--listen", address)
+        proc, info = procs.start(argv, state.dir / f"host-{host.name}.log", ns=state.nodes[host.name],
+                                 address=address)
+        state.hosts[host.name] = info
+        started[host.name] = (proc, info)
+    state.save()
+    procs.wait_ready(started, AGENT_READY)
+
+
+def stop_all(state: FabricState) -> None:
+    """Stop every process of the fabric (agents first: they detach their programs on the way
+    out), then remove the switches' pins and bmv2 run folders. Idempotent."""
+    procs.stop_many(list(state.flappers.values()))
+    procs.stop_many(list(state.hosts.values()))
+    if state.controller:
+        procs.stop_many([ProcInfo(**state.controller)])
+    procs.stop_many(list(state.switches.values()))
+    for pin in state.pins.values():
+        if state.target == "ebpf":
+            remove_pins(pin)
+        else:
+            shutil.rmtree(bmv2.RUN_ROOT / pin, ignore_errors=True)
+
+
+def check_target(target: str) -> None:
+    """Raises MrcError for an unknown target, or bmv2 when ``simple_switch_grpc`` is absent."""
+    if target not in ("ebpf", "bmv2"):
+        raise MrcError(f"target {target!r}: use ebpf or bmv2")
+    if target == "bmv2" and bmv2.find_tool("simple_switch_grpc") is None:
+        raise MrcError(f"--target bmv2: simple_switch_grpc not found on PATH or in {bmv2.P4TOOLS_BIN} "
+                       "(build bmv2 from p4lang source into /opt/p4tools, or use --target ebpf)")
+
+
+def check_ports(base_port: int | None, count: int) -> None:
+    """Raises MrcError when a loopback TCP port of ``base_port .. base_port+count-1`` is taken."""
+    import socket
+
+    if base_port is None:
+        return
+    if not 1 <= base_port <= 65535 - count + 1:
+        raise MrcError(f"--p4runtime-port {base_port}: {count} ports from it must fit in 1..65535")
+    for port in range(base_port, base_port + count):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError as exc:
+                raise MrcError(f"P4Runtime port 127.0.0.1:{port} is already in use ({exc.strerror}); "
+                               f"choose another --p4runtime-port (switch {port - base_port + 1} of {count} "
+                               "would listen there)") from None
+
