@@ -103,6 +103,9 @@ def _mutations():
     def dangling_action(p):
         p.tables[0].action_refs.add(id=0x01FFFFFF)
 
+    def table_size(p):
+        p.tables[1].size = 1 << 20
+
     def counter_size(p):
         p.counters[0].size = 256
 
@@ -116,6 +119,7 @@ def _mutations():
         ("extra counter", extra_counter, ["extra", "not implemented"]),
         ("dangling action ref", dangling_action, ["unknown action id"]),
         ("counter size", counter_size, ["256"]),
+        ("table size", table_size, ["1048576", "65536"]),
         ("match kind", match_kind, ["lpm", "exact"]),
     ]
 

@@ -144,6 +144,8 @@ def _table(table, spec: TableSpec, actions: dict, problems: list) -> TableInfo:
             default_ok=ref.scope != p4i.ActionRef.TABLE_ONLY,
         )
     _check_actions(where, refs, spec, problems)
+    if table.size > spec.size:
+        problems.append(f"{where} has size {table.size}, the program's map holds {spec.size} entries")
     if table.const_default_action_id and table.const_default_action_id not in refs:
         problems.append(f"{where} const default action id {table.const_default_action_id:#x} is not one of its actions")
     return TableInfo(table.preamble.id, spec.name, fields, refs, bool(table.const_default_action_id), spec)
