@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from ..control.lookup import looks_like_address, resolve_switch
 from ..errors import PrerequisiteError
 
 SHELL_ENV = "MRC_P4RT_PYTHON"
@@ -42,17 +43,20 @@ def register(main: click.Group) -> None:
 
     @main.command(context_settings={"ignore_unknown_options": True})
     @click.argument("address")
-    @click.option("--device-id", default=1, show_default=True, help="P4Runtime device id (bmv2 uses 0).")
+    @click.option("--device-id", type=int, help="P4Runtime device id (default 1, or the switch's own when ADDRESS "
+                                               "is a switch name; bmv2 uses 0).")
+    @click.option("--topo", type=click.Path(dir_okay=False), help="Resolve a switch name in this topology file.")
     @click.option("--election-id", default="0,1", show_default=True, help="HIGH,LOW of the election id.")
     @click.option("--p4info", type=click.Path(exists=True, dir_okay=False),
                   help="Push this P4Info (text) first, with --device-config.")
     @click.option("--device-config", type=click.Path(exists=True, dir_okay=False),
                   help="p4_device_config file (bmv2 JSON) pushed with --p4info.")
     @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
-    def shell(address, device_id, election_id, p4info, device_config, extra):
+    def shell(address, device_id, election_id, p4info, device_config, topo, extra):
         """Open p4runtime-shell on the P4Runtime server at ADDRESS.
 
-        ADDRESS is unix:/path/to/socket (an emulated switch's socket) or HOST:PORT. Options after
+        ADDRESS is unix:/path/to/socket (an emulated switch's socket) or HOST:PORT, or a switch
+        name: of --topo TOPO, or of a fabric a running `mrc controller run` manages. Options after
         the address that mrc does not know go to p4runtime-shell (e.g. --ssl --cacert CA).
         """
         if bool(p4info) != bool(device_config):
@@ -60,5 +64,9 @@ def register(main: click.Group) -> None:
         parts = election_id.split(",")
         if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
             raise click.BadParameter(f"{election_id!r}: expected HIGH,LOW, e.g. 0,1", param_hint="--election-id")
+        device_id = 1 if device_id is None and looks_like_address(address) else device_id
+        if not looks_like_address(address):
+            target = resolve_switch(address, topo)
+            address, device_id = target.address, target.device_id if device_id is None else device_id
         argv = shell_argv(shell_python(), address, device_id, election_id, p4info, device_config, extra)
         sys.exit(subprocess.call(argv))

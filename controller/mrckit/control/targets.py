@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from ..errors import MrcError
-from ..topology import GrpcEndpoint, GrpcTls, Topology
+from ..topology import GrpcTls, Topology
 
 DEFAULT_DEVICE_ID = 1
 """P4Runtime device id when none is given: finsy's default. Our eBPF P4Runtime server also
@@ -59,30 +59,41 @@ class HostTarget:
     tls: GrpcTls | None = None
 
 
-def _endpoint(ep: GrpcEndpoint | None, what: str) -> GrpcEndpoint:
-    if ep is None:
-        raise MrcError(f"{what} has no address in the topology (give it one, e.g. "
-                       f"'p4runtime: {{address: \"127.0.0.1:9559\"}}', or run it under `mrc fabric up`)")
-    return ep
-
-
-def targets_from_topology(topo: Topology, *, require_all: bool = True) -> tuple[list[SwitchTarget], list[HostTarget]]:
-    """The switch and host targets a topology names (``p4runtime:`` and ``agent:`` fields).
-
-    With ``require_all`` every switch must have a P4Runtime address (hosts without an agent
-    address are skipped: a fabric may have hosts the controller does not manage).
+def targets_from_topology(topo: Topology, switch_addresses: dict[str, tuple[str, int | None]] | None = None,
+                          host_addresses: dict[str, str] | None = None, *, device_id: int = DEFAULT_DEVICE_ID,
+                          nic_device: str = "nic0") -> tuple[list[SwitchTarget], list[HostTarget]]:
+    """The switch and host targets of a topology: its ``p4runtime:`` and ``agent:`` fields,
+    overridden by ``switch_addresses`` (name -> (address, device id or None)) and
+    ``host_addresses`` (name -> address). A switch with no device id gets ``device_id``.
+    Every switch must have an address; hosts without one are not managed.
 
     Raises:
-        MrcError: a switch without an address, naming it.
+        MrcError: an override naming no node, or switches without an address (named).
     """
-    switches = []
+    switch_addresses, host_addresses = switch_addresses or {}, host_addresses or {}
+    for name in switch_addresses:
+        topo.switch(name)  # TopologyError (an MrcError) naming it
+    for name in host_addresses:
+        topo.host(name)
+    switches, missing = [], []
     for s in topo.switches:
-        if s.p4runtime is None and not require_all:
+        ep = s.p4runtime
+        address, dev = switch_addresses.get(s.name, (ep.address, ep.device_id) if ep else (None, None))
+        if address is None:
+            missing.append(s.name)
             continue
-        ep = _endpoint(s.p4runtime, f"switch {s.name}")
-        switches.append(SwitchTarget(s.name, ep.address, DEFAULT_DEVICE_ID if ep.device_id is None else ep.device_id,
-                                     ep.tls))
-    hosts = [HostTarget(h.name, h.agent.address, tls=h.agent.tls) for h in topo.hosts if h.agent is not None]
+        if dev is None:
+            dev = ep.device_id if ep is not None and ep.device_id is not None else device_id
+        switches.append(SwitchTarget(s.name, address, dev, ep.tls if ep else None))
+    if missing:
+        raise MrcError(f"no P4Runtime address for switch {', '.join(missing[:4])}"
+                       f"{f' and {len(missing) - 4} more' if len(missing) > 4 else ''}: give one in the topology "
+                       f"(p4runtime: {{address: ...}}) or with --switch NAME=ADDRESS")
+    hosts = []
+    for h in topo.hosts:
+        address = host_addresses.get(h.name, h.agent.address if h.agent else None)
+        if address is not None:
+            hosts.append(HostTarget(h.name, address, nic_device, tls=h.agent.tls if h.agent else None))
     return switches, hosts
 
 

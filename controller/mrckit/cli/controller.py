@@ -1,0 +1,149 @@
+"""``mrc controller run TOPO`` and ``mrc controller status``: printing and argument parsing
+only; the work is in :mod:`mrckit.control` (docs/controller.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+import time
+
+import click
+
+from ..control import (
+    DEFAULT_DEVICE_ID, Controller, format_marks, load_pipeline, read_status, status_path, targets_from_topology,
+)
+from ..control.reactor import SETTLE_NS
+from ..control.status import STATUS_DIR
+from ..topology import load_topology
+
+
+def _override(spec: str, what: str) -> tuple[str, str, int | None]:
+    """``NAME=ADDRESS`` or ``NAME=ADDRESS@DEVICE_ID``."""
+    name, sep, address = spec.partition("=")
+    if not sep or not name or not address:
+        raise click.BadParameter(f"{spec!r}: expected NAME=ADDRESS", param_hint=what)
+    head, at, dev = address.rpartition("@")
+    if at and dev.isdigit():
+        return name, head, int(dev)
+    return name, address, None
+
+
+def _print_counts(ctl: Controller) -> None:
+    for name, st in ctl.switches.items():
+        c = st.last
+        if c is not None:
+            click.echo(f"  {name:<12} pipeline {'pushed' if c.pipeline_pushed else 'kept (cookie matches)':<22} "
+                       f"read {c.entries_read:>4}  insert {c.inserted:>4}  modify {c.modified:>3}  "
+                       f"delete {c.deleted:>3}  write requests {c.write_requests}")
+
+
+async def _run(ctl: Controller, once: bool) -> None:
+    if once:
+        await ctl.program_switches()
+        click.echo(f"programmed {len(ctl.switches)} switches:")
+        _print_counts(ctl)
+        configured = await ctl.configure_hosts()
+        click.echo(f"hosts: {sum(configured.values())} configured now, "
+                   f"{len(configured) - sum(configured.values())} already configured")
+        return
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    runner = asyncio.create_task(ctl.run(stop))
+    ready = asyncio.create_task(ctl.ready.wait())
+    await asyncio.wait([runner, ready], return_when=asyncio.FIRST_COMPLETED)
+    if ready.done():
+        click.echo(f"ready: {len(ctl.switches)} switches programmed, {len(ctl.hosts)} hosts configured")
+        _print_counts(ctl)
+        sys.stdout.flush()
+    await runner
+    click.echo("controller stopped")
+
+
+def _status_lines(st: dict) -> list[str]:
+    out = [f"controller {st['name']}: {'running, pid ' + str(st['pid']) if st['running'] else 'not running'}; "
+           f"{st['topology']}; {'ready' if st.get('ready') else 'not ready'}",
+           f"pipeline cookie {st['pipeline']['cookie']:#x} ({st['pipeline']['p4info']})", "switches:"]
+    for name, s in st["switches"].items():
+        t = s["total"]
+        out.append(f"  {name:<12} {s['address']:<40} dev {s['device_id']:<3} "
+                   f"{'up' if s['connected'] else 'DOWN':<4} reconciles {s['reconciles']}  writes "
+                   f"+{t['inserted']} ~{t['modified']} -{t['deleted']}"
+                   + (f"  ({s['error']})" if s["error"] else ""))
+    out.append("hosts:")
+    for name, h in st["hosts"].items():
+        state = "watching" if h["watching"] else "configured" if h["configured"] else "DOWN"
+        out.append(f"  {name:<12} {h['address']:<40} {state:<10} events {h['events']}"
+                   + (f"  ({h['error']})" if h["error"] else ""))
+    out.append(f"links believed down: {', '.join(st['links_down']) or 'none'}")
+    out.append(f"denials: {', '.join(st['denials']) or 'none'}")
+    if st.get("localisation"):
+        out.append(f"last localisation: {st['localisation']['describe']}")
+    if st["timeline"]:
+        out.append("timeline:")
+        out += ["  " + line for line in format_marks(st["timeline"])]
+    return out
+
+
+def register(main: click.Group) -> None:
+    """Add ``mrc controller`` to the ``mrc`` command."""
+
+    @main.group("controller")
+    def controller_group() -> None:
+        """Program switches over P4Runtime, configure host agents, react to failures."""
+
+    @controller_group.command("run")
+    @click.argument("topo", type=click.Path(dir_okay=False))
+    @click.option("--name", default="default", show_default=True, help="Status file name under --status-dir.")
+    @click.option("--target", type=click.Choice(["ebpf", "bmv2"]), default="ebpf", show_default=True,
+                  help="Switch target (only bmv2's 510-port limit differs).")
+    @click.option("--p4info", type=click.Path(dir_okay=False), help="P4Info text (default p4src/build/).")
+    @click.option("--device-config", type=click.Path(dir_okay=False), help="bmv2 JSON (default p4src/build/).")
+    @click.option("--switch", "switch_specs", multiple=True, metavar="NAME=ADDR[@DEVID]",
+                  help="P4Runtime address of a switch (overrides the topology). Repeatable.")
+    @click.option("--host", "host_specs", multiple=True, metavar="NAME=ADDR",
+                  help="Agent address of a host (overrides the topology). Repeatable.")
+    @click.option("--device-id", type=int, help="Device id of switches whose entry gives none (default 1).")
+    @click.option("--nic-device", default="nic0", show_default=True, help="Hosts' virtual NIC device.")
+    @click.option("--settle-ms", type=float, default=SETTLE_NS / 1e6, show_default=True,
+                  help="Evidence gathering time before localising a failure.")
+    @click.option("--status-dir", type=click.Path(file_okay=False), default=str(STATUS_DIR), show_default=True)
+    @click.option("--once", is_flag=True, help="Program and configure once, print write counts, exit.")
+    @click.option("-v", "--verbose", is_flag=True, help="Log every decision.")
+    def run_cmd(topo, name, target, p4info, device_config, switch_specs, host_specs, device_id, nic_device,
+                settle_ms, status_dir, once, verbose):
+        """Program every switch and configure every host agent of TOPO, then keep them so and
+        react to failures until Ctrl-C. Works on any P4Runtime server (bmv2, the eBPF target,
+        hardware) and agent that the topology or --switch/--host name."""
+        logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(message)s")
+        logging.getLogger("mrckit.control.controller").setLevel(logging.INFO)
+        logging.getLogger("finsy").setLevel(logging.WARNING)
+        topology = load_topology(topo)
+        switches, hosts = targets_from_topology(
+            topology, {n: (a, d) for n, a, d in (_override(x, "--switch") for x in switch_specs)},
+            {n: a for n, a, _ in (_override(x, "--host") for x in host_specs)},
+            device_id=DEFAULT_DEVICE_ID if device_id is None else device_id, nic_device=nic_device)
+        pipeline = load_pipeline(p4info, device_config)
+        ctl = Controller(topology, switches, hosts, pipeline, target=target, name=name, status_dir=status_dir,
+                         settle_ns=int(settle_ms * 1e6))
+        asyncio.run(_run(ctl, once))
+
+    @controller_group.command("status")
+    @click.option("--name", default="default", show_default=True)
+    @click.option("--status-dir", type=click.Path(file_okay=False), default=str(STATUS_DIR), show_default=True)
+    @click.option("--json", "as_json", is_flag=True, help="The raw status.")
+    def status_cmd(name, status_dir, as_json):
+        """Show a running controller's switches, hosts, links believed down, denials and timeline."""
+        st = read_status(status_path(name, status_dir))
+        if as_json:
+            click.echo(json.dumps(st, indent=1, sort_keys=True))
+            return
+        age = (time.time_ns() - st.get("updated_ns", 0)) / 1e9
+        for line in _status_lines(st):
+            click.echo(line)
+        click.echo(f"(status written {age:.1f} s ago)")
