@@ -1,0 +1,356 @@
+"""``mrc demo``: one MRC RDMA write across the default fabric, a link failed mid-flight and
+restored, every byte verified (issue 10). See ``docs/demo.md``.
+
+:func:`run_demo` brings the fabric up (``mrckit.fabric.Fabric``: switches, host agents and the
+controller), runs the software endpoint (``mrckit.endpoint``) in two hosts' namespaces, samples
+the sender's per-EV counters while the write runs, injects the fault at a third of the bytes and
+restores it at two thirds (:class:`~mrckit.fabric.scenario.Phases`), then tears everything down
+and returns the analysed :class:`~mrckit.fabric.report.DemoReport`. It prints nothing: progress
+and phases go to an :class:`Observer`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+import grpc
+import numpy as np
+
+from ..errors import MrcError
+from ..host.config import Settings
+from ..proto import host_agent_pb2 as pb
+from ..proto import host_agent_pb2_grpc as pbg
+from ..topology import Role, generate_clos
+from ..topology.plan import switch_name
+from ..wire.addressing import t1_link_name
+from .report import FAIL_KINDS, ByteCounts, DemoReport, EndpointCounts, FaultInfo, SwitchCounts
+from .scenario import AgentEvent, ControllerEvent, Phases, RunRecord, analyze
+from .series import Recorder
+
+DEFAULT_SIZE = 48 << 20
+"""Bytes written by default: a few seconds for the pure-Python endpoint on a small machine."""
+SENDER, RECEIVER = "h0-0", "h1-0"
+FAILED_PLANE, FAILED_LEAF, FAILED_SPINE = 0, 1, 1
+"""The failed link p0/t0-1/t1-1: spine 1 of plane 0 to the receiver's leaf."""
+DEFAULT_LOSS_PERCENT, DEFAULT_FLAP_HZ = 10.0, 5.0
+SAMPLE_S = 0.05
+"""Sampling period of the sender's EV counters and the responder's placed bytes."""
+WRITE_TIMEOUT_S = 600.0
+LIFT_WAIT_S = 5.0
+"""After the write, how long to wait for the controller to lift its DENY (for the report)."""
+QPN_SENDER, QPN_RECEIVER, RKEY, IMM = 0x100, 0x200, 0x1000, 0xD3E0
+AGENT_SETTINGS = Settings(rto_ns=20_000_000, probe_interval_ns=5_000_000, seed=10)
+"""Host agents: an RTO of 20 ms, above the pure-Python endpoint's SACK delays on a busy
+2-core machine (2 ms would retire healthy EVs), and a probe every 5 ms per probed EV."""
+
+
+class Observer:
+    """What the demo reports while it runs; the CLI overrides both (default: silent)."""
+
+    def phase(self, text: str) -> None:
+        """A new phase began (one line for a human)."""
+
+    def progress(self, placed: int, total: int) -> None:
+        """``placed`` of ``total`` bytes are at the responder."""
+
+
+@dataclass
+class DemoOptions:
+    """The demo's knobs (CLI options). ``size`` in bytes; ``loss_percent`` for ``loss``,
+    ``flap_hz`` for ``flap``; ``name`` is the fabric's name (default ``demo<pid>``)."""
+
+    target: str = "ebpf"
+    size: int = DEFAULT_SIZE
+    fail: str = "down"
+    loss_percent: float = DEFAULT_LOSS_PERCENT
+    flap_hz: float = DEFAULT_FLAP_HZ
+    name: str = ""
+    settings: Settings = field(default_factory=lambda: AGENT_SETTINGS)
+
+    def check(self) -> None:
+        """Raises MrcError naming the bad option."""
+        if self.target not in ("ebpf", "bmv2"):
+            raise MrcError(f"--target {self.target!r}: use ebpf or bmv2")
+        if self.fail not in FAIL_KINDS:
+            raise MrcError(f"--fail {self.fail!r}: use one of {', '.join(FAIL_KINDS)}")
+        if not 1 << 20 <= self.size <= 1 << 30:
+            raise MrcError(f"--size {self.size}: use 1 MiB .. 1 GiB (the responder's memory region is "
+                           "allocated in this process)")
+        if not 0 < self.loss_percent <= 100:
+            raise MrcError(f"--loss-percent {self.loss_percent}: must be within (0, 100]")
+        if not 0 < self.flap_hz <= 50:
+            raise MrcError(f"--flap-hz {self.flap_hz}: must be within (0, 50]")
+
+
+def fault_info(opts: DemoOptions) -> FaultInfo:
+    """The fault the demo injects, as the report describes it."""
+    return FaultInfo(kind=opts.fail, link=t1_link_name(FAILED_PLANE, FAILED_LEAF, FAILED_SPINE),
+                     node=switch_name(Role.T1, FAILED_PLANE, FAILED_SPINE), ifname=f"t0-{FAILED_LEAF}",
+                     plane=FAILED_PLANE, spine=FAILED_SPINE,
+                     loss_percent=opts.loss_percent if opts.fail == "loss" else None,
+                     flap_hz=opts.flap_hz if opts.fail == "flap" else None)
+
+
+def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
+    """Run the whole demo and return its report (``report.passed`` says whether every check
+    held). Everything it made is torn down, on success, error and Ctrl-C.
+
+    Raises:
+        MrcError: a bad option, or the fabric could not be built (e.g. no bmv2 for
+            ``--target bmv2``); the write failed (QP error) or timed out.
+    """
+    from .fabric import Fabric
+
+    opts.check()
+    obs = observer or Observer()
+    topo = generate_clos()
+    obs.phase(f"bringing up the default fabric on the {opts.target} target: {topo.planes} planes, "
+              f"{len(topo.switches)} switches, {len(topo.hosts)} hosts, the controller")
+    fab = Fabric.up(topo, name=opts.name or f"demo{os.getpid() % 100000}", target=opts.target,
+                    settings=opts.settings)
+    try:
+        obs.phase(f"fabric {fab.name} is up and programmed")
+        run = _Run(fab, opts, obs)
+        record = run.execute()
+        record.switches = _switch_counts(fab)
+    finally:
+        obs.phase("tearing the fabric down")
+        fab.down()
+    return analyze(record)
+
+
+class _Run:
+    """One write with its fault, on a running fabric."""
+
+    def __init__(self, fab, opts: DemoOptions, obs: Observer):
+        self.fab, self.opts, self.obs = fab, opts, obs
+        self.a, self.b = fab.host(SENDER), fab.host(RECEIVER)
+        self.fault = fault_info(opts)
+        self.demo_log: list[tuple[int, str]] = []
+        self.fault_log: list[tuple[int, str]] = []
+
+    def say(self, text: str) -> None:
+        self.demo_log.append((time.monotonic_ns(), text))
+        self.obs.phase(text)
+
+    def execute(self) -> RunRecord:
+        from ..endpoint import Endpoint
+
+        watchers = [_EventWatcher(self.fab.host(h)) for h in self.fab.hosts()]
+        ep_a = ep_b = None
+        try:
+            with self.a.inside():
+                ep_a = Endpoint(self.a.nic_address)
+            with self.b.inside():
+                ep_b = Endpoint(self.b.nic_address, sack_coalesce_bytes=1)  # a SACK, an echoed EV, per packet
+            return self._transfer(ep_a, ep_b, watchers)
+        finally:
+            for ep in (ep_a, ep_b):
+                if ep is not None:
+                    ep.close()
+            for w in watchers:
+                w.stop()
+
+    def _transfer(self, ep_a, ep_b, watchers) -> RunRecord:
+        size = self.opts.size
+        mr = ep_b.register_mr(size, rkey=RKEY)
+        ep_b.create_qp(self.a.nic_address, qpn=QPN_RECEIVER, remote_qpn=QPN_SENDER)
+        qp = ep_a.create_qp(self.b.nic_address, qpn=QPN_SENDER, remote_qpn=QPN_RECEIVER)
+        data = os.urandom(size)
+        sha_sent = hashlib.sha256(data).hexdigest()
+        sampler = _Sampler(self.a, self.b.nic_address)
+        phases = Phases(size)
+        t0 = time.monotonic_ns()
+        rec = Recorder(t0, [(p, s) for p in range(self.fab.topology.planes)
+                            for s in range(_spines(self.fab.topology, p))])
+        self.say(f"RDMA WRITE of {size} B from {SENDER} [{self.a.nic_address}] to {RECEIVER} "
+                 f"[{self.b.nic_address}], sprayed over every plane and spine")
+        comp = ep_a.write(qp, data, 0, RKEY, imm=IMM)
+        marks = dict(t_fault=None, t_restore=None, fault_rows=[], restore_rows=[])
+        deadline = time.monotonic() + WRITE_TIMEOUT_S
+        try:
+            while not comp.done():
+                if time.monotonic() > deadline:
+                    raise MrcError(f"the write did not complete in {WRITE_TIMEOUT_S:.0f} s "
+                                   f"({mr.placed_bytes} of {size} B placed)")
+                self._step(rec, sampler, mr, phases, marks)
+                time.sleep(SAMPLE_S)
+            _wait_ok(comp)
+            placed_end = min(mr.placed_bytes, size)
+            t_end = comp.finished_ns or time.monotonic_ns()
+            self._step(rec, sampler, mr, phases, marks)
+            if marks["t_restore"] is None:
+                raise MrcError(f"the write of {size} B finished before the fault could be injected and "
+                               "restored; use a larger --size")
+            self.say(f"write complete: {placed_end} B placed in {(t_end - t0) / 1e9:.2f} s")
+        finally:
+            if marks["t_fault"] is not None and marks["t_restore"] is None:
+                self._restore(marks, [])
+            sampler.close()
+        self._wait_lift(marks["t_restore"])
+        verified = _equal_bytes(data, mr.buf)
+        sha_got = hashlib.sha256(mr.buf).hexdigest()
+        self.say(f"verified {verified} of {size} B; SHA-256 {'match' if sha_got == sha_sent else 'MISMATCH'}")
+        events = [e for w in watchers for e in w.snapshot()]
+        return RunRecord(
+            target=self.opts.target, topology=_topology_sizes(self.fab.topology), sender=SENDER,
+            receiver=RECEIVER, receiver_nic=self.b.nic_address, fault=self.fault, recorder=rec,
+            t_fault_ns=marks["t_fault"], t_restore_ns=marks["t_restore"], t_end_ns=t_end,
+            bytes=ByteCounts(sent=size, placed=ep_b.responder.stats.placed_bytes, verified=verified,
+                             sha256_sent=sha_sent, sha256_received=sha_got, hash_match=sha_got == sha_sent),
+            endpoint=_endpoint_counts(qp.requestor.stats, ep_b.responder.stats), switches=SwitchCounts(),
+            events=events, controller=_controller_events(self.fab), fault_log=self.fault_log,
+            demo_log=self.demo_log, fault_rows=marks["fault_rows"], restore_rows=marks["restore_rows"])
+
+    def _step(self, rec: Recorder, sampler, mr, phases: Phases, marks: dict) -> None:
+        placed = mr.placed_bytes
+        rows = sampler.rows()
+        rec.record(time.monotonic_ns(), placed, rows)
+        self.obs.progress(min(placed, self.opts.size), self.opts.size)
+        action = phases.due(placed)
+        if action == "fail":
+            marks["fault_rows"] = rows
+            marks["t_fault"] = time.monotonic_ns()
+            line = self._fail()
+            self.fault_log.append((marks["t_fault"], line))
+            self.say(f"fault injected at {placed * 100 // self.opts.size} % of the bytes: "
+                     f"{self.fault.describe()} on {self.fault.link}")
+        elif action == "restore":
+            self._restore(marks, rows)
+            self.say(f"fault restored at {placed * 100 // self.opts.size} % of the bytes")
+
+    def _link_nodes(self) -> tuple[str, str]:
+        return (switch_name(Role.T0, FAILED_PLANE, FAILED_LEAF), switch_name(Role.T1, FAILED_PLANE, FAILED_SPINE))
+
+    def _fail(self) -> str:
+        value = {"loss": self.opts.loss_percent, "flap": self.opts.flap_hz}.get(self.opts.fail)
+        return self.fab.fail_link(*self._link_nodes(), kind=self.opts.fail, value=value)
+
+    def _restore(self, marks: dict, rows: list[dict]) -> None:
+        marks["restore_rows"] = rows
+        marks["t_restore"] = time.monotonic_ns()
+        self.fault_log.append((marks["t_restore"], self.fab.restore(*self._link_nodes())))
+
+    def _wait_lift(self, t_restore: int | None) -> None:
+        """Give the controller a moment to lift its DENY, so the report can show it."""
+        if t_restore is None:
+            return
+        end = time.monotonic() + LIFT_WAIT_S
+        while time.monotonic() < end:
+            events = _controller_events(self.fab)
+            denied = any(c.what == "DENY" for c in events)
+            if not denied or any(c.what == "LIFT" and c.t_ns >= t_restore for c in events):
+                return
+            time.sleep(0.1)
+
+
+class _Sampler:
+    """Reads the sender's EV table toward one peer over the agent's gRPC API."""
+
+    def __init__(self, host, peer: str):
+        self.peer = peer
+        self.channel = grpc.insecure_channel(host.agent_address)
+        self.stub = pbg.HostAgentStub(self.channel)
+
+    def rows(self) -> list[dict]:
+        stats = self.stub.GetStats(pb.GetStatsRequest(include_evs=True, peer=self.peer), timeout=10)
+        return [dict(ev=e.ev, plane=e.plane, t1=e.t1, state=pb.EvState.Name(e.state), tx_packets=e.tx_packets,
+                     last_tx_ns=e.last_tx_ns, retired=e.retired)
+                for p in stats.peers for e in p.evs]
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+class _EventWatcher:
+    """Collects one host agent's WatchEvents stream in a thread."""
+
+    def __init__(self, host):
+        self.host = host.name
+        self.channel = grpc.insecure_channel(host.agent_address)
+        self.events: list[AgentEvent] = []
+        self._lock = threading.Lock()
+        self.stream = pbg.HostAgentStub(self.channel).WatchEvents(pb.WatchEventsRequest())
+        self.thread = threading.Thread(target=self._pump, name=f"demo-events-{host.name}", daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        try:
+            for e in self.stream:
+                event = AgentEvent(self.host, e.timestamp_ns, e.peer, e.ev, pb.EvState.Name(e.old_state),
+                                   pb.EvState.Name(e.new_state), e.reason, e.plane, e.link, e.probe_ok)
+                with self._lock:
+                    self.events.append(event)
+        except grpc.RpcError:
+            pass  # cancelled by stop(), or the agent went away
+
+    def snapshot(self) -> list[AgentEvent]:
+        with self._lock:
+            return list(self.events)
+
+    def stop(self) -> None:
+        self.stream.cancel()
+        self.thread.join(2)
+        self.channel.close()
+
+
+def _controller_events(fab) -> list[ControllerEvent]:
+    """The controller's timeline (wall-clock marks) on the monotonic clock of the samples."""
+    from ..control.status import read_status, status_path
+
+    try:
+        status = read_status(status_path(fab.name))
+    except MrcError:
+        return []
+    offset = time.time_ns() - time.monotonic_ns()
+    kinds = {"deny_all_hosts": "DENY", "lifted": "LIFT", "localised": "LOCALISED"}
+    return [ControllerEvent(int(m["time_ns"]) - offset, kinds.get(m["kind"], m["kind"]), tuple(m.get("links", ())),
+                            m.get("detail", ""))
+            for m in status.get("timeline", []) if m.get("kind") in kinds]
+
+
+def _switch_counts(fab) -> SwitchCounts:
+    from ..control.pipeline import load_pipeline
+    from .counters import fabric_counts, read_counters
+
+    schema = load_pipeline().schema
+    return fabric_counts(fab.topology, lambda name: read_counters(
+        fab.switch_address(name), fab.state.device_ids[name], schema))
+
+
+def _spines(topology, plane: int) -> int:
+    return sum(1 for s in topology.switches if s.role == Role.T1 and s.plane == plane)
+
+
+def _topology_sizes(topology) -> dict[str, int]:
+    t0 = [s for s in topology.switches if s.role == Role.T0]
+    leaves = len({s.index for s in t0})
+    return dict(planes=topology.planes, spines=_spines(topology, 0), leaves=leaves,
+                hosts_per_leaf=len(topology.hosts) // max(leaves, 1))
+
+
+def _wait_ok(comp) -> None:
+    from ..endpoint import QpError
+
+    try:
+        comp.wait(0)
+    except QpError as exc:
+        raise MrcError(f"the write failed: {exc}") from None
+
+
+def _equal_bytes(a: bytes, b: bytearray) -> int:
+    """How many bytes of ``b`` equal ``a`` at the same offset."""
+    n = min(len(a), len(b))
+    return int(np.count_nonzero(np.frombuffer(a, np.uint8, n) == np.frombuffer(b, np.uint8, n)))
+
+
+def _endpoint_counts(rq, rs) -> EndpointCounts:
+    return EndpointCounts(
+        data_packets=rq.packets, retransmits=dict(rq.retransmits), retransmits_total=sum(rq.retransmits.values()),
+        sacks=rq.sacks, nacks={str(k): v for k, v in rq.nacks.items()}, timeouts=rq.timeouts, probes=rq.probes,
+        responder_packets=rs.packets, responder_duplicates=rs.duplicates, responder_trimmed=rs.trimmed,
+        responder_ce_marked=rs.ce_marked)
