@@ -305,7 +305,11 @@ class RequestorQp:
         hdr = self._hview[:hlen]
         payload = msg.data[pkt.off:pkt.off + pkt.size]
         crc = self.icrc.compute(hdr, payload, total=hlen + pkt.size + ICRC_LEN)
-        self.send([hdr, payload, ICRC.pack(crc)], TCLASS_RETX if rtx else TCLASS_DATA)
+        try:
+            self.send([hdr, payload, ICRC.pack(crc)], TCLASS_RETX if rtx else TCLASS_DATA)
+        except OSError as exc:
+            self.fail(f"cannot send: {exc.strerror or exc}")
+            return
         self.stats.packets += 1
         self.stats.payload_bytes += pkt.size
 

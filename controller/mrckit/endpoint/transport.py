@@ -51,6 +51,9 @@ class UdpTransport:
         s.setsockopt(SOL_UDP, UDP_NO_CHECK6_RX, 1)
         s.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
         s.setsockopt(socket.IPPROTO_IPV6, IPV6_FLOWINFO, 1)
+        # Never fragment: the host dataplane cannot encapsulate fragments (design 3.1); a packet
+        # too big for the interface MTU fails at once with EMSGSIZE instead.
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_DONTFRAG, 1)
         for force, plain in ((33, socket.SO_RCVBUF), (32, socket.SO_SNDBUF)):  # SO_*BUFFORCE
             try:
                 s.setsockopt(socket.SOL_SOCKET, force, SOCKET_BUFFER_BYTES)
@@ -63,13 +66,23 @@ class UdpTransport:
 
     def send(self, parts: list, tclass: int, peer: str) -> None:
         """Send the concatenation of ``parts`` to [peer]:4791 with IPv6 traffic class ``tclass``.
-        Blocks while the send buffer is full; a refused packet counts as lost (ENOBUFS etc.)."""
+        Blocks while the send buffer is full; a refused packet counts as lost (ENOBUFS, an
+        unreachable peer...).
+
+        Raises:
+            OSError: EMSGSIZE with the sizes, when the packet does not fit the interface MTU;
+                any other unexpected socket error.
+        """
         cmsg = self._cmsg.get(tclass)
         if cmsg is None:
             cmsg = self._cmsg[tclass] = [(socket.IPPROTO_IPV6, IPV6_TCLASS, _INT.pack(tclass))]
         try:
             self.sock.sendmsg(parts, cmsg, 0, (peer, self.peer_port))
         except OSError as exc:
+            if exc.errno == errno.EMSGSIZE:
+                size = sum(len(p) for p in parts) + 48
+                raise OSError(errno.EMSGSIZE, f"a {size} B packet (IPv6 + UDP + MRC) does not fit the MTU of "
+                              f"the interface toward {peer}: raise that MTU or lower the payload per packet") from None
             if exc.errno not in (errno.ENOBUFS, errno.EAGAIN, errno.ECONNREFUSED, errno.EHOSTUNREACH,
                                  errno.ENETUNREACH):
                 raise

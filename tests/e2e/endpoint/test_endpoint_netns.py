@@ -12,7 +12,7 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 
 from mrckit import netns
-from mrckit.endpoint import Endpoint
+from mrckit.endpoint import Endpoint, QpError
 from mrckit.wire.constants import Dscp, NackReason, Opcode
 from mrckit.wire.layers import METH, NETH, RETH, SETH, CCState, MrcBTH
 
@@ -147,3 +147,11 @@ def test_integrity_with_trimmed_packets_on_the_wire(netns_pair):
     finally:
         ep_a.close()
         ep_b.close()
+
+
+def test_packets_larger_than_the_link_mtu_fail_the_qp_clearly(endpoints, netns_pair):
+    ep_a, ep_b, qp, mr = endpoints(1 << 16)
+    netns.run(["ip", "link", "set", netns_pair.if_a, "mtu", "1500"], ns=netns_pair.ns_a)
+    with pytest.raises(QpError, match="does not fit the MTU"):
+        ep_a.write(qp, b"x" * 4096, 0, 0x1000).wait(10)
+    assert mr.placed_bytes == 0
