@@ -1,0 +1,152 @@
+"""The failure reactor (mrckit.control.reactor), driven with host_agent.proto EvEvent messages
+and an explicit clock, on the default fabric."""
+
+from mrckit.control import FailureReactor
+from mrckit.control.reactor import ASSUMED_BAD, DENIED, GOOD
+from mrckit.proto import host_agent_pb2 as pb
+from mrckit.topology import generate_clos
+from mrckit.wire.ev import ev_pack
+
+MS = 1_000_000
+SETTLE = 100 * MS
+TOPO = generate_clos()
+NIC = {h.name: str(h.nic_address) for h in TOPO.hosts}
+DOWN = "p0/t0-0/t1-1"
+
+
+def ev(plane, t1, salt=5):
+    return ev_pack(plane, t1, salt)
+
+
+def bad(peer, e, t):
+    return pb.EvEvent(peer=NIC[peer], ev=e, old_state=GOOD, new_state=ASSUMED_BAD, reason="RTO_TIMEOUT",
+                      wall_time_ns=t)
+
+
+def probe(peer, e, ok, links, t):
+    return pb.EvEvent(peer=NIC[peer], ev=e, old_state=DENIED, new_state=DENIED, reason="PROBE_RESULT",
+                      probe_ok=ok, link=",".join(links), wall_time_ns=t)
+
+
+def reactor():
+    return FailureReactor(TOPO, settle_ns=SETTLE, lift_successes=3)
+
+
+def fail_and_gather(r, t0):
+    """h0-0 loses T1 1 of plane 0 toward leaves 1 and 2; traffic leaf 1 <-> leaf 2 over T1 1 and
+    h0-0's traffic over T1 0 keep working (polled after the episode began)."""
+    r.event("h0-0", bad("h1-0", ev(0, 1), t0), t0)
+    r.event("h0-0", bad("h2-0", ev(0, 1, 9), t0 + MS), t0 + MS)
+    r.good("h1-0", NIC["h2-0"], ev(0, 1), since_ns=t0 + 2 * MS, now_ns=t0 + 50 * MS)
+    r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + 2 * MS, now_ns=t0 + 50 * MS)
+    r.good("h0-0", NIC["h2-0"], ev(1, 1), since_ns=t0 + 2 * MS, now_ns=t0 + 50 * MS)
+
+
+def test_deny_waits_for_the_settle_time_then_names_exactly_the_link():
+    r, t0 = reactor(), 1_000 * MS
+    fail_and_gather(r, t0)
+    assert r.episode_start == t0
+    assert r.decide(t0 + SETTLE - 1) == []
+    (action,) = r.decide(t0 + SETTLE)
+    assert action.kind == "deny" and action.links == (DOWN,)
+    assert action.localisation.failed == {DOWN} and not action.localisation.ambiguous
+    assert r.decide(t0 + SETTLE + MS) == []  # pending on the hosts: not decided twice
+    r.done(action, t0 + SETTLE + 2 * MS, hosts=6)
+    assert r.denied == {DOWN: t0 + SETTLE + 2 * MS} and r.links_down() == [DOWN]
+    assert [m.kind for m in r.timeline.marks] == ["first_assumed_bad", "localised", "deny_all_hosts"]
+    times = [m.time_ns for m in r.timeline.marks]
+    assert times == sorted(times)
+
+
+def test_good_evidence_from_before_the_failure_does_not_clear_the_link():
+    r, t0 = reactor(), 1_000 * MS
+    r.event("h0-0", bad("h1-0", ev(0, 1), t0), t0)
+    # Acks over the failed link that grew in a poll interval that began before the episode.
+    r.good("h0-0", NIC["h1-0"], ev(0, 1, 77), since_ns=t0 - 10 * MS, now_ns=t0 + 10 * MS)
+    r.event("h0-0", bad("h2-0", ev(0, 1, 9), t0 + MS), t0 + MS)
+    r.good("h1-0", NIC["h2-0"], ev(0, 1), since_ns=t0 + 2 * MS, now_ns=t0 + 50 * MS)
+    r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + 2 * MS, now_ns=t0 + 50 * MS)
+    (action,) = r.decide(t0 + SETTLE)
+    assert action.links == (DOWN,)
+
+
+def test_failures_across_a_denied_link_start_no_new_episode():
+    r, t0 = reactor(), 1_000 * MS
+    fail_and_gather(r, t0)
+    (action,) = r.decide(t0 + SETTLE)
+    r.done(action, t0 + SETTLE, hosts=6)
+    r.event("h0-1", bad("h1-1", ev(0, 1, 3), t0 + 2 * SETTLE), t0 + 2 * SETTLE)
+    assert r.episode_start is None and r.decide(t0 + 4 * SETTLE) == []
+
+
+def test_successful_probes_across_the_link_lift_it_and_a_failed_one_resets_the_count():
+    r, t0 = reactor(), 1_000 * MS
+    fail_and_gather(r, t0)
+    (action,) = r.decide(t0 + SETTLE)
+    r.done(action, t0 + SETTLE, hosts=6)
+    t = t0 + 2 * SETTLE
+    r.event("h0-0", probe("h1-0", ev(0, 1), True, [DOWN], t), t)
+    r.event("h0-0", probe("h1-0", ev(0, 1), True, [DOWN], t), t)
+    r.event("h0-0", probe("h1-0", ev(0, 1), False, [DOWN], t), t)
+    r.event("h0-0", probe("h2-0", ev(0, 1), True, [DOWN], t), t)
+    r.event("h0-0", probe("h2-0", ev(0, 1), True, [DOWN], t), t)
+    assert r.decide(t) == []
+    r.event("h0-1", probe("h2-1", ev(0, 1), True, [DOWN], t), t)
+    (lift,) = r.decide(t + MS)
+    assert lift.kind == "lift" and lift.links == (DOWN,)
+    r.done(lift, t + 2 * MS, hosts=6)
+    assert r.denied == {} and r.links_down() == []
+    assert r.unexplained_failing() == []  # the old evidence across it is forgotten
+    assert r.decide(t + SETTLE * 5) == []
+    assert [m.kind for m in r.timeline.marks][-1] == "lifted"
+
+
+def test_an_ambiguous_answer_denies_every_suspect_and_probes_lift_the_innocent():
+    r, t0 = reactor(), 1_000 * MS
+    r.event("h0-0", bad("h1-0", ev(0, 1), t0), t0)  # one failing path only
+    r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + MS, now_ns=t0 + 50 * MS)  # clears both host links
+    (action,) = r.decide(t0 + SETTLE)
+    assert action.localisation.ambiguous
+    assert action.links == ("p0/t0-0/t1-1", "p0/t0-1/t1-1")
+    r.done(action, t0 + SETTLE, hosts=6)
+    t = t0 + 2 * SETTLE
+    for _ in range(3):  # leaf 1 -> leaf 2 over T1 1 crosses only the innocent link
+        r.event("h1-0", probe("h2-0", ev(0, 1), True, ["p0/t0-1/t1-1"], t), t)
+    (lift,) = r.decide(t)
+    assert lift.links == ("p0/t0-1/t1-1",)
+    r.done(lift, t, hosts=6)
+    assert list(r.denied) == ["p0/t0-0/t1-1"]
+
+
+def test_a_host_port_going_down_is_denied_without_waiting():
+    r, t0 = reactor(), 1_000 * MS
+    port = pb.EvEvent(peer="", ev=0, old_state=GOOD, new_state=ASSUMED_BAD, reason="PORT_DOWN", plane=1,
+                      link="p1/t0-2/down-1", wall_time_ns=t0)
+    r.event("h2-1", port, t0)
+    (action,) = r.decide(t0 + 1)
+    assert action.links == ("p1/t0-2/down-1",)
+    assert [m.kind for m in r.timeline.marks] == ["link_down", "first_assumed_bad", "localised"]
+
+
+def test_a_failed_action_is_decided_again():
+    r, t0 = reactor(), 1_000 * MS
+    fail_and_gather(r, t0)
+    (action,) = r.decide(t0 + SETTLE)
+    r.failed(action)
+    (again,) = r.decide(t0 + SETTLE + MS)
+    assert again.links == action.links
+
+
+def test_denials_found_on_hosts_are_adopted():
+    r = reactor()
+    r.adopt_denial(DOWN, True, 5)
+    r.adopt_denial("p1/t0-0/t1-0", True, 6)
+    r.adopt_denial("p1/t0-0/t1-0", False, 7)
+    assert r.denied == {DOWN: 5}
+
+
+def test_events_for_unknown_hosts_are_counted_and_ignored():
+    r = reactor()
+    r.event("h0-0", pb.EvEvent(peer="2001:db8:100:77::1", ev=ev(0, 1), new_state=ASSUMED_BAD,
+                               reason="RTO_TIMEOUT"), 1)
+    assert r.ignored_events == 1 and r.episode_start is None
