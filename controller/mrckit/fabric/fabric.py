@@ -19,7 +19,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
-import os
 import signal
 import socket
 import subprocess
@@ -202,7 +201,8 @@ class Fabric:
 
     def _start_controller(self, extra: tuple[str, ...]) -> None:
         st = self.state
-        argv = procs.mrc_argv("controller", "run", str(self.topology_path), *extra)
+        argv = procs.mrc_argv("controller", "run", str(self.topology_path), "--name", st.name,
+                              "--target", st.target, *extra)
         proc, info = procs.start(argv, st.dir / "controller.log", ns=None, address="")
         st.controller = dataclasses.asdict(info)
         st.save()
@@ -313,8 +313,8 @@ class Fabric:
         return faultctl.status(self.state)
 
 
-CONTROLLER_READY = "programmed"
-"""The word ``mrc controller run`` logs once every switch and host is programmed."""
+CONTROLLER_READY = "ready:"
+"""What ``mrc controller run`` prints once every switch is reconciled and every host configured."""
 
 
 def _links(compiled: CompiledFabric):
@@ -367,4 +367,4 @@ def wait_for_signal() -> None:
             signal.signal(sig, handler)
 
 
-__all__ = ["Fabric", "HostNode", "wait_for_signal", "os"]
+__all__ = ["Fabric", "HostNode", "wait_for_signal"]

@@ -29,7 +29,16 @@ def teardown(state: FabricState) -> None:
     for ns in state.nodes.values():
         netns.delete(ns)
     netns.cleanup_prefix(ns_prefix)
+    if state.controller:
+        controller_status(state.name).unlink(missing_ok=True)
     shutil.rmtree(state.dir, ignore_errors=True)
+
+
+def controller_status(name: str) -> Path:
+    """The status file that ``mrc controller run --name NAME`` keeps."""
+    from ..control.status import status_path
+
+    return status_path(name)
 
 
 def down(name: str) -> bool:

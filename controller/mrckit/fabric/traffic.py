@@ -42,10 +42,14 @@ class PairResult:
                 and all(n > 0 for n in self.per_plane.values()))
 
 
-def pairwise_udp(fab, packets: int = 20, *, size: int = 200, timeout: float = 10.0,
+def pairwise_udp(fab, packets: int = 256, *, size: int = 200, timeout: float = 10.0,
                  hosts: list[str] | None = None) -> list[PairResult]:
     """Send ``packets`` UDP datagrams of ``size`` bytes from every host to every other host
     (``hosts``: a subset) on port 4791, and count them (see the module docstring).
+
+    The dataplane walks a peer's EV set in rotations (an affine permutation of the slots,
+    design section 5), so a short burst may stay on one plane; twice the EV set (256 with
+    the default 128 EVs) always holds one whole rotation, hence every plane.
 
     Args:
         fab: a running :class:`~mrckit.fabric.fabric.Fabric`.
