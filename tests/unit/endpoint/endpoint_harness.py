@@ -61,13 +61,15 @@ class Link:
     """Requestor ``req`` at A writes into region ``mr`` of responder ``resp`` at B.
 
     The requestor's packets get EVs round-robin from ``evs`` (as the host dataplane would pick
-    a fresh one per packet); the responder's replies come back without faults.
+    a fresh one per packet); the responder's replies pass
+    through ``reply_faults`` (drop, duplicate, permute).
     """
 
     def __init__(self, size: int, *, faults: Faults | None = None, mtu: int = 2048, mpr: int = 1024,
                  retry: RetryConfig | None = None, evs=(0x10000001, 0x10100002, 0x20000003, 0x20100004),
-                 coalesce: int = 8192):
+                 coalesce: int = 8192, reply_faults: Faults | None = None):
         self.faults = faults or Faults()
+        self.reply_faults = reply_faults or Faults()
         self.memory = MemoryTable()
         self.mr = self.memory.register(size, rkey=RKEY)
         self.replies: list[bytes] = []
@@ -92,6 +94,7 @@ class Link:
     def feedback(self) -> None:
         """Hand the responder's replies to the requestor."""
         replies, self.replies = self.replies, []
+        replies = [p for p, _, _ in self.reply_faults.apply([(p, 0, 0) for p in replies])]
         for pkt in replies:
             op = pkt[0]
             if op == Opcode.SACK:

@@ -30,6 +30,14 @@ def test_integrity_under_loss(loss):
     assert sum(link.req.stats.retransmits.values()) > 0
 
 
+def test_integrity_when_sacks_and_nacks_are_lost_duplicated_and_reordered():
+    data = os.urandom(SIZE)
+    link = Link(SIZE, faults=Faults(drop=0.1, trim=0.05, permute=True, seed=11),
+                reply_faults=Faults(drop=0.3, duplicate=0.2, permute=True, seed=12))
+    assert _transfer(link, data) == hashlib.sha256(data).hexdigest()
+    assert link.resp.stats.trimmed > 0 and sum(link.req.stats.retransmits.values()) > 0
+
+
 def test_integrity_under_reorder_and_duplication():
     data = os.urandom(SIZE)
     link = Link(SIZE, faults=Faults(duplicate=0.2, permute=True, seed=7))
