@@ -35,6 +35,7 @@ from mrckit.bpf.objects import BpfObject, XdpMd  # noqa: E402
 from mrckit.switch.bmv2 import DEFAULT_JSON, DEFAULT_P4INFO, Bmv2Switch, find_tool  # noqa: E402
 from mrckit.bpf.fs import ensure_bpffs  # noqa: E402
 from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir  # noqa: E402
+from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
 
 GEN_C = r"""
 #include <linux/bpf.h>
@@ -192,6 +193,7 @@ def main() -> int:
     else:
         print(f"{'bmv2 simple_switch_grpc':38} {bmv2_offered:>12,.0f} {bmv2_pps:>14,.0f} "
               f"{bmv2_pps / ebpf_pps:>8.4f}x")
+        result("bmv2 forwarding rate, one switch", bmv2_pps, "pkt/s", "eBPF XDP switch", ebpf_pps)
     return 0
 
 

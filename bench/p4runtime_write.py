@@ -26,6 +26,7 @@ from mrckit import netns  # noqa: E402
 from mrckit.switch.bmv2 import Bmv2Switch, find_tool  # noqa: E402
 from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir  # noqa: E402
 from mrckit.switch.p4runtime import process  # noqa: E402
+from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
 
 BUILD = ROOT / "p4src/build"
 P4INFO = BUILD / "mrc_switch.p4info.txtpb"
@@ -143,6 +144,8 @@ def report(rows, shell_s, shell_n, has_bmv2) -> None:
         rate = n / secs
         ratio = f"{rate / baseline:8.1f}" if baseline else "       -"
         print(f"{label:36} {n:8d} {secs:9.3f} {rate:11.0f} {ratio}")
+        if baseline:
+            result(label, rate, "entries/s", "p4runtime-shell one by one", baseline, ">= 5x")
     if baseline is None:
         print("p4runtime-shell: .venv-p4rt missing (make p4rt-shell): no baseline")
     else:

@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controller"))
 
 from mrckit.topology import compile_fabric, generate_clos  # noqa: E402
+from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
 
 FULL = dict(planes=8, spines=256, leaves=512, hosts_per_leaf=256)
 BASELINE = dict(planes=8, spines=32, leaves=64, hosts_per_leaf=32)
@@ -72,6 +73,7 @@ def main() -> None:
     for label, key in rows:
         (b_wall, _), (f_wall, f_cpu) = base[key], full[key]
         print(f"{label:<34} {b_wall:>9.3f}s {f_wall:>9.3f}s {f_cpu:>9.3f}s {f_wall / max(b_wall, 1e-9):>7.0f}x")
+        result(f"131k hosts: {label}", f_wall, "s", "1/64-size fabric", b_wall)
     total = full["generate"][0] + full["compile"][0]
     print()
     print(f"generate + compile: {total:.2f} s ({total / GOAL_S:.2f} of the {GOAL_S:.0f} s goal)")
