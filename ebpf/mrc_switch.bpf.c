@@ -23,13 +23,11 @@
 
 #include "mrc_wire.h"
 
-#define MRC_DROP_REASON_COUNT (MRC_DROP_MALFORMED + 1)
 
 #define MAX_PORTS 512
 #define NS_PER_SEC 1000000000ULL
-/* Virtual-queue depth is kept in nano-packets so a drain rate in packets/s needs no division
- * on the hot path: elapsed_ns * rate_pps nano-packets leave the queue. */
-#define NANO_PACKETS_PER_PACKET NS_PER_SEC
+#define IFINDEX_SLOTS 1024 /* power of two */
+#define NEVER 0xffffffffU  /* a threshold that is never reached */
 
 /* Fixed offsets of an encapsulated MRC frame (design section 3). */
 #define OFF_OUTER_IP6 MRC_ETH_LEN
@@ -75,11 +73,17 @@ struct counter {
 	__u64 bytes;
 };
 
+/* A virtual queue kept as a virtual finish time, so that no lock is needed: the queue holds
+ * (busy_until_ns - now) / service_ns packets, service_ns = 1e9 / drain rate. A rate of 0 never
+ * drains: the queue then just counts its packets in `backlog`. */
 struct vqueue {
-	struct bpf_spin_lock lock;
-	__u32 pad;
-	__u64 depth_np; /* nano-packets */
-	__u64 last_ns;  /* bpf_ktime_get_ns() of the last update */
+	__u64 busy_until_ns; /* bpf_ktime_get_ns() time at which the queue empties */
+	__u64 backlog;       /* packets, for a rate of 0 */
+};
+
+struct ifindex_slot {
+	__u32 ifindex; /* 0: free slot */
+	__u32 port;
 };
 
 struct {
@@ -138,6 +142,15 @@ struct {
 	__type(key, __u32);   /* ifindex in the switch's namespace */
 	__type(value, __u32); /* switch port */
 } ifindex_port SEC(".maps");
+
+/* A direct-mapped cache of ifindex_port (slot = ifindex % IFINDEX_SLOTS) that spares the hash
+ * lookup on the hot path; the manager fills it, and a collision falls back to the hash. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, IFINDEX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ifindex_slot);
+} ifindex_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -205,33 +218,28 @@ static __always_inline void copy_prefix(struct usid_key *key, const __u8 *da)
 	key->pad[1] = 0;
 }
 
-/* Depth of the egress port's queue in packets, counting this packet (design section 4).
- * The packet is enqueued (depth + 1) when `enqueue` says so after the caller decided. */
-static __always_inline __u64 vqueue_depth(struct vqueue *q, __u64 rate, __u64 now)
+/* Depth of the egress port's queue in packets at `now`, not counting this packet. */
+static __always_inline __u64 vqueue_depth(struct vqueue *q, __u64 service_ns, __u64 now)
 {
-	__u64 depth_np, elapsed;
+	__u64 until = q->busy_until_ns;
 
-	bpf_spin_lock(&q->lock);
-	depth_np = q->depth_np;
-	elapsed = now > q->last_ns ? now - q->last_ns : 0;
-	q->last_ns = now;
-	if (rate && depth_np) {
-		/* elapsed * rate cannot overflow here: elapsed < depth_np / rate. */
-		if (elapsed >= depth_np / rate)
-			depth_np = 0;
-		else
-			depth_np -= elapsed * rate;
-	}
-	q->depth_np = depth_np;
-	bpf_spin_unlock(&q->lock);
-	return (depth_np + NANO_PACKETS_PER_PACKET - 1) / NANO_PACKETS_PER_PACKET + 1;
+	if (!service_ns)
+		return q->backlog;
+	if (until <= now)
+		return 0;
+	return (until - now + service_ns - 1) / service_ns;
 }
 
-static __always_inline void vqueue_enqueue(struct vqueue *q)
+/* Add one packet. Two CPUs that find the queue idle at once may both restart it, losing one
+ * packet of depth; that is the price of staying lock-free. */
+static __always_inline void vqueue_enqueue(struct vqueue *q, __u64 service_ns, __u64 now)
 {
-	bpf_spin_lock(&q->lock);
-	q->depth_np += NANO_PACKETS_PER_PACKET;
-	bpf_spin_unlock(&q->lock);
+	if (!service_ns)
+		__sync_fetch_and_add(&q->backlog, 1);
+	else if (q->busy_until_ns <= now)
+		q->busy_until_ns = now + service_ns;
+	else
+		__sync_fetch_and_add(&q->busy_until_ns, service_ns);
 }
 
 /* Frame length after trimming an MRC write to its last header (design section 4, step 5),
@@ -290,7 +298,15 @@ static __always_inline int trim_to(struct xdp_md *ctx, __u32 len)
 static __always_inline __u32 ingress_port(struct xdp_md *ctx, int *known)
 {
 	__u32 ifindex = ctx->ingress_ifindex;
-	__u32 *port = bpf_map_lookup_elem(&ifindex_port, &ifindex);
+	__u32 slot = ifindex & (IFINDEX_SLOTS - 1);
+	struct ifindex_slot *cached = bpf_map_lookup_elem(&ifindex_slots, &slot);
+	__u32 *port;
+
+	if (cached && cached->ifindex == ifindex) {
+		*known = 1;
+		return cached->port;
+	}
+	port = bpf_map_lookup_elem(&ifindex_port, &ifindex);
 
 	*known = port != 0;
 	return port ? *port : 0;
@@ -339,10 +355,10 @@ int mrc_switch(struct xdp_md *ctx)
 	struct port_config *pc;
 	struct ethhdr *eth = data;
 	__u32 in_port, out_port, trim_len = 0;
-	__u64 depth, now, *rate;
+	__u64 depth, now = 0, service_ns = 0, *rate;
 	__u8 *ip6, tclass, dscp, ecn;
-	struct vqueue *q;
-	int known, egress, trim_congested, ecn_congested;
+	struct vqueue *q = 0;
+	int known, egress, trim_congested = 0, ecn_congested = 0;
 
 	in_port = ingress_port(ctx, &known);
 	if (!known)
@@ -378,14 +394,18 @@ int mrc_switch(struct xdp_md *ctx)
 		__builtin_memcpy(eth->h_dest, pc->dst_mac, ETH_ALEN);
 	}
 
-	q = bpf_map_lookup_elem(&vqueue, &out_port);
-	rate = bpf_map_lookup_elem(&queue_rate, &out_port);
-	if (!q || !rate)
-		return drop(out_port, MRC_DROP_MALFORMED, len); /* unreachable: arrays */
-	now = bpf_ktime_get_ns();
-	depth = vqueue_depth(q, *rate, now);
-	trim_congested = pc && pc->valid && depth >= pc->trim_threshold;
-	ecn_congested = pc && pc->valid && depth >= pc->ecn_threshold;
+	/* A port without finite thresholds is never congested: skip the queue and its clock. */
+	if (pc && pc->valid && (pc->trim_threshold != NEVER || pc->ecn_threshold != NEVER)) {
+		q = bpf_map_lookup_elem(&vqueue, &out_port);
+		rate = bpf_map_lookup_elem(&queue_rate, &out_port);
+		if (!q || !rate)
+			return drop(out_port, MRC_DROP_MALFORMED, len); /* unreachable: arrays */
+		service_ns = *rate ? (*rate < NS_PER_SEC ? NS_PER_SEC / *rate : 1) : 0;
+		now = bpf_ktime_get_ns();
+		depth = vqueue_depth(q, service_ns, now) + 1; /* counting this packet */
+		trim_congested = depth >= pc->trim_threshold;
+		ecn_congested = depth >= pc->ecn_threshold;
+	}
 
 	tclass = get_tclass(ip6);
 	dscp = tclass >> 2;
@@ -410,7 +430,8 @@ int mrc_switch(struct xdp_md *ctx)
 		count(&trim_port, out_port, trim_len);
 		len = trim_len;
 	}
-	vqueue_enqueue(q);
+	if (q)
+		vqueue_enqueue(q, service_ns, now);
 	count(&tx_port, out_port, len);
 	return XDP_REDIRECT;
 }

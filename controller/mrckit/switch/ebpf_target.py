@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 from collections.abc import Iterable
 
 from .. import netns
@@ -48,6 +49,7 @@ MAP_TYPES: dict[str, tuple[type, type]] = {
     **{name: (_u32, T.Counter) for name in T.COUNTERS},
     "tx_ports": (_u32, _u32),
     "ifindex_port": (_u32, _u32),
+    "ifindex_slots": (_u32, T.IfindexSlot),
     "port_admin": (_u32, _u32),
     "vqueue": (_u32, T.VQueue),
     "queue_rate": (_u32, ctypes.c_uint64),
@@ -260,9 +262,15 @@ class SwitchTables:
         """The drain rate of ``port``'s virtual queue (packets/s)."""
         return self.maps["queue_rate"].lookup(_check_port(port))
 
-    def queue_depth(self, port: int) -> float:
-        """The depth of ``port``'s virtual queue at its last update, in packets."""
-        return self.maps["vqueue"].lookup(_check_port(port)).depth_np / 1e9
+    def queue_depth(self, port: int) -> int:
+        """The depth of ``port``'s virtual queue now, in packets (design section 4)."""
+        q = self.maps["vqueue"].lookup(_check_port(port))
+        rate = self.queue_rate(port)
+        if rate == 0:
+            return q.backlog
+        service_ns = max(1, 1_000_000_000 // rate)
+        left = q.busy_until_ns - time.monotonic_ns()  # bpf_ktime_get_ns() is CLOCK_MONOTONIC
+        return max(0, -(-left // service_ns))
 
     def reset_queues(self, ports: Iterable[int] | None = None) -> None:
         """Empty the virtual queues of ``ports`` (default: all)."""
@@ -276,12 +284,18 @@ class SwitchTables:
         resolves DEVMAP ifindexes in the caller's namespace (design section 9)."""
         self.maps["tx_ports"].update(_check_port(port), ifindex)
         self.maps["ifindex_port"].update(ifindex, port)
+        slot = ifindex % T.IFINDEX_SLOTS
+        if self.maps["ifindex_slots"].lookup(slot).ifindex in (0, ifindex):
+            self.maps["ifindex_slots"].update(slot, T.IfindexSlot(ifindex, port))
 
     def unbind_port(self, port: int) -> None:
         """Remove ``port``'s DEVMAP and ingress entries (absent entries are fine)."""
         for ifindex, p in list(self.maps["ifindex_port"].items()):
             if p == port:
                 self.maps["ifindex_port"].delete(ifindex)
+                slot = ifindex % T.IFINDEX_SLOTS
+                if self.maps["ifindex_slots"].lookup(slot).ifindex == ifindex:
+                    self.maps["ifindex_slots"].update(slot, T.IfindexSlot())
         self.maps["tx_ports"].delete(_check_port(port))
 
     def init_defaults(self) -> None:

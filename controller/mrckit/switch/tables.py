@@ -66,10 +66,19 @@ class Counter(ctypes.Structure):
 
 
 class VQueue(ctypes.Structure):
-    """C ``struct vqueue``: depth in nano-packets and the time of the last update (ns)."""
+    """C ``struct vqueue``: the virtual finish time (CLOCK_MONOTONIC ns at which the queue
+    empties) and, for a drain rate of 0, the packet count."""
 
-    _fields_ = [("lock", ctypes.c_uint32), ("pad", ctypes.c_uint32),
-                ("depth_np", ctypes.c_uint64), ("last_ns", ctypes.c_uint64)]
+    _fields_ = [("busy_until_ns", ctypes.c_uint64), ("backlog", ctypes.c_uint64)]
+
+
+class IfindexSlot(ctypes.Structure):
+    """C ``struct ifindex_slot``: one entry of the direct-mapped ifindex -> port cache."""
+
+    _fields_ = [("ifindex", ctypes.c_uint32), ("port", ctypes.c_uint32)]
+
+
+IFINDEX_SLOTS = 1024
 
 
 @dataclass(frozen=True)

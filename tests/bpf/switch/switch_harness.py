@@ -28,7 +28,8 @@ class Harness:
 
     def set_ingress(self, port: int) -> None:
         """Frames of :meth:`run` arrive on switch ``port``."""
-        self.tables.maps["ifindex_port"].update(LO_IFINDEX, port)
+        with netns.enter(self.ns):
+            self.tables.bind_port(port, LO_IFINDEX)
 
     def run(self, frame: bytes, repeat: int = 1):
         """(XDP return code, frame out) of one test run inside the namespace."""

@@ -99,7 +99,7 @@ def test_switch_forwards_and_trims_on_veth(fabric):
         assert set(switch.attach_modes.values()) == {"native"}
         assert sorted(os.listdir(switch_pin_dir(name))) == sorted(
             ["my_usid", "usid_fib", "table_defaults", "port_config", "rx_port", "tx_port", "trim_port",
-             "ecn_port", "drop_port", "drop_reason", "tx_ports", "ifindex_port", "port_admin", "vqueue",
+             "ecn_port", "drop_port", "drop_reason", "tx_ports", "ifindex_port", "ifindex_slots", "port_admin", "vqueue",
              "queue_rate"])
         configure(switch.tables)
         frames = [mrc_frame(container(T0_0, DOWN[2]), opcode=Opcode.WRITE_ONLY_IMM, payload=PAYLOAD,

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Benchmark of the eBPF switch (``ebpf/mrc_switch.bpf.c``), two ratios measured in one run:
+
+1. ns/packet of the switch under BPF_PROG_TEST_RUN divided by that of a bare XDP_REDIRECT
+   program (goal <= 1.3x): the cost of uN, FIB, MAC rewrite, queue model and counters.
+2. packets/s through a 2-switch veth chain with our XDP switches, divided by the same chain
+   with kernel ``seg6local End flavors next-csid`` routers (goal >= 1.5x). The generator is
+   BPF_F_TEST_XDP_LIVE_FRAMES (an XDP_TX program in the generator namespace); the sink is an
+   XDP program that counts and drops, the same in both chains.
+
+Needs root and clang (the baseline, generator and sink programs are compiled here).
+Prints a table and exits 0. Takes about 20-40 s.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from mrckit import netns
+from mrckit.bpf.attach import ifindex_of, xdp_attach
+from mrckit.bpf.objects import BpfObject, XdpMd
+from mrckit.bpf._libbpf import BPF_F_TEST_XDP_LIVE_FRAMES
+from mrckit.switch import kernel_ref
+from mrckit.switch.ebpf_target import EbpfSwitch
+from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
+
+HELPERS_C = r"""
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+struct { __uint(type, BPF_MAP_TYPE_DEVMAP); __uint(max_entries, 512);
+         __type(key, __u32); __type(value, __u32); } tx_ports SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, 1);
+         __type(key, __u32); __type(value, __u64); } seen SEC(".maps");
+/* Baseline: the least an XDP switch must do, one DEVMAP redirect. */
+SEC("xdp") int bare_redirect(struct xdp_md *ctx) { return bpf_redirect_map(&tx_ports, 1, 0); }
+/* Generator: with live frames, XDP_TX sends each frame out of the generator's veth. */
+SEC("xdp") int gen_tx(struct xdp_md *ctx) { return XDP_TX; }
+/* Sink: count and drop. */
+SEC("xdp") int sink_count(struct xdp_md *ctx) {
+    __u32 k = 0; __u64 *v = bpf_map_lookup_elem(&seen, &k);
+    if (v) *v += 1;
+    return XDP_DROP;
+}
+char LICENSE[] SEC("license") = "GPL";
+"""
+
+LOC48 = 0xFCBBBB00 << 16
+U1, U2, DST = 0x0400, 0x0805, 0x0C01
+MAC = {name: f"02:00:00:00:bb:{i:02x}" for i, name in enumerate(
+    ["g0", "a0", "a1", "b0", "b1", "k0"])}
+TEST_RUN_REPEAT = 2_000_000
+LIVE_FRAMES = 3_000_000
+
+
+def frame() -> bytes:
+    """A 256-byte MRC write addressed through U1, U2 to DST (design section 3)."""
+    da = f"fcbb:bb00:{U1:x}:{U2:x}:{DST:x}::"
+    pkt = (Ether(src=MAC["g0"], dst=MAC["a0"]) / IPv6(src="2001:db8:200::1", dst=da, nh=41, tc=10 << 2) /
+           IPv6(src="2001:db8:100::1", dst="2001:db8:100:1::2", nh=17) / UDP(sport=0xC000, dport=4791, chksum=0) /
+           Raw(bytes([0xCA]) + bytes(11) + bytes(20) + bytes(256 - 148)))
+    return bytes(pkt)
+
+
+def build_helpers(tmp: str) -> str:
+    src, obj = os.path.join(tmp, "bench.bpf.c"), os.path.join(tmp, "bench.bpf.o")
+    with open(src, "w") as f:
+        f.write(HELPERS_C)
+    arch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip() or "x86_64-linux-gnu"
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}", "-c", src, "-o", obj], check=True)
+    return obj
+
+
+def mac_int(mac: str) -> int:
+    return int(mac.replace(":", ""), 16)
+
+
+def ns_per_packet(prog, data: bytes, ns: str, rounds: int = 3) -> float:
+    with netns.enter(ns):
+        return statistics.median(prog.test_run(data, repeat=TEST_RUN_REPEAT).duration_ns for _ in range(rounds))
+
+
+def test_run_ratio(helpers: str, ns: str) -> tuple[float, float]:
+    """(switch ns/packet, bare redirect ns/packet) under BPF_PROG_TEST_RUN."""
+    data = frame()
+    with BpfObject.open(helpers) as h, BpfObject.open("mrc_switch") as sw:
+        h.load()
+        sw.load()
+        from mrckit.switch.ebpf_target import SwitchTables
+        t = SwitchTables.from_object(sw)
+        t.init_defaults()
+        t.write_entry("my_usid", LOC48 | U1, "usid_un")
+        t.write_entry("usid_fib", LOC48 | U2, "set_egress", {"port": 1})
+        t.write_entry("port_config", 1, "set_port", {"src_mac": 1, "dst_mac": 2, "faces_host": 0,
+                                                     "trim_threshold": 0xFFFFFFFF, "ecn_threshold": 0xFFFFFFFF})
+        with netns.enter(ns):
+            h.map("tx_ports").update(1, 1)
+            t.bind_port(1, 1)  # lo: the ingress port of test runs, and a DEVMAP target
+        return ns_per_packet(sw.program("mrc_switch"), data, ns), ns_per_packet(h.program("bare_redirect"), data, ns)
+
+
+def chain(kind: str, helpers: str) -> float:
+    """Packets/s delivered through gen -> S1 -> S2 -> sink, with ``kind`` "xdp" or "kernel"."""
+    names = [netns.unique_name("mrcbench") for _ in range(4)]
+    gen, s1, s2, sink = names
+    switches: list[EbpfSwitch] = []
+    try:
+        for n in names:
+            netns.add(n)
+        netns.veth(gen, "g0", s1, "a0")
+        netns.veth(s1, "a1", s2, "b0")
+        netns.veth(s2, "b1", sink, "k0")
+        for ns, ifs in ((gen, ["g0"]), (s1, ["a0", "a1"]), (s2, ["b0", "b1"]), (sink, ["k0"])):
+            for ifname in ifs:
+                netns.run(["ip", "link", "set", ifname, "address", MAC[ifname]], ns=ns)
+        if kind == "xdp":
+            for name, ns, ports, my, nxt in (("b1s1", s1, ("a0", "a1"), U1, U2), ("b1s2", s2, ("b0", "b1"), U2, DST)):
+                sw = EbpfSwitch(f"{ns}", ns, {0: ports[0], 1: ports[1]}).setup()
+                switches.append(sw)
+                sw.tables.write_entry("my_usid", LOC48 | my, "usid_un")
+                sw.tables.write_entry("usid_fib", LOC48 | nxt, "set_egress", {"port": 1})
+                peer = {"a1": "b0", "b1": "k0"}[ports[1]]
+                sw.tables.write_entry("port_config", 1, "set_port", {
+                    "src_mac": mac_int(MAC[ports[1]]), "dst_mac": mac_int(MAC[peer]), "faces_host": 0,
+                    "trim_threshold": 0xFFFFFFFF, "ecn_threshold": 0xFFFFFFFF})
+                sw.tables.set_queue_rate(1, 1_000_000_000)
+        else:
+            for ns, inp, out, my, nxt, peer in ((s1, "a0", "a1", U1, U2, "b0"), (s2, "b0", "b1", U2, DST, "k0")):
+                kernel_ref.enable_forwarding(ns)
+                netns.run(["ethtool", "-K", inp, "gro", "on"], ns=ns)  # NAPI for XDP_TX into it
+                kernel_ref.add_un(ns, LOC48 | my, inp)
+                kernel_ref.add_fib(ns, LOC48 | nxt, out, MAC[peer])
+        with BpfObject.open(helpers) as h:
+            h.load()
+            with netns.enter(sink):
+                xdp_attach("k0", h.program("sink_count"))
+            with netns.enter(gen):
+                # XDP_TX on a veth needs an XDP program on the sending side's own veth too.
+                xdp_attach("g0", h.program("sink_count"))
+                data = frame()
+                ctx = XdpMd(data_end=len(data), ingress_ifindex=ifindex_of("g0"))
+                h.program("gen_tx").test_run(data, repeat=10_000, ctx=ctx, flags=BPF_F_TEST_XDP_LIVE_FRAMES)
+                time.sleep(0.2)
+                before = sum(h.map("seen", value_type=ctypes.c_uint64).lookup(0))
+                start = time.perf_counter()
+                h.program("gen_tx").test_run(data, repeat=LIVE_FRAMES, ctx=ctx, flags=BPF_F_TEST_XDP_LIVE_FRAMES)
+                elapsed = time.perf_counter() - start
+            time.sleep(0.2)
+            delivered = sum(h.map("seen", value_type=ctypes.c_uint64).lookup(0)) - before
+        return delivered / elapsed
+    finally:
+        for sw in switches:
+            sw.teardown()
+        for n in names:
+            netns.delete(n)
+
+
+def main() -> int:
+    if os.geteuid() != 0 or not shutil.which("clang"):
+        print("switch_forwarding: needs root and clang; skipped")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        helpers = build_helpers(tmp)
+        ns = netns.unique_name("mrcbench")
+        with netns.Netns(ns):
+            ours_ns, bare_ns = test_run_ratio(helpers, ns)
+        xdp_pps = chain("xdp", helpers)
+        kernel_pps = chain("kernel", helpers)
+    rows = [
+        ("BPF_PROG_TEST_RUN ns/packet", f"{ours_ns:.1f}", f"bare XDP_REDIRECT {bare_ns:.1f}",
+         f"{ours_ns / bare_ns:.2f}x", "<= 1.3x"),
+        ("2-switch veth chain pps", f"{xdp_pps / 1e6:.3f} M", f"kernel seg6local {kernel_pps / 1e6:.3f} M",
+         f"{xdp_pps / kernel_pps:.2f}x", ">= 1.5x"),
+    ]
+    print(f"{'measure':30} {'mrc_switch':>12} {'baseline':>28} {'ratio':>7} {'goal':>8}")
+    for row in rows:
+        print(f"{row[0]:30} {row[1]:>12} {row[2]:>28} {row[3]:>7} {row[4]:>8}")
+    result("switch BPF_PROG_TEST_RUN", ours_ns, "ns/pkt", "bare XDP_REDIRECT", bare_ns, "<= 1.3x")
+    result("2-switch veth chain", xdp_pps, "pkt/s", "kernel seg6local next-csid", kernel_pps, ">= 1.5x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
