@@ -24,7 +24,7 @@ from ..errors import MrcError
 from ..topology import Topology, compile_fabric
 from .hosts import HostSession, open_host
 from .localise import Localisation
-from .p4rt import WriteCounts, default_election_id, open_session
+from .p4rt import CONNECT_TIMEOUT_S, WriteCounts, default_election_id, open_session
 from .pipeline import Pipeline
 from .reactor import GOOD, LIFT_SUCCESSES, SETTLE_NS, Action, FailureReactor
 from .status import STATUS_DIR, status_path, write_status
@@ -96,6 +96,7 @@ class Controller:
         status_dir: where status files go; None = keep no status file.
         election_id: ours (default: the wall clock in ms, so a restart wins).
         settle_ns, lift_successes: failure-reaction tuning (``reactor.py``).
+        connect_timeout_s: how long to wait for a switch to answer arbitration.
 
     Raises:
         MrcError: a target naming no node of the topology, or a topology that does not compile.
@@ -104,7 +105,8 @@ class Controller:
     def __init__(self, topology: Topology, switches: list[SwitchTarget], hosts: list[HostTarget],
                  pipeline: Pipeline, *, target: str = "ebpf", name: str = "default",
                  status_dir: Path | str | None = STATUS_DIR, election_id: int | None = None,
-                 settle_ns: int = SETTLE_NS, lift_successes: int = LIFT_SUCCESSES):
+                 settle_ns: int = SETTLE_NS, lift_successes: int = LIFT_SUCCESSES,
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S):
         self.topology, self.pipeline, self.name = topology, pipeline, name
         self.compiled = compile_fabric(topology, target)
         for t in switches:
@@ -114,6 +116,7 @@ class Controller:
         self.switches = {t.name: SwitchState(t) for t in switches}
         self.hosts = {t.name: HostState(t) for t in hosts}
         self.election_id = default_election_id() if election_id is None else election_id
+        self.connect_timeout_s = connect_timeout_s
         self.reactor = FailureReactor(topology, settle_ns=settle_ns, lift_successes=lift_successes)
         self.status_file = status_path(name, status_dir) if status_dir is not None else None
         self.started_ns = time.time_ns()
@@ -131,7 +134,7 @@ class Controller:
             MrcError: unreachable, not primary, or the switch refused a write.
         """
         st = self.switches[name]
-        session = await open_session(st.target, self.pipeline, self.election_id)
+        session = await open_session(st.target, self.pipeline, self.election_id, self.connect_timeout_s)
         try:
             await session.reconcile(self.compiled.entries(name))
         finally:
@@ -205,7 +208,7 @@ class Controller:
         while True:
             session = None
             try:
-                session = await open_session(st.target, self.pipeline, self.election_id)
+                session = await open_session(st.target, self.pipeline, self.election_id, self.connect_timeout_s)
                 st.connected, st.error = True, ""
                 await session.reconcile(self.compiled.entries(st.target.name))
                 self._record(st, session.counts)
