@@ -57,12 +57,17 @@ def down(name: str) -> bool:
 
 
 def down_all(prefix: str = DEFAULT_PREFIX) -> dict[str, list[str]]:
-    """Tear down every fabric with a state file, then anything left whose name starts with
-    ``prefix``: namespaces, switch pins, fault pins, bmv2 folders, P4Runtime servers.
-    Returns what was removed, by kind."""
+    """Tear down every fabric whose namespace prefix starts with ``prefix`` (or whose state
+    file is damaged), then anything left whose name starts with ``prefix``: namespaces,
+    switch pins, fault pins, bmv2 folders, P4Runtime servers. Returns what was removed, by
+    kind."""
     removed: dict[str, list[str]] = {"fabrics": []}
     for name in list_fabrics():
-        if down(name):
+        try:
+            ours = FabricState.load(name).prefix.startswith(prefix)
+        except Exception:  # noqa: BLE001 - damaged: removed by prefix below
+            ours = prefix == DEFAULT_PREFIX
+        if ours and down(name):
             removed["fabrics"].append(name)
     for kind, names in down_prefix(prefix).items():
         removed[kind] = names

@@ -1,0 +1,30 @@
+"""Fixtures of the fabric e2e tests: one small fabric for the whole session (bring-up costs
+seconds), under the test run's namespace prefix, so the session's cleanup by prefix catches
+any leak. Fault tests restore what they break, and break nothing the hosts notice (no host
+link goes down), so test order does not matter."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fabric_helpers import RUN_PREFIX, controller_args, fabric_name  # noqa: E402
+
+from mrckit.fabric.fabric import Fabric  # noqa: E402
+from mrckit.topology import generate_clos  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def small_fabric():
+    """The default small fabric (2 planes, 2 spines + 3 leaves per plane, 2 hosts per leaf)
+    on the eBPF target, programmed by `mrc controller run`; torn down after the session."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: network namespaces and BPF")
+    fab = Fabric.up(generate_clos(), name=fabric_name("small"), target="ebpf",
+                    prefix=RUN_PREFIX, controller_args=controller_args())
+    yield fab
+    fab.down()
+

@@ -1,0 +1,125 @@
+"""Faults on a running fabric: loss, blackhole, down and flap on a link, a failed switch, and
+restore; each logged with a timestamp (issue 9 item 2). Only T0-T1 links and a T1 are broken,
+and only for plain UDP (no acks), so no host agent reacts and the shared fabric stays clean."""
+
+import json
+import time
+from datetime import datetime
+
+import pytest
+from fabric_helpers import mrc
+
+from mrckit import netns
+from mrckit.bpf.attach import xdp_query
+from mrckit.errors import MrcError
+from mrckit.fabric import faults, traffic
+
+pytestmark = pytest.mark.root
+
+
+def one_way(fab, src, dst, packets=256):
+    (r,) = [r for r in traffic.pairwise_udp(fab, packets, hosts=[src, dst], timeout=3) if r.src == src]
+    return r
+
+
+def test_loss_drops_a_share_of_the_packets_crossing_the_link_both_ways(small_fabric):
+    fab = small_fabric
+    line = fab.fail_link("p0-t0-0", "p0-t1-0", kind="loss", value=50)
+    assert line.endswith("fail link p0-t0-0 p0-t1-0 loss 50 %")
+    try:
+        results = traffic.pairwise_udp(fab, 256, hosts=["h0-0", "h1-0"], timeout=3)
+        up = faults.read_stats(fab.ns("p0-t1-0"), "t0-0")    # h0-0 -> h1-0 enters the spine here
+        down = faults.read_stats(fab.ns("p0-t0-0"), "t1-0")  # h1-0 -> h0-0 enters the leaf here
+    finally:
+        fab.restore("p0-t0-0", "p0-t1-0")
+    for stats in (up, down):
+        assert stats.seen > 20 and 0 < stats.dropped_loss < stats.seen, stats
+        assert stats.seen == stats.passed + stats.dropped_loss
+    lost = {r.src: r.sent - r.received for r in results}
+    assert lost == {"h0-0": up.dropped_loss, "h1-0": down.dropped_loss}
+    assert not [f for f in faults.list_faults() if f[0] in (fab.ns("p0-t0-0"), fab.ns("p0-t1-0"))]
+    assert one_way(fab, "h0-0", "h1-0").ok
+
+
+def test_blackhole_drops_everything_on_the_link_and_restore_puts_the_switch_back(small_fabric):
+    fab = small_fabric
+    ns = fab.ns("p1-t1-1")
+    with netns.enter(ns):
+        switch_prog = xdp_query("t0-1").prog_id
+    fab.fail_link("p1-t0-1", "p1-t1-1", kind="blackhole")
+    try:
+        r = one_way(fab, "h1-0", "h2-0")
+        stats = faults.read_stats(ns, "t0-1")
+    finally:
+        fab.restore("p1-t0-1", "p1-t1-1")
+    # Every packet sprayed onto plane 1, spine 1 died there, and nothing else was lost.
+    assert stats.dropped_blackhole > 0 and stats.passed == 0
+    assert r.sent - r.received == stats.dropped_blackhole
+    with netns.enter(ns):
+        assert xdp_query("t0-1").prog_id == switch_prog
+
+
+def test_failed_switch_loses_its_share_until_restored(small_fabric):
+    fab = small_fabric
+    fab.fail_switch("p0-t1-0")
+    try:
+        with netns.enter(fab.ns("p0-t1-0")):
+            attached = [xdp_query(p.ifname).prog_id for p in fab.compiled.switch("p0-t1-0").ports]
+        with pytest.raises(MrcError, match="failed already"):
+            fab.fail_switch("p0-t1-0")
+        r = one_way(fab, "h0-1", "h2-1")
+    finally:
+        fab.restore("p0-t1-0")
+    assert attached == [0, 0, 0]
+    # One spine of four (2 planes x 2 spines) was dark: about a quarter lost, not all, not none.
+    assert 0 < r.sent - r.received < r.sent // 2, r
+    assert one_way(fab, "h0-1", "h2-1").ok
+
+
+def test_down_and_flap_from_the_cli_with_a_timestamped_fault_log(small_fabric):
+    fab = small_fabric
+    a, b = "p1-t0-2", "p1-t1-0"
+    out = mrc("fail", "link", a, b, "--down", "--fabric", fab.name)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(mrc("fabric", "status", fab.name, "--json").stdout)
+    (link,) = [ln for ln in doc["links"] if {ln["a"], ln["b"]} == {a, b}]
+    assert (link["state_a"], link["state_b"]) == ("DOWN", "DOWN")
+    assert mrc("restore", "link", a, b, "--fabric", fab.name).returncode == 0
+    assert _oper(fab, a, "t1-0") == "UP"
+
+    fab.fail_link(a, b, kind="flap", value=20)
+    flapper = fab.state.flappers[f"link:{a}:{b}"]
+    seen = set()
+    end = time.monotonic() + 5
+    while time.monotonic() < end and seen != {"UP", "DOWN"}:
+        seen.add(_oper(fab, b, "t0-2"))
+        time.sleep(0.01)
+    fab.restore(a, b)
+    assert seen == {"UP", "DOWN"}
+    assert not flapper.alive() and _oper(fab, a, "t1-0") == "UP"
+
+    log = fab.fault_log()
+    mine = [ln for ln in log if f" {a} {b}" in ln]
+    assert [ln.split(" ", 1)[1] for ln in mine[-4:]] == [
+        f"fail link {a} {b} down", f"restore link {a} {b} (down)",
+        f"fail link {a} {b} flap 20 Hz", f"restore link {a} {b} (flap 20 Hz)"]
+    stamps = [datetime.fromisoformat(ln.split(" ", 1)[0]) for ln in log]
+    assert stamps == sorted(stamps)
+
+
+def test_fault_commands_refuse_bad_input_clearly(small_fabric):
+    fab = small_fabric
+    with pytest.raises(MrcError, match="no link between p0-t0-0 and p0-t0-1"):
+        fab.fail_link("p0-t0-0", "p0-t0-1")
+    with pytest.raises(ValueError, match="--loss"):
+        fab.fail_link("p0-t0-0", "p0-t1-0", kind="loss", value=150)
+    with pytest.raises(MrcError, match="no fault to restore"):
+        fab.restore("p0-t0-0", "p0-t1-0")
+    out = mrc("fail", "link", "p0-t0-0", "p0-t1-0", "--down", "--loss", "5", "--fabric", fab.name)
+    assert out.returncode == 2 and "exactly one of" in out.stderr and "Traceback" not in out.stderr
+    assert fab.status()["faults"] == {}
+
+
+def _oper(fab, node, ifname):
+    out = netns.run(["ip", "-j", "link", "show", ifname], ns=fab.ns(node)).stdout
+    return json.loads(out)[0]["operstate"]
