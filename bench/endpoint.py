@@ -62,7 +62,6 @@ def _role_udp_tx(size: int) -> dict:
 
 
 def _role_mrc_rx(size: int) -> dict:
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "controller"))
     from mrckit.endpoint import Endpoint
 
     with Endpoint(B) as ep:
@@ -156,6 +155,9 @@ def main() -> int:
     _, _, u, m, _, _ = max(rows, key=lambda r: r[3])
     result("MRC single-QP goodput (best run)", m / 1e6, "MB/s", "plain UDP blast", u / 1e6)
     print("UDP: unreliable blast, goodput of the datagrams that arrived; MRC: reliable, verified by SHA-256")
+    if not all(r[5] for r in rows):
+        print("an MRC transfer did not verify (SHA-256 mismatch)")
+        return 1
     return 0
 
 
