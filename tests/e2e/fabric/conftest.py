@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fabric_helpers import RUN_PREFIX, controller_args, fabric_name  # noqa: E402
+from fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers  # noqa: E402
 
 from mrckit.fabric.fabric import Fabric  # noqa: E402
 from mrckit.topology import generate_clos  # noqa: E402
@@ -27,4 +27,6 @@ def small_fabric():
                     prefix=RUN_PREFIX, controller_args=controller_args())
     yield fab
     fab.down()
+    # After the suite nothing of ours remains: namespaces, links, attachments, pins, processes.
+    assert leftovers(RUN_PREFIX + fab.name, fab.name) == {}
 

@@ -1,0 +1,95 @@
+"""Bring-up errors give one clear line and leave nothing behind; teardown is guaranteed on a
+late failure, on SIGTERM and by `down --all` (issue 9, "Done when")."""
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers, mrc
+
+from mrckit import netns
+from mrckit.errors import MrcError
+from mrckit.fabric import teardown, traffic
+from mrckit.fabric.fabric import Fabric
+from mrckit.switch.bmv2 import find_tool
+from mrckit.topology import dump_topology, generate_clos
+
+pytestmark = pytest.mark.root
+
+
+def tiny():
+    """One plane, one spine, two leaves, one host each: the cheapest fabric with a spine."""
+    return generate_clos(planes=1, spines=1, leaves=2, hosts_per_leaf=1)
+
+
+def test_wrong_topology_file_is_one_line_and_builds_nothing(tmp_path, need_root):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nplanes: 2\nswitches:\n  - {name: a, role: t9, plane: 0, index: 0}\n")
+    name = fabric_name("badtopo")
+    out = mrc("fabric", "up", str(bad), "--name", name)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.startswith(f"mrc: error: {bad}:") and len(out.stderr.splitlines()) == 1
+    assert leftovers(f"mrcf-{name}", name) == {}
+
+
+@pytest.mark.skipif(find_tool("simple_switch_grpc") is not None, reason="bmv2 is installed here")
+def test_missing_bmv2_is_a_clear_error(need_root):
+    name = fabric_name("nobmv2")
+    out = mrc("fabric", "up", "--target", "bmv2", "--name", name)
+    assert out.returncode == 2 and "simple_switch_grpc not found" in out.stderr and "Traceback" not in out.stderr
+    assert leftovers(f"mrcf-{name}", name) == {}
+
+
+def test_p4runtime_port_in_use_is_a_clear_error(need_root):
+    name = fabric_name("portuse")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(MrcError, match=f"127.0.0.1:{port} is already in use"):
+            Fabric.up(tiny(), name=name, prefix=RUN_PREFIX, p4runtime_port=port - 1)
+    assert leftovers(RUN_PREFIX + name, name) == {}
+
+
+def test_a_failure_late_in_bring_up_removes_everything(need_root):
+    name = fabric_name("late")
+    with pytest.raises(MrcError, match="controller did not start"):
+        Fabric.up(tiny(), name=name, prefix=RUN_PREFIX, controller_args=("--p4info", "/nonexistent.txtpb"))
+    assert leftovers(RUN_PREFIX + name, name) == {}
+
+
+def test_sigterm_during_bring_up_removes_everything(tmp_path, need_root):
+    name = fabric_name("sigterm")
+    topo = tmp_path / "tiny.yaml"
+    dump_topology(tiny(), str(topo))
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from mrckit.cli import main; sys.exit(main())",
+                             "fabric", "up", str(topo), "--name", name, "--no-controller"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 60
+    while time.monotonic() < end and not netns.list_prefix(f"mrcf-{name}-"):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0, err
+    assert leftovers(f"mrcf-{name}", name) == {}
+
+
+def test_p4runtime_on_loopback_ports_and_down_all_after_a_crash(need_root):
+    name = fabric_name("ports")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    fab = Fabric.up(tiny(), name=name, prefix=RUN_PREFIX, p4runtime_port=port, controller_args=controller_args())
+    try:
+        assert fab.switch_address("p0-t1-0") == f"127.0.0.1:{port + 2}"
+        assert all(r.ok for r in traffic.pairwise_udp(fab))
+        fab.detach()  # as if the process that made it had crashed: only `down --all` is left
+    except BaseException:
+        fab.down()
+        raise
+    removed = teardown.down_all(RUN_PREFIX)
+    assert removed["fabrics"] == [name]
+    assert leftovers(RUN_PREFIX + name, name) == {}
