@@ -200,7 +200,7 @@ class Controller:
                    and all(h.configured for h in self.hosts.values())):
             await asyncio.sleep(TICK_S)
         self.ready.set()
-        self._dirty = True
+        self._write_status()  # before anyone waiting on ``ready`` runs: the file says ready too
         log.info("all %d switches programmed and %d hosts configured", len(self.switches), len(self.hosts))
 
     async def _switch_loop(self, st: SwitchState) -> None:
