@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 import numpy as np
@@ -40,12 +41,12 @@ DEFAULT_LOSS_PERCENT, DEFAULT_FLAP_HZ = 10.0, 5.0
 SAMPLE_S = 0.05
 """Sampling period of the sender's EV counters and the responder's placed bytes."""
 WRITE_TIMEOUT_S = 600.0
-LIFT_WAIT_S = 5.0
+LIFT_WAIT_S = 3.0
 """After the write, how long to wait for the controller to lift its DENY (for the report)."""
 QPN_SENDER, QPN_RECEIVER, RKEY, IMM = 0x100, 0x200, 0x1000, 0xD3E0
-AGENT_SETTINGS = Settings(rto_ns=20_000_000, probe_interval_ns=5_000_000, seed=10)
-"""Host agents: an RTO of 20 ms, above the pure-Python endpoint's SACK delays on a busy
-2-core machine (2 ms would retire healthy EVs), and a probe every 5 ms per probed EV."""
+AGENT_SETTINGS = Settings(rto_ns=50_000_000, probe_interval_ns=20_000_000, backups_per_plane=8, seed=10)
+"""Host agents: an RTO of 50 ms, above the pure-Python endpoint's SACK delays on a busy
+2-core machine (2 ms retires healthy EVs), and a probe every 20 ms per probed EV."""
 
 
 class Observer:
@@ -70,6 +71,7 @@ class DemoOptions:
     flap_hz: float = DEFAULT_FLAP_HZ
     name: str = ""
     settings: Settings = field(default_factory=lambda: AGENT_SETTINGS)
+    logs: str = ""
 
     def check(self) -> None:
         """Raises MrcError naming the bad option."""
@@ -110,14 +112,18 @@ def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
     topo = generate_clos()
     obs.phase(f"bringing up the default fabric on the {opts.target} target: {topo.planes} planes, "
               f"{len(topo.switches)} switches, {len(topo.hosts)} hosts, the controller")
-    fab = Fabric.up(topo, name=opts.name or f"demo{os.getpid() % 100000}", target=opts.target,
-                    settings=opts.settings)
+    name = opts.name or f"demo{os.getpid() % 100000}"
+    p4info, device_config = pipeline_files(opts.target)
+    args = ("--name", name, "--p4info", str(p4info), "--device-config", str(device_config))
+    fab = Fabric.up(topo, name=name, target=opts.target, settings=opts.settings, controller_args=args)
     try:
         obs.phase(f"fabric {fab.name} is up and programmed")
         run = _Run(fab, opts, obs)
         record = run.execute()
-        record.switches = _switch_counts(fab)
+        record.switches = _switch_counts(fab, p4info)
     finally:
+        if opts.logs:
+            _keep_logs(fab, Path(opts.logs))
         obs.phase("tearing the fabric down")
         fab.down()
     return analyze(record)
@@ -282,7 +288,8 @@ class _EventWatcher:
         try:
             for e in self.stream:
                 event = AgentEvent(self.host, e.timestamp_ns, e.peer, e.ev, pb.EvState.Name(e.old_state),
-                                   pb.EvState.Name(e.new_state), e.reason, e.plane, e.link, e.probe_ok)
+                                   pb.EvState.Name(e.new_state), e.reason, e.plane, e.link, e.probe_ok,
+                                   e.replaced_by)
                 with self._lock:
                     self.events.append(event)
         except grpc.RpcError:
@@ -313,11 +320,48 @@ def _controller_events(fab) -> list[ControllerEvent]:
             for m in status.get("timeline", []) if m.get("kind") in kinds]
 
 
-def _switch_counts(fab) -> SwitchCounts:
+def _keep_logs(fab, folder: Path) -> None:
+    """Copy the fabric's process logs (switches, agents, controller) and the controller's
+    status into ``folder`` before teardown removes them."""
+    import shutil
+
+    from ..control.status import status_path
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for log in fab.state.dir.glob("*.log"):
+        shutil.copy(log, folder / log.name)
+    status = status_path(fab.name)
+    if status.exists():
+        shutil.copy(status, folder / "controller-status.json")
+
+
+def pipeline_files(target: str) -> tuple[Path, Path]:
+    """The P4Info and device config the controller pushes: p4c's outputs in ``p4src/build``.
+    Until those are committed, the eBPF target takes the hand-written P4Info of the same
+    contract (``tests/p4runtime/fixtures``) with an empty device config, which it stores
+    untouched (design section 4); bmv2 needs p4c's JSON.
+
+    Raises:
+        MrcError: neither P4Info exists, or ``--target bmv2`` without the bmv2 JSON.
+    """
+    from ..control.pipeline import DEFAULT_DEVICE_CONFIG, DEFAULT_P4INFO, REPO_ROOT
+
+    if DEFAULT_P4INFO.exists() and DEFAULT_DEVICE_CONFIG.exists():
+        return DEFAULT_P4INFO, DEFAULT_DEVICE_CONFIG
+    if target == "bmv2":
+        raise MrcError(f"--target bmv2 needs p4c's outputs {DEFAULT_P4INFO} and {DEFAULT_DEVICE_CONFIG} "
+                       "(run `make p4` where p4c is built)")
+    handwritten = REPO_ROOT / "tests" / "p4runtime" / "fixtures" / "mrc_switch.handwritten.p4info.txtpb"
+    if not handwritten.exists():
+        raise MrcError(f"no P4Info: neither {DEFAULT_P4INFO} nor {handwritten} exists")
+    return handwritten, Path(os.devnull)
+
+
+def _switch_counts(fab, p4info: Path) -> SwitchCounts:
     from ..control.pipeline import load_pipeline
     from .counters import fabric_counts, read_counters
 
-    schema = load_pipeline().schema
+    schema = load_pipeline(p4info, b"").schema
     return fabric_counts(fab.topology, lambda name: read_counters(
         fab.switch_address(name), fab.state.device_ids[name], schema))
 

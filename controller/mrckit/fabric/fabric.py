@@ -208,6 +208,20 @@ class Fabric:
         st.save()
         procs.wait_ready({"controller": (proc, info)}, CONTROLLER_READY)
 
+    def program_once(self, *controller_args: str) -> str:
+        """Run ``mrc controller run TOPO --once`` (program every switch, configure every host,
+        exit) for a fabric started with ``controller=False``. Returns its output.
+
+        Raises:
+            MrcError: the controller failed (with its output).
+        """
+        argv = procs.mrc_argv("controller", "run", str(self.topology_path), "--name", self.name,
+                              "--target", self.state.target, "--once", *controller_args)
+        out = subprocess.run(argv, capture_output=True, text=True, env=procs.child_env())
+        if out.returncode != 0:
+            raise MrcError(f"mrc controller run --once failed: {(out.stderr or out.stdout).strip()}")
+        return out.stdout
+
     @classmethod
     def open(cls, name: str) -> "Fabric":
         """The running fabric ``name`` (from its state file). Raises MrcError if none."""
@@ -216,19 +230,24 @@ class Fabric:
     def down(self) -> None:
         """Tear everything down (idempotent; also run at interpreter exit for an owner)."""
         teardown.teardown(self.state)
-        if self._atexit is not None:
-            atexit.unregister(self._atexit)
-            self._atexit = None
+        self.detach()
 
     def detach(self) -> None:
         """Leave the fabric running when this process exits (``mrc fabric up`` does this)."""
         if self._atexit is not None:
             atexit.unregister(self._atexit)
             self._atexit = None
+            _OWNED.discard(self.name)
+            if not _OWNED:
+                _sigterm_exits(False)
 
     def _guard(self) -> None:
+        # Torn down at interpreter exit; SIGTERM becomes SystemExit so that the exit (and any
+        # ``with`` block) runs instead of the process dying on the spot.
         self._atexit = self.down
         atexit.register(self._atexit)
+        _OWNED.add(self.name)
+        _sigterm_exits(True)
 
     def __enter__(self) -> "Fabric":
         return self
@@ -335,6 +354,30 @@ def _neighbours(compiled: CompiledFabric, node: str) -> list[tuple[str, str]]:
     except (KeyError, ValueError, MrcError):
         return []
     return [(p.ifname, mac_text(p.t0_mac)) for p in host.ports]
+
+
+_OWNED: set[str] = set()
+"""Names of the fabrics this process owns (tears down at exit)."""
+_SIGTERM_SET = False
+
+
+def _sigterm_exits(on: bool) -> None:
+    """While this process owns a fabric, SIGTERM raises SystemExit(143) (main thread only,
+    and only in place of the default action: a handler someone else set is left alone)."""
+    global _SIGTERM_SET
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if on and not _SIGTERM_SET and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _exit_143)
+        _SIGTERM_SET = True
+    elif not on and _SIGTERM_SET:
+        if signal.getsignal(signal.SIGTERM) == _exit_143:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _SIGTERM_SET = False
+
+
+def _exit_143(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 @contextlib.contextmanager

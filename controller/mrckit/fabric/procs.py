@@ -28,7 +28,8 @@ READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 
 
-def _env() -> dict:
+def child_env() -> dict:
+    """The environment of our child processes: this mrckit first on PYTHONPATH, unbuffered."""
     # The child imports this same mrckit, from a source checkout as well.
     env = dict(os.environ, PYTHONUNBUFFERED="1")  # the ready line must reach the log at once
     root = str(Path(__file__).resolve().parents[2])
@@ -48,7 +49,7 @@ def start(argv: list[str], log: Path, *, ns: str | None, address: str) -> tuple[
         argv = ["nsenter", f"--net={NETNS_DIR}/{ns}", "--", *argv]
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=_env(), start_new_session=True)
+                                env=child_env(), start_new_session=True)
     ticks = None
     for _ in range(50):  # /proc/PID appears at once; be safe against a slow exec
         ticks = start_ticks(proc.pid)

@@ -65,6 +65,7 @@ class AgentEvent:
     plane: int = 0
     link: str = ""
     probe_ok: bool = False
+    replaced_by: int = 0
 
 
 @dataclass(frozen=True)
@@ -170,19 +171,24 @@ def _failover(run: RunRecord) -> Failover:
 
 
 def _t_failover(run: RunRecord, deny: ControllerEvent | None) -> int | None:
-    """When the sender stopped choosing the failed path: every EV of the path that was in its
-    set at fault time is ASSUMED_BAD or DENIED, or the controller denied a link of the path."""
+    """When the sender stopped choosing the failed path, the earlier of:
+    - every EV of the path that was in its set at fault time is ASSUMED_BAD or DENIED, and so
+      is every EV of the path that a replacement put in later (the last such event);
+    - the controller's DENY of the failed link took effect on every host."""
     fault = run.fault
     live = {r["ev"] for r in run.fault_rows
             if _on_path(r["plane"], r["t1"], fault) and not r.get("retired") and r["state"] in ("GOOD", "SKIP")}
     if not live:
         return None
     out: dict[int, int] = {}
-    for e in _sender_events(run):
-        if e.ev in live and e.ev not in out and e.new_state in OUT_OF_SERVICE and \
-                run.t_fault_ns <= e.t_ns <= run.t_restore_ns:
+    for e in sorted(_sender_events(run), key=lambda e: e.t_ns):
+        if not run.t_fault_ns <= e.t_ns <= run.t_restore_ns:
+            continue
+        if e.reason == "REPLACED" and e.replaced_by and _on_path(*_ev_path(e.replaced_by), fault):
+            live.add(e.replaced_by)  # a backup on the failed path took a slot: it must fail too
+        elif e.ev in live and e.new_state in OUT_OF_SERVICE:
             out[e.ev] = e.t_ns
-    by_events = max(out.values()) if len(out) == len(live) else None
+    by_events = max(out.values()) if live <= out.keys() else None
     by_deny = deny.t_ns if deny and fault.link in deny.links else None
     times = [t for t in (by_events, by_deny) if t is not None]
     return min(times) if times else None
@@ -264,21 +270,20 @@ def _transitions(events: list[AgentEvent]) -> list[EvTransition]:
 
 # ---------------------------------------------------------------- timeline ---------------
 def _timeline(run: RunRecord) -> list[TimelineEvent]:
-    """Demo phases, the fabric's fault log, the controller's actions, and per host and
-    reason the first agent event after the fault (with how many followed)."""
+    """Demo phases, the fabric's fault log, the controller's actions, and per host, reason
+    and phase (before, during, after the fault) the first agent event (with how many)."""
     rec = run.recorder
     lines = [TimelineEvent(t_s=rec.seconds(t), source="demo", what=w) for t, w in run.demo_log]
     lines += [TimelineEvent(t_s=rec.seconds(t), source="fabric", what=w) for t, w in run.fault_log]
     lines += [TimelineEvent(t_s=rec.seconds(c.t_ns), source="controller", what=c.what,
                             detail=" ".join([", ".join(c.links), c.detail]).strip()) for c in run.controller]
-    firsts: dict[tuple[str, str, str], tuple[AgentEvent, int]] = {}
+    firsts: dict[tuple[str, str, str, int], tuple[AgentEvent, int]] = {}
     for e in sorted(run.events, key=lambda e: e.t_ns):
-        if e.t_ns < run.t_fault_ns:
-            continue
-        key = (e.host, e.reason, e.new_state)
+        phase = (e.t_ns >= run.t_fault_ns) + (e.t_ns >= run.t_restore_ns)
+        key = (e.host, e.reason, e.new_state, phase)
         first, n = firsts.get(key, (e, 0))
         firsts[key] = (first, n + 1)
-    for (host, reason, state), (e, n) in firsts.items():
+    for (host, reason, state, _), (e, n) in firsts.items():
         what = f"{host}: {reason} -> {state}"
         detail = (f"first of {n}; " if n > 1 else "") + (f"EV {e.ev:#010x}" if e.ev else e.link)
         lines.append(TimelineEvent(t_s=rec.seconds(e.t_ns), source="agent", what=what, detail=detail))

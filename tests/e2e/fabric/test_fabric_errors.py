@@ -82,9 +82,11 @@ def test_p4runtime_on_loopback_ports_and_down_all_after_a_crash(need_root):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    fab = Fabric.up(tiny(), name=name, prefix=RUN_PREFIX, p4runtime_port=port, controller_args=controller_args())
+    fab = Fabric.up(tiny(), name=name, prefix=RUN_PREFIX, p4runtime_port=port, controller=False)
     try:
         assert fab.switch_address("p0-t1-0") == f"127.0.0.1:{port + 2}"
+        assert not any(r.received for r in traffic.pairwise_udp(fab, 5, timeout=1))  # empty tables
+        assert "programmed 3 switches" in fab.program_once(*controller_args())
         assert all(r.ok for r in traffic.pairwise_udp(fab))
         fab.detach()  # as if the process that made it had crashed: only `down --all` is left
     except BaseException:
@@ -92,4 +94,22 @@ def test_p4runtime_on_loopback_ports_and_down_all_after_a_crash(need_root):
         raise
     removed = teardown.down_all(RUN_PREFIX)
     assert removed["fabrics"] == [name]
+    assert leftovers(RUN_PREFIX + name, name) == {}
+
+
+def test_sigterm_to_a_process_owning_a_running_fabric_tears_it_down(need_root):
+    name = fabric_name("owner")
+    script = ("import time\nfrom mrckit.fabric.fabric import Fabric\nfrom mrckit.topology import generate_clos\n"
+              f"fab = Fabric.up(generate_clos(planes=1, spines=1, leaves=2, hosts_per_leaf=1), name={name!r}, "
+              f"prefix={RUN_PREFIX!r}, controller=False)\nprint('up', flush=True)\ntime.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up", proc.stderr.read()
+        assert netns.list_prefix(RUN_PREFIX + name)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert proc.returncode == 128 + signal.SIGTERM
     assert leftovers(RUN_PREFIX + name, name) == {}

@@ -1,0 +1,121 @@
+"""The demo's two endpoint processes, run inside the hosts' namespaces (``nsenter --net``).
+
+Each side of the write runs in its own process, as ``mrc write`` and ``mrc listen`` do, so
+neither the other endpoint nor the demo's sampling and gRPC threads delay its SACKs (one Python
+process for everything stalls for longer than an agent RTO and retires healthy EVs).
+
+The processes talk JSON lines on stdout; the demo writes commands on stdin:
+
+- ``respond``: registers a region of ``--size`` bytes (rkey ``--rkey``), creates the QP, prints
+  ``{"ready": ...}``, then ``{"placed": BYTES}`` every ``--every`` seconds; after the
+  WRITE_WITH_IMM completion, it compares the region with the data that ``--seed`` gives and
+  prints ``{"done": ..., "sha256": ..., "verified": BYTES, "stats": {...}}``; exits when its
+  stdin closes.
+- ``write``: creates the QP, prints ``{"ready": ...}``, waits for the line ``go``, posts one
+  WRITE_WITH_IMM of the ``--seed`` data, and prints ``{"done": ..., "started_ns": ...,
+  "finished_ns": ..., "stats": {...}}`` or ``{"error": TEXT}``.
+
+The data is ``random.Random(seed).randbytes(size)``: both sides and the demo derive it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import random
+import sys
+import threading
+import time
+
+import numpy as np
+
+SACK_EVERY_PACKET = 1
+"""Responder SACK coalescing, bytes: a SACK (and so an echoed EV) per packet, which is what
+the host agent's per-EV ack times need."""
+
+
+def demo_data(seed: int, size: int) -> bytes:
+    """The ``size`` bytes the demo writes for ``seed`` (deterministic)."""
+    return random.Random(seed).randbytes(size)
+
+
+def _say(**msg) -> None:
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def _stats(obj) -> dict:
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in dataclasses.asdict(obj).items()}
+
+
+def respond(args) -> int:
+    from ..endpoint import Endpoint
+
+    ep = Endpoint(args.nic, sack_coalesce_bytes=SACK_EVERY_PACKET)
+    try:
+        mr = ep.register_mr(args.size, rkey=args.rkey)
+        ep.create_qp(args.peer, qpn=args.qpn, remote_qpn=args.remote_qpn)
+        _say(ready=True)
+        closed = threading.Event()
+        threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+        done = False
+        while not closed.is_set():
+            _say(placed=mr.placed_bytes, t_ns=time.monotonic_ns())
+            if not done and ep.poll_recv(timeout=args.every) is not None:
+                done = True
+                expected = demo_data(args.seed, args.size)
+                same = np.frombuffer(expected, np.uint8) == np.frombuffer(mr.buf, np.uint8)
+                _say(placed=mr.placed_bytes, t_ns=time.monotonic_ns())
+                _say(done=True, sha256=hashlib.sha256(mr.buf).hexdigest(), verified=int(np.count_nonzero(same)),
+                     stats=_stats(ep.responder.stats))
+            elif done:
+                closed.wait(args.every)
+    finally:
+        ep.close()
+    return 0
+
+
+def write(args) -> int:
+    from ..endpoint import Endpoint, QpError
+
+    ep = Endpoint(args.nic)
+    try:
+        qp = ep.create_qp(args.peer, qpn=args.qpn, remote_qpn=args.remote_qpn)
+        data = demo_data(args.seed, args.size)
+        _say(ready=True)
+        if sys.stdin.readline().strip() != "go":
+            return 1
+        comp = ep.write(qp, data, 0, args.rkey, imm=args.imm)
+        _say(started_ns=comp.started_ns)
+        try:
+            comp.wait(args.timeout)
+        except (QpError, TimeoutError) as exc:
+            _say(error=str(exc), stats=_stats(qp.requestor.stats))
+            return 1
+        _say(done=True, started_ns=comp.started_ns, finished_ns=comp.finished_ns, stats=_stats(qp.requestor.stats))
+    finally:
+        ep.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mrckit.fabric.demo_worker", description=__doc__.splitlines()[0])
+    ap.add_argument("role", choices=["respond", "write"])
+    ap.add_argument("--nic", required=True)
+    ap.add_argument("--peer", required=True)
+    ap.add_argument("--size", type=int, required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--qpn", type=int, required=True)
+    ap.add_argument("--remote-qpn", type=int, required=True)
+    ap.add_argument("--rkey", type=int, required=True)
+    ap.add_argument("--imm", type=int, default=1)
+    ap.add_argument("--every", type=float, default=0.02)
+    ap.add_argument("--timeout", type=float, default=600.0)
+    args = ap.parse_args(argv)
+    return respond(args) if args.role == "respond" else write(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
