@@ -356,6 +356,7 @@ class EbpfSwitch:
 
     def _load(self) -> None:
         fresh = not os.path.isdir(self.pin_dir)
+        os.makedirs(os.path.dirname(self.pin_dir), exist_ok=True)  # libbpf makes only the last folder
         obj = BpfObject.open(OBJECT)
         try:
             for map_name in MAP_TYPES:
