@@ -117,7 +117,8 @@ class Controller:
         self.hosts = {t.name: HostState(t) for t in hosts}
         self.election_id = default_election_id() if election_id is None else election_id
         self.connect_timeout_s = connect_timeout_s
-        self.reactor = FailureReactor(topology, settle_ns=settle_ns, lift_successes=lift_successes)
+        self.reactor = FailureReactor(topology, settle_ns=settle_ns, ambiguous_wait_ns=3 * settle_ns,
+                                      lift_successes=lift_successes)
         self.status_file = status_path(name, status_dir) if status_dir is not None else None
         self.started_ns = time.time_ns()
         self.ready = asyncio.Event()  # every switch reconciled once and every host configured once

@@ -10,9 +10,12 @@ Rules:
   link explains; good evidence counts only if gathered after the episode began (acks that
   grew between two polls both taken after it, or a probe answered after it), so traffic that
   crossed a link before it failed never clears it;
-- ``settle_ns`` after the episode began, the evidence is localised (``localise.py``) and every
-  suspect link is DENIED on every host. An ambiguous answer denies every suspect: the hosts
-  keep probing across denied links, so an innocent one is lifted by the next rule;
+- ``settle_ns`` after the episode began, the evidence is localised (``localise.py``); a unique
+  answer is DENIED on every host at once. An ambiguous answer waits until ``ambiguous_wait_ns``
+  after the episode began (a spurious ASSUMED_BAD on a busy host recovers by probes within
+  that time, and more evidence may settle it); if it is still ambiguous then, every suspect
+  is denied: the hosts keep probing across denied links, so an innocent one is lifted by the
+  next rule;
 - a denied link whose probes succeed ``lift_successes`` times in a row (PROBE_RESULT events
   with probe_ok, or retired EVs recovering with PROBE_OK, on paths across it) is lifted on
   every host, and the failing evidence across it is forgotten.
@@ -34,6 +37,8 @@ GOOD, SKIP, ASSUMED_BAD, DENIED = 0, 1, 2, 3  # EvState of host_agent.proto
 SETTLE_NS = 100_000_000
 """Evidence gathering time after the first ASSUMED_BAD before localising (100 ms): enough for
 the hosts' RTO (2 ms by default) to retire the other EVs across the link and for two polls."""
+AMBIGUOUS_WAIT_NS = 3 * SETTLE_NS
+"""How long an ambiguous localisation waits for more evidence before denying every suspect."""
 LIFT_SUCCESSES = 3
 """Consecutive successful probes across a denied link that lift the denial."""
 EVIDENCE_TTL_NS = 30_000_000_000
@@ -61,6 +66,7 @@ class FailureReactor:
 
     topology: Topology
     settle_ns: int = SETTLE_NS
+    ambiguous_wait_ns: int = AMBIGUOUS_WAIT_NS
     lift_successes: int = LIFT_SUCCESSES
     evidence_ttl_ns: int = EVIDENCE_TTL_NS
     timeline: Timeline = field(default_factory=Timeline)
@@ -191,6 +197,8 @@ class FailureReactor:
             return actions
         loc = localise(failing, [e.links for e in self._good.values()])
         self.last = loc
+        if loc.ambiguous and now_ns - self._episode < self.ambiguous_wait_ns and not ports_down:
+            return actions
         suspects = (loc.suspects | set(ports_down)) - self.denied.keys() - self._pending
         if suspects:
             self.timeline.add("localised", now_ns, tuple(sorted(suspects)), loc.describe())

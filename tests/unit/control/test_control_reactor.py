@@ -105,7 +105,9 @@ def test_an_ambiguous_answer_denies_every_suspect_and_probes_lift_the_innocent()
     r, t0 = reactor(), 1_000 * MS
     r.event("h0-0", bad("h1-0", ev(0, 1), t0), t0)  # one failing path only
     r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + MS, now_ns=t0 + 50 * MS)  # clears both host links
-    (action,) = r.decide(t0 + SETTLE)
+    assert r.decide(t0 + SETTLE) == [] and r.last.ambiguous  # waits for more evidence
+    assert r.decide(t0 + 3 * SETTLE - 1) == []
+    (action,) = r.decide(t0 + 3 * SETTLE)
     assert action.localisation.ambiguous
     assert action.links == ("p0/t0-0/t1-1", "p0/t0-1/t1-1")
     r.done(action, t0 + SETTLE, hosts=6)
@@ -116,6 +118,16 @@ def test_an_ambiguous_answer_denies_every_suspect_and_probes_lift_the_innocent()
     assert lift.links == ("p0/t0-1/t1-1",)
     r.done(lift, t, hosts=6)
     assert list(r.denied) == ["p0/t0-0/t1-1"]
+
+
+def test_a_spurious_assumed_bad_that_recovers_denies_nothing():
+    r, t0 = reactor(), 1_000 * MS
+    r.event("h0-0", bad("h1-0", ev(1, 1), t0), t0)
+    assert r.decide(t0 + SETTLE) == [] and r.last.ambiguous
+    ok = pb.EvEvent(peer=NIC["h1-0"], ev=ev(1, 1), old_state=ASSUMED_BAD, new_state=GOOD, reason="PROBE_OK",
+                    wall_time_ns=t0 + 2 * SETTLE)
+    r.event("h0-0", ok, t0 + 2 * SETTLE)
+    assert r.decide(t0 + 10 * SETTLE) == [] and r.episode_start is None and r.denied == {}
 
 
 def test_a_host_port_going_down_is_denied_without_waiting():
