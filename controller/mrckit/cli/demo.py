@@ -12,7 +12,7 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.command("demo")
 @click.option("--target", type=click.Choice(["ebpf", "bmv2"]), default="ebpf", show_default=True,
               help="Switch target of the emulated fabric.")
-@click.option("--size", default="48M", show_default=True, help="Bytes to write, e.g. 16M, 64MiB, 1G.")
+@click.option("--size", default="32M", show_default=True, help="Bytes to write, e.g. 16M, 64MiB, 1G.")
 @click.option("--fail", "fail", type=click.Choice(["down", "flap", "loss", "blackhole"]), default="down",
               show_default=True, help="How the link p0/t0-1/t1-1 fails at a third of the transfer.")
 @click.option("--loss-percent", type=float, default=10.0, show_default=True, help="--fail loss: drop rate.")
@@ -20,7 +20,8 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.option("--json", "json_path", default=DEFAULT_JSON, show_default=True, help="Where to write the JSON report.")
 @click.option("--plot", "plot_path", default=DEFAULT_PLOT, show_default=True, help="Where to write the PNG plot.")
 @click.option("--name", default="", help="Fabric name (default demo<pid>).")
-def demo(target, size, fail, loss_percent, flap_hz, json_path, plot_path, name):
+@click.option("--logs", default="", help="Copy every fabric process's log into this folder before teardown.")
+def demo(target, size, fail, loss_percent, flap_hz, json_path, plot_path, name, logs):
     """Bring up the default fabric, run one RDMA write across it, fail a spine link at a third
     of the bytes and restore it at two thirds, verify every byte, tear down, and print the
     report. Exits 0 when every check of the report holds, 1 when one does not."""
@@ -32,7 +33,7 @@ def demo(target, size, fail, loss_percent, flap_hz, json_path, plot_path, name):
     from .endpoint import parse_size
 
     opts = DemoOptions(target=target, size=parse_size(size), fail=fail, loss_percent=loss_percent,
-                       flap_hz=flap_hz, name=name)
+                       flap_hz=flap_hz, name=name, logs=logs)
     opts.check()
     console = Console()
     with _RichObserver(console) as observer:

@@ -12,14 +12,17 @@ and phases go to an :class:`Observer`.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import random
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-import numpy as np
 
 from ..errors import MrcError
 from ..host.config import Settings
@@ -30,9 +33,10 @@ from ..topology.plan import switch_name
 from ..wire.addressing import t1_link_name
 from .report import FAIL_KINDS, ByteCounts, DemoReport, EndpointCounts, FaultInfo, SwitchCounts
 from .scenario import AgentEvent, ControllerEvent, Phases, RunRecord, analyze
+from .demo_worker import demo_data
 from .series import Recorder
 
-DEFAULT_SIZE = 48 << 20
+DEFAULT_SIZE = 32 << 20
 """Bytes written by default: a few seconds for the pure-Python endpoint on a small machine."""
 SENDER, RECEIVER = "h0-0", "h1-0"
 FAILED_PLANE, FAILED_LEAF, FAILED_SPINE = 0, 1, 1
@@ -144,76 +148,74 @@ class _Run:
         self.obs.phase(text)
 
     def execute(self) -> RunRecord:
-        from ..endpoint import Endpoint
-
         watchers = [_EventWatcher(self.fab.host(h)) for h in self.fab.hosts()]
-        ep_a = ep_b = None
+        workers: list[_Worker] = []
         try:
-            with self.a.inside():
-                ep_a = Endpoint(self.a.nic_address)
-            with self.b.inside():
-                ep_b = Endpoint(self.b.nic_address, sack_coalesce_bytes=1)  # a SACK, an echoed EV, per packet
-            return self._transfer(ep_a, ep_b, watchers)
+            return self._transfer(watchers, workers)
         finally:
-            for ep in (ep_a, ep_b):
-                if ep is not None:
-                    ep.close()
+            for w in workers:
+                w.close()
             for w in watchers:
                 w.stop()
 
-    def _transfer(self, ep_a, ep_b, watchers) -> RunRecord:
-        size = self.opts.size
-        mr = ep_b.register_mr(size, rkey=RKEY)
-        ep_b.create_qp(self.a.nic_address, qpn=QPN_RECEIVER, remote_qpn=QPN_SENDER)
-        qp = ep_a.create_qp(self.b.nic_address, qpn=QPN_SENDER, remote_qpn=QPN_RECEIVER)
-        data = os.urandom(size)
-        sha_sent = hashlib.sha256(data).hexdigest()
+    def _transfer(self, watchers, workers) -> RunRecord:
+        size, seed = self.opts.size, random.getrandbits(32)
+        common = ["--size", str(size), "--seed", str(seed), "--rkey", str(RKEY)]
+        rx = _Worker(self.b, ["respond", "--nic", self.b.nic_address, "--peer", self.a.nic_address,
+                              "--qpn", str(QPN_RECEIVER), "--remote-qpn", str(QPN_SENDER), *common])
+        workers.append(rx)
+        tx = _Worker(self.a, ["write", "--nic", self.a.nic_address, "--peer", self.b.nic_address,
+                              "--qpn", str(QPN_SENDER), "--remote-qpn", str(QPN_RECEIVER), "--imm", str(IMM), *common])
+        workers.append(tx)
+        rx.wait("ready", 60)
+        tx.wait("ready", 60)
+        sha_sent = hashlib.sha256(demo_data(seed, size)).hexdigest()
         sampler = _Sampler(self.a, self.b.nic_address)
         phases = Phases(size)
-        t0 = time.monotonic_ns()
-        rec = Recorder(t0, [(p, s) for p in range(self.fab.topology.planes)
-                            for s in range(_spines(self.fab.topology, p))])
+        rec = Recorder(time.monotonic_ns(), [(p, s) for p in range(self.fab.topology.planes)
+                                             for s in range(_spines(self.fab.topology, p))])
         self.say(f"RDMA WRITE of {size} B from {SENDER} [{self.a.nic_address}] to {RECEIVER} "
                  f"[{self.b.nic_address}], sprayed over every plane and spine")
-        comp = ep_a.write(qp, data, 0, RKEY, imm=IMM)
+        tx.send("go")
         marks = dict(t_fault=None, t_restore=None, fault_rows=[], restore_rows=[])
         deadline = time.monotonic() + WRITE_TIMEOUT_S
         try:
-            while not comp.done():
+            while "done" not in tx.state and "error" not in tx.state:
+                tx.check_alive()
                 if time.monotonic() > deadline:
                     raise MrcError(f"the write did not complete in {WRITE_TIMEOUT_S:.0f} s "
-                                   f"({mr.placed_bytes} of {size} B placed)")
-                self._step(rec, sampler, mr, phases, marks)
+                                   f"({rx.state.get('placed', 0)} of {size} B placed)")
+                self._step(rec, sampler, rx.state.get("placed", 0), phases, marks)
                 time.sleep(SAMPLE_S)
-            _wait_ok(comp)
-            placed_end = min(mr.placed_bytes, size)
-            t_end = comp.finished_ns or time.monotonic_ns()
-            self._step(rec, sampler, mr, phases, marks)
+            if "error" in tx.state:
+                raise MrcError(f"the write failed: {tx.state['error']}")
+            result = rx.wait("done", 60)
+            t_end = tx.state["finished_ns"]
+            self._step(rec, sampler, rx.state["placed"], phases, marks)
             if marks["t_restore"] is None:
                 raise MrcError(f"the write of {size} B finished before the fault could be injected and "
                                "restored; use a larger --size")
-            self.say(f"write complete: {placed_end} B placed in {(t_end - t0) / 1e9:.2f} s")
+            self.say(f"write complete: {rx.state['placed']} B placed in {(t_end - rec.t0_ns) / 1e9:.2f} s")
         finally:
             if marks["t_fault"] is not None and marks["t_restore"] is None:
                 self._restore(marks, [])
             sampler.close()
         self._wait_lift(marks["t_restore"])
-        verified = _equal_bytes(data, mr.buf)
-        sha_got = hashlib.sha256(mr.buf).hexdigest()
+        sha_got, verified = result["sha256"], result["verified"]
         self.say(f"verified {verified} of {size} B; SHA-256 {'match' if sha_got == sha_sent else 'MISMATCH'}")
         events = [e for w in watchers for e in w.snapshot()]
+        rs, rq = result["stats"], tx.state["stats"]
         return RunRecord(
             target=self.opts.target, topology=_topology_sizes(self.fab.topology), sender=SENDER,
             receiver=RECEIVER, receiver_nic=self.b.nic_address, fault=self.fault, recorder=rec,
             t_fault_ns=marks["t_fault"], t_restore_ns=marks["t_restore"], t_end_ns=t_end,
-            bytes=ByteCounts(sent=size, placed=ep_b.responder.stats.placed_bytes, verified=verified,
+            bytes=ByteCounts(sent=size, placed=rs["placed_bytes"], verified=verified,
                              sha256_sent=sha_sent, sha256_received=sha_got, hash_match=sha_got == sha_sent),
-            endpoint=_endpoint_counts(qp.requestor.stats, ep_b.responder.stats), switches=SwitchCounts(),
+            endpoint=_endpoint_counts(rq, rs), switches=SwitchCounts(),
             events=events, controller=_controller_events(self.fab), fault_log=self.fault_log,
             demo_log=self.demo_log, fault_rows=marks["fault_rows"], restore_rows=marks["restore_rows"])
 
-    def _step(self, rec: Recorder, sampler, mr, phases: Phases, marks: dict) -> None:
-        placed = mr.placed_bytes
+    def _step(self, rec: Recorder, sampler, placed: int, phases: Phases, marks: dict) -> None:
         rows = sampler.rows()
         rec.record(time.monotonic_ns(), placed, rows)
         self.obs.progress(min(placed, self.opts.size), self.opts.size)
@@ -377,24 +379,74 @@ def _topology_sizes(topology) -> dict[str, int]:
                 hosts_per_leaf=len(topology.hosts) // max(leaves, 1))
 
 
-def _wait_ok(comp) -> None:
-    from ..endpoint import QpError
-
-    try:
-        comp.wait(0)
-    except QpError as exc:
-        raise MrcError(f"the write failed: {exc}") from None
-
-
-def _equal_bytes(a: bytes, b: bytearray) -> int:
-    """How many bytes of ``b`` equal ``a`` at the same offset."""
-    n = min(len(a), len(b))
-    return int(np.count_nonzero(np.frombuffer(a, np.uint8, n) == np.frombuffer(b, np.uint8, n)))
-
-
-def _endpoint_counts(rq, rs) -> EndpointCounts:
+def _endpoint_counts(rq: dict, rs: dict) -> EndpointCounts:
+    """The report's endpoint counters from the workers' stats (``RequestorStats`` and
+    ``ResponderStats`` as dicts)."""
     return EndpointCounts(
-        data_packets=rq.packets, retransmits=dict(rq.retransmits), retransmits_total=sum(rq.retransmits.values()),
-        sacks=rq.sacks, nacks={str(k): v for k, v in rq.nacks.items()}, timeouts=rq.timeouts, probes=rq.probes,
-        responder_packets=rs.packets, responder_duplicates=rs.duplicates, responder_trimmed=rs.trimmed,
-        responder_ce_marked=rs.ce_marked)
+        data_packets=rq["packets"], retransmits=rq["retransmits"], retransmits_total=sum(rq["retransmits"].values()),
+        sacks=rq["sacks"], nacks={str(k): v for k, v in rq["nacks"].items()}, timeouts=rq["timeouts"],
+        probes=rq["probes"], responder_packets=rs["packets"], responder_duplicates=rs["duplicates"],
+        responder_trimmed=rs["trimmed"], responder_ce_marked=rs["ce_marked"])
+
+
+class _Worker:
+    """One endpoint process (``mrckit.fabric.demo_worker``) in a host's namespace: its JSON
+    lines are merged into ``state``; :meth:`wait` blocks until a key appears."""
+
+    def __init__(self, host, argv: list[str]):
+        self.name = f"{argv[0]} on {host.name}"
+        self.proc = host.popen([sys.executable, "-m", "mrckit.fabric.demo_worker", *argv], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.state: dict = {}
+        self._cv = threading.Condition()
+        self._reader = threading.Thread(target=self._read, name=f"demo-{argv[0]}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            with self._cv:
+                self.state.update(msg)
+                self._cv.notify_all()
+        with self._cv:
+            self.state.setdefault("exited", True)
+            self._cv.notify_all()
+
+    def wait(self, key: str, timeout: float) -> dict:
+        """The state once ``key`` is in it. Raises MrcError if the process exits or times out."""
+        with self._cv:
+            self._cv.wait_for(lambda: key in self.state or "exited" in self.state or "error" in self.state, timeout)
+            if key in self.state:
+                return dict(self.state)
+        why = self.state.get("error") or ("exited" if "exited" in self.state else f"no {key!r} in {timeout:.0f} s")
+        raise MrcError(f"the {self.name} process: {why}{self._stderr()}")
+
+    def check_alive(self) -> None:
+        """Raises MrcError if the process died before finishing."""
+        if "exited" in self.state and "done" not in self.state and "error" not in self.state:
+            raise MrcError(f"the {self.name} process exited early{self._stderr()}")
+
+    def _stderr(self) -> str:
+        if self.proc.poll() is None:
+            return ""
+        tail = (self.proc.stderr.read() or "").strip().splitlines()[-3:]
+        return (": " + " | ".join(tail)) if tail else ""
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        """Close its stdin (the responder's cue to exit); terminate it if it lingers."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            self.proc.wait(5)

@@ -47,7 +47,15 @@ def _say(**msg) -> None:
 
 
 def _stats(obj) -> dict:
-    return {k: dict(v) if isinstance(v, dict) else v for k, v in dataclasses.asdict(obj).items()}
+    """A stats dataclass as JSON-ready data: counters keyed by text (``nack_trimmed``, ``0x1``)."""
+    # Not dataclasses.asdict: it rebuilds a Counter from (key, count) pairs, counting the pairs.
+    return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {getattr(k, "name", None) or str(k): n for k, n in value.items()}
+    return value
 
 
 def respond(args) -> int:
