@@ -33,6 +33,7 @@ const bit<32> OFF_UDP = 94;                /* ... + inner IPv6 */
 const bit<32> TRIMMED_WRITE_LEN = 134;     /* up to the RETH: + UDP, BTH, METH, RETH */
 
 struct mrc_meta_t {
+    bit<48> usid_prefix;      /* outer DA [127:80]: locator and active uSID, the uN/FIB key */
     bit<32> trim_threshold;   /* packets, depth including this packet */
     bit<32> ecn_threshold;    /* packets */
     bit<1>  faces_host;
@@ -156,15 +157,17 @@ control MrcIngress(inout mrc_headers_t hdr, inout mrc_meta_t meta,
         meta.ecn_threshold = ecn_threshold;
     }
 
+    /* The uN/FIB key is the DA slice [127:80], copied to metadata so bmv2 matches it as a
+     * plain 48-bit field; @name keeps the P4Runtime name of design section 4. */
     table my_usid {
-        key = { hdr.outer_ipv6.dst_addr[127:80] : exact; }
+        key = { meta.usid_prefix : exact @name("hdr.outer_ipv6.dst_addr[127:80]"); }
         actions = { usid_un; NoAction; }
         default_action = NoAction();
         size = 4096;
     }
 
     table usid_fib {
-        key = { hdr.outer_ipv6.dst_addr[127:80] : exact; }
+        key = { meta.usid_prefix : exact @name("hdr.outer_ipv6.dst_addr[127:80]"); }
         actions = { set_egress; drop; }
         default_action = drop();
         size = 65536;
@@ -193,7 +196,9 @@ control MrcIngress(inout mrc_headers_t hdr, inout mrc_meta_t meta,
         } else if (hdr.outer_ipv6.hop_limit <= 1) {
             drop_at_ingress(MRC_DROP_HOP_LIMIT);
         } else {
+            meta.usid_prefix = hdr.outer_ipv6.dst_addr[127:80];
             my_usid.apply();      /* at most one shift per switch */
+            meta.usid_prefix = hdr.outer_ipv6.dst_addr[127:80];
             usid_fib.apply();
         }
 
