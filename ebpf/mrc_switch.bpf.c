@@ -27,6 +27,7 @@
 #define MAX_PORTS 512
 #define NS_PER_SEC 1000000000ULL
 #define IFINDEX_SLOTS 1024 /* power of two */
+#define USID_SLOTS 4096   /* power of two: the low 12 bits of a uSID */
 #define NEVER 0xffffffffU  /* a threshold that is never reached */
 
 /* Fixed offsets of an encapsulated MRC frame (design section 3). */
@@ -51,7 +52,7 @@ enum table_default_index {
 struct usid_key {
 	__u8 prefix[6]; /* first 48 bits of the outer DA, network order */
 	__u8 pad[2];
-};
+} __attribute__((aligned(4)));
 
 struct table_action {
 	__u32 action;
@@ -81,6 +82,12 @@ struct vqueue {
 	__u64 backlog;       /* packets, for a rate of 0 */
 };
 
+/* The drain rate of a port's virtual queue; the manager writes both fields. */
+struct queue_rate {
+	__u64 rate_pps;   /* packets/s; 0 = never drains */
+	__u64 service_ns; /* 1e9 / rate_pps, at least 1; 0 when rate_pps is 0 */
+};
+
 struct ifindex_slot {
 	__u32 ifindex; /* 0: free slot */
 	__u32 port;
@@ -99,6 +106,28 @@ struct {
 	__type(key, struct usid_key);
 	__type(value, struct table_action);
 } usid_fib SEC(".maps");
+
+/* Direct-mapped caches of my_usid and usid_fib, indexed by the low 12 bits of the uSID (role
+ * and index, unique within a plane): they spare the hash lookups on the hot path. The manager
+ * (mrckit.switch.ebpf_target.SwitchTables) keeps them in step with the hashes: `count` is the
+ * number of hash entries on the slot; with 1 the slot holds that entry, with 2 or more the
+ * program asks the hash. */
+struct usid_slot {
+	__u8 prefix[6];
+	__u16 count;
+	struct table_action act;
+};
+
+#define USID_SLOT_MAP(name)                               \
+	struct {                                          \
+		__uint(type, BPF_MAP_TYPE_ARRAY);         \
+		__uint(max_entries, USID_SLOTS);          \
+		__type(key, __u32);                       \
+		__type(value, struct usid_slot);          \
+	} name SEC(".maps")
+
+USID_SLOT_MAP(my_usid_slots);
+USID_SLOT_MAP(usid_fib_slots);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -170,7 +199,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_PORTS);
 	__type(key, __u32);
-	__type(value, __u64); /* drain rate, packets/s; 0 = never drains */
+	__type(value, struct queue_rate);
 } queue_rate SEC(".maps");
 
 static __always_inline void count(void *map, __u32 index, __u32 bytes)
@@ -218,16 +247,18 @@ static __always_inline void copy_prefix(struct usid_key *key, const __u8 *da)
 	key->pad[1] = 0;
 }
 
-/* Depth of the egress port's queue in packets at `now`, not counting this packet. */
-static __always_inline __u64 vqueue_depth(struct vqueue *q, __u64 service_ns, __u64 now)
+/* Whether the queue, counting this packet, holds at least `threshold` packets (design section
+ * 4). The depth is ceil((busy_until - now) / service), so depth + 1 >= threshold reads, without
+ * a division, busy_until - now > (threshold - 2) * service. */
+static __always_inline int vqueue_reaches(struct vqueue *q, __u64 service_ns, __u64 now, __u32 threshold)
 {
 	__u64 until = q->busy_until_ns;
 
+	if (threshold <= 1)
+		return 1;
 	if (!service_ns)
-		return q->backlog;
-	if (until <= now)
-		return 0;
-	return (until - now + service_ns - 1) / service_ns;
+		return q->backlog + 1 >= threshold;
+	return until > now && until - now > (__u64)(threshold - 2) * service_ns;
 }
 
 /* Add one packet. Two CPUs that find the queue idle at once may both restart it, losing one
@@ -319,28 +350,40 @@ static __always_inline int port_down(__u32 port)
 	return down && *down;
 }
 
+/* Exact match of the 48-bit prefix in `key` against a table: slot cache first, hash on a
+ * shared slot, then the table's default action. */
+static __always_inline struct table_action *match(void *hash, void *slots, struct usid_key *key,
+						  __u32 default_index)
+{
+	__u32 idx = ((key->prefix[4] << 8) | key->prefix[5]) & (USID_SLOTS - 1);
+	struct usid_slot *slot = bpf_map_lookup_elem(slots, &idx);
+	struct table_action *act = 0;
+
+	if (slot && slot->count == 1) {
+		if (*(__u32 *)slot->prefix == *(__u32 *)key->prefix &&
+		    *(__u16 *)(slot->prefix + 4) == *(__u16 *)(key->prefix + 4))
+			act = &slot->act;
+	} else if (slot && slot->count > 1) {
+		act = bpf_map_lookup_elem(hash, key);
+	}
+	if (!act)
+		act = bpf_map_lookup_elem(&table_defaults, &default_index);
+	return act;
+}
+
 /* Steps 2 and 3: the uN shift and the FIB. Returns the egress port or -1 for no route. */
 static __always_inline int route(__u8 *da)
 {
 	struct table_action *act;
 	struct usid_key key;
-	__u32 idx;
 
 	copy_prefix(&key, da);
-	act = bpf_map_lookup_elem(&my_usid, &key);
-	if (!act) {
-		idx = DEFAULT_MY_USID;
-		act = bpf_map_lookup_elem(&table_defaults, &idx);
-	}
+	act = match(&my_usid, &my_usid_slots, &key, DEFAULT_MY_USID);
 	if (act && act->action == ACTION_USID_UN) {
 		usid_shift(da);
 		copy_prefix(&key, da);
 	}
-	act = bpf_map_lookup_elem(&usid_fib, &key);
-	if (!act) {
-		idx = DEFAULT_USID_FIB;
-		act = bpf_map_lookup_elem(&table_defaults, &idx);
-	}
+	act = match(&usid_fib, &usid_fib_slots, &key, DEFAULT_USID_FIB);
 	if (!act || act->action != ACTION_SET_EGRESS || act->port >= MAX_PORTS)
 		return -1;
 	return (int)act->port;
@@ -355,7 +398,8 @@ int mrc_switch(struct xdp_md *ctx)
 	struct port_config *pc;
 	struct ethhdr *eth = data;
 	__u32 in_port, out_port, trim_len = 0;
-	__u64 depth, now = 0, service_ns = 0, *rate;
+	__u64 now = 0, service_ns = 0;
+	struct queue_rate *rate;
 	__u8 *ip6, tclass, dscp, ecn;
 	struct vqueue *q = 0;
 	int known, egress, trim_congested = 0, ecn_congested = 0;
@@ -400,11 +444,10 @@ int mrc_switch(struct xdp_md *ctx)
 		rate = bpf_map_lookup_elem(&queue_rate, &out_port);
 		if (!q || !rate)
 			return drop(out_port, MRC_DROP_MALFORMED, len); /* unreachable: arrays */
-		service_ns = *rate ? (*rate < NS_PER_SEC ? NS_PER_SEC / *rate : 1) : 0;
+		service_ns = rate->service_ns;
 		now = bpf_ktime_get_ns();
-		depth = vqueue_depth(q, service_ns, now) + 1; /* counting this packet */
-		trim_congested = depth >= pc->trim_threshold;
-		ecn_congested = depth >= pc->ecn_threshold;
+		trim_congested = vqueue_reaches(q, service_ns, now, pc->trim_threshold);
+		ecn_congested = vqueue_reaches(q, service_ns, now, pc->ecn_threshold);
 	}
 
 	tclass = get_tclass(ip6);

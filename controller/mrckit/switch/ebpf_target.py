@@ -44,6 +44,8 @@ _u32 = ctypes.c_uint32
 MAP_TYPES: dict[str, tuple[type, type]] = {
     "my_usid": (T.UsidKey, T.TableAction),
     "usid_fib": (T.UsidKey, T.TableAction),
+    "my_usid_slots": (_u32, T.UsidSlot),
+    "usid_fib_slots": (_u32, T.UsidSlot),
     "table_defaults": (_u32, T.TableAction),
     "port_config": (_u32, T.PortConfig),
     **{name: (_u32, T.Counter) for name in T.COUNTERS},
@@ -52,7 +54,7 @@ MAP_TYPES: dict[str, tuple[type, type]] = {
     "ifindex_slots": (_u32, T.IfindexSlot),
     "port_admin": (_u32, _u32),
     "vqueue": (_u32, T.VQueue),
-    "queue_rate": (_u32, ctypes.c_uint64),
+    "queue_rate": (_u32, T.QueueRate),
 }
 """Every map of ``mrc_switch.bpf.c`` with its key and value ctypes (the pinned set)."""
 
@@ -145,7 +147,9 @@ class SwitchTables:
                 raise MrcError("table port_config: entries take set_port; NoAction is only the default")
             self.maps["port_config"].update(key, T.encode_port_config(params))
         else:
-            self.maps[spec.name].update(T.usid_key(key), T.encode_usid_action(spec, name, params))
+            act = T.encode_usid_action(spec, name, params)
+            self.maps[spec.name].update(T.usid_key(key), act)
+            self._slot_added(spec.name, key, act, new=not present)
 
     def delete_entry(self, table: str, key: int) -> None:
         """Delete the entry at ``key``. Raises MrcError (bad table/key) or EntryNotFound."""
@@ -157,6 +161,7 @@ class SwitchTables:
             self.maps["port_config"].update(key, T.PortConfig())
         else:
             self.maps[spec.name].delete(T.usid_key(key))
+            self._slot_removed(spec.name, key)
 
     def read_entries(self, table: str) -> list[T.TableEntry]:
         """Every entry of ``table``, sorted by key."""
@@ -198,6 +203,30 @@ class SwitchTables:
         if spec.name not in T.DEFAULT_INDEX:
             return spec.default_action, {}
         return T.decode_usid_action(spec, self.maps["table_defaults"].lookup(T.DEFAULT_INDEX[spec.name]))
+
+    # The slot caches of the program (see struct usid_slot): the hash is written first and the
+    # slot after, so a packet never finds a slot naming an entry the hash lacks.
+    def _slot_added(self, table: str, key: int, act: T.TableAction, *, new: bool) -> None:
+        slots, idx = self.maps[f"{table}_slots"], T.usid_slot_index(key)
+        slot = slots.lookup(idx)
+        if new:
+            slot.count += 1
+        if slot.count == 1:
+            slot.prefix[:] = list(key.to_bytes(6, "big"))
+            slot.act = act
+        slots.update(idx, slot)
+
+    def _slot_removed(self, table: str, key: int) -> None:
+        slots, idx = self.maps[f"{table}_slots"], T.usid_slot_index(key)
+        slot = slots.lookup(idx)
+        slot.count = max(0, slot.count - 1)
+        if slot.count == 1:  # the one entry left on this slot moves into it
+            for other, act in self.maps[table].items():
+                if T.usid_slot_index(T.usid_key_value(other)) == idx:
+                    slot.prefix, slot.act = other.prefix, act
+        elif slot.count == 0:
+            slot = T.UsidSlot()
+        slots.update(idx, slot)
 
     def _present(self, spec: T.TableSpec, key: int) -> bool:
         if spec.name == "port_config":
@@ -256,19 +285,18 @@ class SwitchTables:
         """
         if not isinstance(pps, int) or not 0 <= pps <= MAX_QUEUE_RATE_PPS:
             raise MrcError(f"queue rate {pps!r} pps outside 0..{MAX_QUEUE_RATE_PPS}")
-        self.maps["queue_rate"].update(_check_port(port), pps)
+        self.maps["queue_rate"].update(_check_port(port), T.QueueRate.of(pps))
 
     def queue_rate(self, port: int) -> int:
         """The drain rate of ``port``'s virtual queue (packets/s)."""
-        return self.maps["queue_rate"].lookup(_check_port(port))
+        return self.maps["queue_rate"].lookup(_check_port(port)).rate_pps
 
     def queue_depth(self, port: int) -> int:
         """The depth of ``port``'s virtual queue now, in packets (design section 4)."""
         q = self.maps["vqueue"].lookup(_check_port(port))
-        rate = self.queue_rate(port)
-        if rate == 0:
+        service_ns = self.maps["queue_rate"].lookup(_check_port(port)).service_ns
+        if service_ns == 0:
             return q.backlog
-        service_ns = max(1, 1_000_000_000 // rate)
         left = q.busy_until_ns - time.monotonic_ns()  # bpf_ktime_get_ns() is CLOCK_MONOTONIC
         return max(0, -(-left // service_ns))
 
@@ -303,7 +331,7 @@ class SwitchTables:
         self.set_default_action("my_usid", "NoAction")
         self.set_default_action("usid_fib", "drop")
         for port in range(T.MAX_PORTS):
-            self.maps["queue_rate"].update(port, DEFAULT_QUEUE_RATE_PPS)
+            self.maps["queue_rate"].update(port, T.QueueRate.of(DEFAULT_QUEUE_RATE_PPS))
 
 
 class EbpfSwitch:

@@ -72,6 +72,17 @@ class VQueue(ctypes.Structure):
     _fields_ = [("busy_until_ns", ctypes.c_uint64), ("backlog", ctypes.c_uint64)]
 
 
+class QueueRate(ctypes.Structure):
+    """C ``struct queue_rate``: drain rate (packets/s, 0 = never drains) and its service time
+    per packet (ns, 1e9 / rate, at least 1; 0 for rate 0)."""
+
+    _fields_ = [("rate_pps", ctypes.c_uint64), ("service_ns", ctypes.c_uint64)]
+
+    @classmethod
+    def of(cls, pps: int) -> "QueueRate":
+        return cls(pps, max(1, 1_000_000_000 // pps) if pps else 0)
+
+
 class IfindexSlot(ctypes.Structure):
     """C ``struct ifindex_slot``: one entry of the direct-mapped ifindex -> port cache."""
 
@@ -79,6 +90,22 @@ class IfindexSlot(ctypes.Structure):
 
 
 IFINDEX_SLOTS = 1024
+
+
+class UsidSlot(ctypes.Structure):
+    """C ``struct usid_slot``: one slot of the my_usid/usid_fib caches (``count`` hash entries
+    share it; with exactly 1, ``prefix`` and ``act`` are that entry)."""
+
+    _fields_ = [("prefix", ctypes.c_uint8 * 6), ("count", ctypes.c_uint16), ("act", TableAction)]
+
+
+USID_SLOTS = 4096
+"""Cache slots per table, indexed by the low 12 bits of the uSID (role and index)."""
+
+
+def usid_slot_index(prefix: int) -> int:
+    """The cache slot of a 48-bit prefix."""
+    return prefix & (USID_SLOTS - 1)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ def test_ctypes_sizes_match_the_maps(switch):
 def test_ctypes_layouts_match_btf():
     """Every ctypes struct equals its C struct in the object's BTF: names, offsets, sizes."""
     for cname, ctype in (("usid_key", T.UsidKey), ("table_action", T.TableAction),
-                         ("port_config", T.PortConfig), ("counter", T.Counter), ("vqueue", T.VQueue)):
+                         ("port_config", T.PortConfig), ("counter", T.Counter), ("vqueue", T.VQueue),
+                         ("usid_slot", T.UsidSlot), ("queue_rate", T.QueueRate),
+                         ("ifindex_slot", T.IfindexSlot)):
         layout = btf_struct_layout("mrc_switch", cname)
         assert layout.size == ctypes.sizeof(ctype), cname
         mine = {f[0]: (getattr(ctype, f[0]).offset, getattr(ctype, f[0]).size) for f in ctype._fields_}
@@ -100,3 +102,44 @@ def test_counters_and_settings_validation(switch):
         t.set_port_up(512, True)
     t.set_queue_rate(5, 1000)
     assert t.queue_rate(5) == 1000
+
+
+def test_slot_cache_follows_the_table(switch):
+    """Prefixes sharing a cache slot (same low 12 bits of the uSID): the program must forward
+    each one to its own port through every insert and delete, and miss the others."""
+    from switch_frames import container, mrc_frame
+    from switch_harness import XDP_DROP, XDP_REDIRECT
+
+    switch.wire_ports(range(4))
+    switch.set_ingress(0)
+    t = switch.tables
+    loc = 0xFCBBBB00 << 16
+    keys = {loc | 0x0805: 1, loc | 0x1805: 2, (0xFCBBBB01 << 16) | 0x0805: 3}
+
+    def da(prefix):
+        return container(prefix & 0xFFFF) if prefix >> 16 == 0xFCBBBB00 else "fcbb:bb01:805::"
+
+    def check(present):
+        for prefix, port in keys.items():
+            rc, out = switch.run(mrc_frame(da(prefix)))
+            if prefix in present:
+                assert rc == XDP_REDIRECT and t.counter("tx_port", port)[0] > 0, hex(prefix)
+                t.reset_counters()
+            else:
+                assert rc == XDP_DROP, hex(prefix)
+
+    present = []
+    for prefix, port in keys.items():
+        t.write_entry("usid_fib", prefix, "set_egress", {"port": port})
+        present.append(prefix)
+        check(present)
+        assert t.maps["usid_fib_slots"].lookup(0x805).count == len(present)
+    for prefix in list(keys):
+        t.delete_entry("usid_fib", prefix)
+        present.remove(prefix)
+        check(present)
+    assert t.maps["usid_fib_slots"].lookup(0x805).count == 0
+    # A modify of the single entry on a slot updates the cached action.
+    t.write_entry("usid_fib", loc | 0x0805, "set_egress", {"port": 1})
+    t.write_entry("usid_fib", loc | 0x0805, "drop", mode="modify")
+    assert switch.run(mrc_frame(container(0x0805)))[0] == XDP_DROP
