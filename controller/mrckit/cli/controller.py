@@ -4,6 +4,7 @@ only; the work is in :mod:`mrckit.control` (docs/controller.md)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import signal
@@ -15,6 +16,7 @@ import click
 from ..control import (
     DEFAULT_DEVICE_ID, Controller, format_marks, load_pipeline, read_status, status_path, targets_from_topology,
 )
+from ..control.hosts import agent_settings
 from ..control.reactor import SETTLE_NS
 from ..control.status import STATUS_DIR
 from ..topology import load_topology
@@ -31,6 +33,19 @@ def _override(spec: str, what: str) -> tuple[str, str, int | None]:
     return name, address, None
 
 
+def _settings(specs: tuple[str, ...]) -> dict:
+    """``FIELD=VALUE`` pairs as an AgentSettings dict (checked by the proto when used)."""
+    out = {}
+    for spec in specs:
+        key, sep, value = spec.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{spec!r}: expected FIELD=VALUE", param_hint="--agent-setting")
+        out[key] = int(value) if value.isdigit() else value
+    if out:
+        agent_settings(out)  # an unknown field or a bad value: MrcError naming it, before any work
+    return out
+
+
 def _print_counts(ctl: Controller) -> None:
     for name, st in ctl.switches.items():
         c = st.last
@@ -40,12 +55,12 @@ def _print_counts(ctl: Controller) -> None:
                        f"delete {c.deleted:>3}  write requests {c.write_requests}")
 
 
-async def _run(ctl: Controller, once: bool) -> None:
+async def _run(ctl: Controller, once: bool, reconfigure: bool) -> None:
     if once:
         await ctl.program_switches()
         click.echo(f"programmed {len(ctl.switches)} switches:")
         _print_counts(ctl)
-        configured = await ctl.configure_hosts()
+        configured = await ctl.configure_hosts(force=reconfigure)
         click.echo(f"hosts: {sum(configured.values())} configured now, "
                    f"{len(configured) - sum(configured.values())} already configured")
         return
@@ -109,13 +124,18 @@ def register(main: click.Group) -> None:
                   help="Agent address of a host (overrides the topology). Repeatable.")
     @click.option("--device-id", type=int, help="Device id of switches whose entry gives none (default 1).")
     @click.option("--nic-device", default="nic0", show_default=True, help="Hosts' virtual NIC device.")
+    @click.option("--agent-setting", "agent_settings", multiple=True, metavar="FIELD=VALUE",
+                  help="An AgentSettings field (host_agent.proto) for the agents it configures, "
+                       "e.g. rto_ns=50000000. Repeatable.")
+    @click.option("--reconfigure-hosts", is_flag=True,
+                  help="Configure agents that have a config already (resets their dataplane).")
     @click.option("--settle-ms", type=float, default=SETTLE_NS / 1e6, show_default=True,
                   help="Evidence gathering time before localising a failure.")
     @click.option("--status-dir", type=click.Path(file_okay=False), default=str(STATUS_DIR), show_default=True)
     @click.option("--once", is_flag=True, help="Program and configure once, print write counts, exit.")
     @click.option("-v", "--verbose", is_flag=True, help="Log every decision.")
     def run_cmd(topo, name, target, p4info, device_config, switch_specs, host_specs, device_id, nic_device,
-                settle_ms, status_dir, once, verbose):
+                agent_settings, reconfigure_hosts, settle_ms, status_dir, once, verbose):
         """Program every switch and configure every host agent of TOPO, then keep them so and
         react to failures until Ctrl-C. Works on any P4Runtime server (bmv2, the eBPF target,
         hardware) and agent that the topology or --switch/--host name."""
@@ -128,10 +148,12 @@ def register(main: click.Group) -> None:
             topology, {n: (a, d) for n, a, d in (_override(x, "--switch") for x in switch_specs)},
             {n: a for n, a, _ in (_override(x, "--host") for x in host_specs)},
             device_id=DEFAULT_DEVICE_ID if device_id is None else device_id, nic_device=nic_device)
+        settings = _settings(agent_settings)
+        hosts = [dataclasses.replace(h, settings=settings) for h in hosts]
         pipeline = load_pipeline(p4info, device_config)
         ctl = Controller(topology, switches, hosts, pipeline, target=target, name=name, status_dir=status_dir,
-                         settle_ns=int(settle_ms * 1e6))
-        asyncio.run(_run(ctl, once))
+                         settle_ns=int(settle_ms * 1e6), reconfigure_hosts=reconfigure_hosts)
+        asyncio.run(_run(ctl, once, reconfigure_hosts))
 
     @controller_group.command("status")
     @click.option("--name", default="default", show_default=True)

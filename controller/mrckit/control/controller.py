@@ -97,6 +97,8 @@ class Controller:
         election_id: ours (default: the wall clock in ms, so a restart wins).
         settle_ns, lift_successes: failure-reaction tuning (``reactor.py``).
         connect_timeout_s: how long to wait for a switch to answer arbitration.
+        reconfigure_hosts: Configure every agent once even if it has a config already (by
+            default a configured agent is left alone: Configure resets its dataplane).
 
     Raises:
         MrcError: a target naming no node of the topology, or a topology that does not compile.
@@ -106,7 +108,7 @@ class Controller:
                  pipeline: Pipeline, *, target: str = "ebpf", name: str = "default",
                  status_dir: Path | str | None = STATUS_DIR, election_id: int | None = None,
                  settle_ns: int = SETTLE_NS, lift_successes: int = LIFT_SUCCESSES,
-                 connect_timeout_s: float = CONNECT_TIMEOUT_S):
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S, reconfigure_hosts: bool = False):
         self.topology, self.pipeline, self.name = topology, pipeline, name
         self.compiled = compile_fabric(topology, target)
         for t in switches:
@@ -117,6 +119,7 @@ class Controller:
         self.hosts = {t.name: HostState(t) for t in hosts}
         self.election_id = default_election_id() if election_id is None else election_id
         self.connect_timeout_s = connect_timeout_s
+        self.reconfigure_hosts = reconfigure_hosts
         self.reactor = FailureReactor(topology, settle_ns=settle_ns, ambiguous_wait_ns=3 * settle_ns,
                                       lift_successes=lift_successes)
         self.status_file = status_path(name, status_dir) if status_dir is not None else None
@@ -249,7 +252,7 @@ class Controller:
         delay, replay = 0.2, True
         while True:
             try:
-                await self._configure(hs)
+                await self._configure(hs, force=self.reconfigure_hosts and not hs.configured_by_us)
                 await self._sync_denials(hs)
                 hs.watching, hs.error = True, ""
                 self._dirty = True

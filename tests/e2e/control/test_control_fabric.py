@@ -10,6 +10,7 @@ P4Runtime servers, six hosts with their agents), run as ``mrc controller run``:
   and checked in order.
 """
 
+import dataclasses
 import datetime as dt
 import os
 import select
@@ -257,3 +258,22 @@ def test_a_failed_link_is_localised_denied_everywhere_and_lifted_after_restore(f
     firsts = [next(i for i, m in enumerate(rows) if m["kind"] == k) for k in order]
     assert firsts == sorted(firsts), [rows[i]["kind"] for i in firsts]
     assert min(counts.values()) > 3  # the MRC traffic went on across the failure
+
+
+def test_the_controller_configures_every_agent_and_the_fabric_carries_every_pair(fabric):
+    import asyncio
+
+    from mrckit.control import Controller, load_pipeline, targets_from_topology
+    from mrckit.topology import load_topology
+
+    fab, d = fabric
+    topo = load_topology(str(fab.topology_path))  # the fabric's servers and agents
+    switches, hosts = targets_from_topology(topo)
+    settings = {"rto_ns": AGENT_SETTINGS.rto_ns, "probe_interval_ns": AGENT_SETTINGS.probe_interval_ns,
+                "backups_per_plane": AGENT_SETTINGS.backups_per_plane, "seed": AGENT_SETTINGS.seed}
+    hosts = [dataclasses.replace(h, settings=settings) for h in hosts]
+    ctl = Controller(topo, switches, hosts, load_pipeline(P4INFO, d / "device_config.json"), status_dir=None)
+    assert asyncio.run(ctl.configure_hosts(force=True)) == {h.name: True for h in topo.hosts}
+    results = pairwise_udp(fab, 256)
+    assert len(results) == 30 and all(r.ok for r in results), summary(results)
+    assert all(set(r.per_plane) == {0, 1} for r in results)
