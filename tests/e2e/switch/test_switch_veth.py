@@ -18,7 +18,7 @@ from mrckit import netns
 from mrckit.bpf.attach import xdp_query
 from mrckit.bpf.fs import BPFFS
 from mrckit.errors import MrcError
-from mrckit.switch.ebpf_target import EbpfSwitch, SwitchTables, pinned_switches, switch_pin_dir
+from mrckit.switch.ebpf_target import MAP_TYPES, EbpfSwitch, SwitchTables, pinned_switches, switch_pin_dir
 from mrckit.wire.constants import Dscp, Opcode
 
 DOWN = [0x0C00, 0x0C01, 0x0C02]
@@ -97,10 +97,7 @@ def test_switch_forwards_and_trims_on_veth(fabric):
     sock = udp_receiver(hosts[2])
     with EbpfSwitch(name, sw, {0: "p0", 1: "p1", 2: "p2"}) as switch:
         assert set(switch.attach_modes.values()) == {"native"}
-        assert sorted(os.listdir(switch_pin_dir(name))) == sorted(
-            ["my_usid", "usid_fib", "table_defaults", "port_config", "rx_port", "tx_port", "trim_port",
-             "ecn_port", "drop_port", "drop_reason", "tx_ports", "ifindex_port", "ifindex_slots", "port_admin", "vqueue",
-             "queue_rate"])
+        assert sorted(os.listdir(switch_pin_dir(name))) == sorted(MAP_TYPES)
         configure(switch.tables)
         frames = [mrc_frame(container(T0_0, DOWN[2]), opcode=Opcode.WRITE_ONLY_IMM, payload=PAYLOAD,
                             src=host_mac(0), dst=port_mac(0), inner_dst=H2_NIC, sport=0xC000 + i, psn=i)
