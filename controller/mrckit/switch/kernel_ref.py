@@ -4,7 +4,8 @@
 Design section 8 names the kernel as the reference for uN: the conformance suite, the switch's
 differential test and ``bench/switch_forwarding.py`` drive the same inputs through this router
 and through the eBPF switch. The kernel also sends ICMP errors and falls back to SRH processing
-when the next uSID is 0; those behaviours are outside any comparison.
+when the next uSID is 0; those behaviours are outside any comparison. ``mrc doctor`` checks
+that this kernel and iproute2 accept the route (``mrckit.doctor.check_seg6local``).
 """
 
 from __future__ import annotations
@@ -52,17 +53,3 @@ def add_fib(ns: str, prefix48: int, dev: str, neighbour_mac: str, *, index: int 
     hop = f"fe80::{index:x}"
     netns.run(["ip", "-6", "neigh", "replace", hop, "lladdr", neighbour_mac, "dev", dev, "nud", "permanent"], ns=ns)
     netns.run(["ip", "-6", "route", "add", prefix_text(prefix48), "via", hop, "dev", dev], ns=ns)
-
-
-def next_csid_support() -> tuple[bool, str]:
-    """Whether this kernel and iproute2 accept a NEXT-C-SID End route: (ok, reason).
-    Needs root; builds and removes a scratch namespace. ``mrc doctor`` reports the answer."""
-    name = netns.unique_name("mrcchk")
-    try:
-        netns.add(name)
-        add_un(name, 0xFCBBBB000001, "lo")
-        return True, "seg6local End flavors next-csid lblen 32 nflen 16 accepted"
-    except MrcError as exc:
-        return False, str(exc)
-    finally:
-        netns.delete(name)
