@@ -109,7 +109,38 @@ def test_sigterm_to_a_process_owning_a_running_fabric_tears_it_down(need_root):
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     finally:
-        proc.kill()
+        if proc.poll() is None:
+            proc.kill()
         proc.communicate()
     assert proc.returncode == 128 + signal.SIGTERM
     assert leftovers(RUN_PREFIX + name, name) == {}
+
+
+def test_jumbo_mtu_without_xdp_frags_is_refused(need_root):
+    name = fabric_name("jumbo")
+    with pytest.raises(MrcError, match="mtu 9000 B: above 3506 B, which needs xdp.frags"):
+        Fabric.up(generate_clos(mtu=9000), name=name, prefix=RUN_PREFIX)
+    assert leftovers(RUN_PREFIX + name, name) == {}
+
+
+def test_foreground_up_tears_down_on_ctrl_c(tmp_path, need_root):
+    name = fabric_name("fg")
+    topo = tmp_path / "tiny.yaml"
+    dump_topology(tiny(), str(topo))
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from mrckit.cli import main; sys.exit(main())",
+                             "fabric", "up", str(topo), "--name", name, "--no-controller", "--foreground"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while not lines or not lines[-1].startswith("running"):
+            lines.append(proc.stdout.readline())
+            assert lines[-1], proc.stderr.read()
+        assert len(netns.list_prefix(f"mrcf-{name}-")) == 3 + 2
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert f"fabric {name} down" in out
+    assert leftovers(f"mrcf-{name}", name) == {}
