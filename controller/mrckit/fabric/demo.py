@@ -111,7 +111,10 @@ def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
     """
     from .fabric import Fabric
 
+    from .nodes import check_target
+
     opts.check()
+    check_target(opts.target)  # bmv2 needs simple_switch_grpc: say so before anything starts
     obs = observer or Observer()
     topo = generate_clos()
     obs.phase(f"bringing up the default fabric on the {opts.target} target: {topo.planes} planes, "

@@ -18,7 +18,7 @@ from .report import (
 from .series import Recorder, Sample
 
 FAIL_FRACTION, RESTORE_FRACTION = 1 / 3, 2 / 3
-SHARE_RATIO = 0.75
+SHARE_RATIO = 0.8
 """loss/flap: the failing path's share of data packets during the fault must stay below this
 fraction of its healthiest-but-smallest sibling's share ("clearly smaller", ours)."""
 OUT_OF_SERVICE = ("ASSUMED_BAD", "DENIED")

@@ -1,0 +1,97 @@
+"""`mrc demo` for real, at a smaller size, for every --fail kind: the facts of issue 10 are
+asserted from the JSON report (not from its own `checks`, which are checked to agree)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+SIZE = "16M"
+LOSS_NEEDS_AGENT = pytest.mark.xfail(
+    strict=True,
+    reason="the host agent retires an EV only after an RTO without any ack; on a 10 % lossy path every "
+           "EV still gets acks, so no EV is retired (MRC retires an EV on one packet lost outright: "
+           "mrc-facts 'Retirement'); needs per-EV loss detection in mrckit.host")
+
+
+def _demo(tmp_path, fail: str) -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp_path / f"{fail}.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from mrckit.cli import main; sys.exit(main())", "demo",
+         "--fail", fail, "--size", SIZE, "--json", str(out), "--plot", str(tmp_path / f"{fail}.png"),
+         "--name", f"td{os.getpid() % 10000}{fail[:4]}"],
+        capture_output=True, text=True, timeout=400)
+    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, json.loads(out.read_text())
+
+
+def _paths(report):
+    dead = [p for p in report["paths"] if p["failed"]]
+    assert len(dead) == 1 and (dead[0]["plane"], dead[0]["spine"]) == (0, 1)
+    return dead[0], [p for p in report["paths"] if not p["failed"]]
+
+
+def _common(proc, report, tmp_path, fail):
+    b = report["bytes"]
+    assert b["sent"] == 16 << 20
+    assert b["verified"] == b["sent"] == b["placed"] and b["hash_match"], b
+    assert (tmp_path / f"{fail}.png").read_bytes()[:4] == b"\x89PNG"
+    dead, healthy = _paths(report)
+    assert len(healthy) == 3
+    for p in healthy:  # every other path carries data in every phase
+        assert min(p["packets_before"], p["packets_during"], p["packets_after"]) > 0, p
+    assert sum(p["packets_total"] for p in report["paths"]) >= b["sent"] // 2048
+    assert report["passed"] == all(c["ok"] for c in report["checks"])
+    assert (proc.returncode == 0) == report["passed"], proc.stdout[-2000:]
+    return dead, healthy
+
+
+@pytest.mark.parametrize("fail", ["down", "blackhole"])
+def test_demo_dead_path_silent_until_restore(need_root, tmp_path, fail):
+    proc, report = _demo(tmp_path, fail)
+    dead, _ = _common(proc, report, tmp_path, fail)
+    f = report["failover"]
+    assert f["t_fault_s"] < f["t_first_assumed_bad_s"] <= f["t_failover_s"] < f["t_restore_s"]
+    # zero data packets on the failed path from the failover until the restore (senders' per-EV
+    # data counters; probes never pass tc egress), and data on it again after the restore
+    assert f["dead_path_packets_failover_to_restore"] == 0
+    assert dead["packets_after"] > 0
+    assert dead["retired"] > 0
+    assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("fail", ["flap", pytest.param("loss", marks=LOSS_NEEDS_AGENT)])
+def test_demo_failing_path_smaller_share_and_cycles(need_root, tmp_path, fail):
+    proc, report = _demo(tmp_path, fail)
+    dead, healthy = _common(proc, report, tmp_path, fail)
+    assert dead["share_during"] < 0.8 * min(p["share_during"] for p in healthy), report["paths"]
+    # its EVs are retired and probed back, and the report shows the cycles
+    assert dead["retired"] > 0 and dead["probed_back"] > 0
+    assert report["ev_cycles"] and all(c["path"] == "p0/s1" for c in report["ev_cycles"])
+    assert proc.returncode == 0
+
+
+def test_demo_bmv2_target(need_root, tmp_path):
+    from mrckit.switch.bmv2 import find_tool
+
+    if find_tool("simple_switch_grpc") is None:
+        proc = subprocess.run([sys.executable, "-c", "import sys; from mrckit.cli import main; sys.exit(main())",
+                               "demo", "--target", "bmv2", "--json", str(tmp_path / "x.json")],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and "simple_switch_grpc" in proc.stderr and "Traceback" not in proc.stderr
+        assert not (tmp_path / "x.json").exists()
+        pytest.skip("simple_switch_grpc not found: checked the clear error instead")
+    proc, report = _demo_bmv2(tmp_path)
+    assert report["target"] == "bmv2" and report["bytes"]["hash_match"], proc.stdout[-2000:]
+
+
+def _demo_bmv2(tmp_path):
+    out = tmp_path / "bmv2.json"
+    proc = subprocess.run([sys.executable, "-c", "import sys; from mrckit.cli import main; sys.exit(main())",
+                           "demo", "--target", "bmv2", "--size", SIZE, "--json", str(out),
+                           "--plot", str(tmp_path / "bmv2.png")], capture_output=True, text=True, timeout=600)
+    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, json.loads(out.read_text())
