@@ -103,12 +103,13 @@ struct ev_slot {
 	__u8 reason;         /* enum ev_reason of the last dataplane transition */
 	__u16 pad;
 	__u32 skip_until_rot;/* SKIP ends once the set's rotation exceeds this */
-	__u32 pad2;
+	__u32 unacked_tx;    /* packets sent since the last SACK or NACK on this EV */
 	__u64 tx_packets;
 	__u64 tx_bytes;      /* encapsulated frame bytes */
 	__u64 last_tx_ns;
 	__u64 pending_ns;    /* first send after the last ack; 0 = nothing outstanding */
 	__u64 last_ack_ns;
+	__u64 acked_sent_ns; /* pending_ns when the last SACK came: a send time that got acked */
 	__u64 acked;         /* SACKs that echoed this EV */
 	__u64 skips;         /* SKIP_ONCE and NACK TRIMMED feedback */
 	__u64 nacks;
@@ -465,6 +466,7 @@ static __always_inline void tx_account(struct ev_slot *s, __u32 len, __u64 now)
 	__sync_fetch_and_add(&s->tx_packets, 1);
 	__sync_fetch_and_add(&s->tx_bytes, len);
 	s->last_tx_ns = now;
+	__sync_fetch_and_add(&s->unacked_tx, 1);
 	if (!s->pending_ns)
 		s->pending_ns = now;
 }
@@ -655,7 +657,10 @@ static __always_inline void feedback(__u8 *data, void *data_end, __u8 opcode)
 		count(STAT_FB_SACK);
 		__sync_fetch_and_add(&s->acked, 1);
 		s->last_ack_ns = now;
+		if (s->pending_ns)
+			s->acked_sent_ns = s->pending_ns;
 		s->pending_ns = 0;
+		s->unacked_tx = 0;
 		if (m == MRC_M_SKIP_ONCE) {
 			count(STAT_FB_SKIP_ONCE);
 			skip_slot(peer, set, s, REASON_SACK_SKIP_ONCE, now);
@@ -667,6 +672,9 @@ static __always_inline void feedback(__u8 *data, void *data_end, __u8 opcode)
 		return;
 	}
 	__sync_fetch_and_add(&s->nacks, 1);
+	/* A NACK came back along the path, so the path carries packets: nothing is lost on it. */
+	s->pending_ns = 0;
+	s->unacked_tx = 0;
 	if (ext[2] == MRC_NACK_TRIMMED) {
 		count(STAT_FB_NACK_TRIMMED);
 		skip_slot(peer, set, s, REASON_NACK_TRIMMED, now);

@@ -53,6 +53,9 @@ class ProbeTarget:
     streak: int = 0
     last_probe_ns: int = 0
     outstanding: int | None = None  # probe_id waiting for an answer
+    tx_packets: int = 0             # retired EVs: the slot's counters when it was retired
+    last_tx_ns: int = 0
+    acked: int = 0
 
 
 @dataclass
@@ -242,26 +245,30 @@ class HostAgent:
         rto = self.cfg.settings.rto_ns
         n = evset.n
         slots = evset.slots
-        changed = False
-        latest_ack = sorted((slots[i].last_ack_ns for i in range(n)), reverse=True)[:2]
+        changed: set[int] = set()
+        # The latest send time known to be acked, per EV: a sibling acked for a packet sent
+        # after this EV's oldest unacked one is the evidence that this one was lost.
+        latest_sent = sorted((slots[i].acked_sent_ns for i in range(n)), reverse=True)[:2]
         for i in range(n):
             s = slots[i]
             plane = s.ev >> 28
             dead = self._plane_dead(st, plane)
-            if s.state == GOOD and s.pending_ns and now - s.pending_ns > rto:
-                # Acked after this EV's oldest unacked send, by some other EV: its siblings work.
-                other = latest_ack[1] if latest_ack and latest_ack[0] == s.last_ack_ns else latest_ack[0]
-                if other > s.pending_ns:
+            # A lost SACK must not retire a working EV, so it takes several unacked sends.
+            if s.state == GOOD and s.pending_ns and now - s.pending_ns > rto and \
+                    s.unacked_tx >= self.cfg.settings.min_unacked:
+                # Paths reorder (other planes, other queues), so the sibling's packet must have
+                # left at least half an RTO after this EV's oldest unacked one.
+                other = latest_sent[1] if latest_sent[0] == s.acked_sent_ns else latest_sent[0]
+                if other > s.pending_ns + rto // 2:
                     self._set_state(peer, s, BAD, Reason.RTO_TIMEOUT, now)
-                    changed = True
+                    changed.add(i)
             if s.state == BAD and not dead and self._replace(peer, st, s, now):
-                changed = True
+                changed.add(i)
             elif s.state == SKIP and s.last_tx_ns and now - max(s.last_tx_ns, s.last_ack_ns) > rto:
                 # An idle peer never finishes its rotation; a SKIP also ends after an RTO.
                 self._set_state(peer, s, GOOD, Reason.SKIP_EXPIRED, now)
-                changed = True
-        if changed:
-            self.dp.put_peer_set(peer, evset)
+                changed.add(i)
+        self.dp.merge_slots(peer, evset, changed)
         self._probe_peer(peer, st, evset, now, budget)
 
     def _plane_dead(self, st: PeerState, plane: int) -> bool:
@@ -283,10 +290,12 @@ class HostAgent:
         pick = next((ev for ev in pool if (ev >> 20) & 0xFF not in suspect), pool[0])
         pool.remove(pick)
         old = slot.ev
-        st.retired[old] = ProbeTarget()
+        st.retired[old] = ProbeTarget(tx_packets=slot.tx_packets, last_tx_ns=slot.last_tx_ns,
+                                      acked=slot.acked)
         st.probes.pop(old, None)
         slot.ev, slot.state, slot.reason = pick, GOOD, int(Reason.REPLACED)
-        for name in ("tx_packets", "tx_bytes", "last_tx_ns", "pending_ns", "last_ack_ns", "acked",
+        for name in ("tx_packets", "tx_bytes", "last_tx_ns", "pending_ns", "last_ack_ns", "acked_sent_ns",
+                     "unacked_tx", "acked",
                      "skips", "nacks", "skip_until_rot"):
             setattr(slot, name, 0)
         self.counters["replacements"] += 1
@@ -394,16 +403,16 @@ class HostAgent:
         evset = self.dp.peer_set(peer)
         if evset is None:
             return
-        slot = next((evset.slots[i] for i in range(evset.n) if evset.slots[i].ev == ev), None)
-        if slot is None:
+        index = next((i for i in range(evset.n) if evset.slots[i].ev == ev), None)
+        if index is None:
             return
+        slot = evset.slots[index]
         if slot.state == BAD and target.streak >= self.cfg.settings.probe_successes:
             if self._plane_dead(st, ev >> 28):
                 return
             self._set_state(peer, slot, GOOD, Reason.PROBE_OK, now, probe_ok=True)
-            slot.pending_ns = 0
             st.probes.pop(ev, None)
-            self.dp.put_peer_set(peer, evset)
+            self.dp.merge_slots(peer, evset, {index})
         elif slot.state == DENIED or (slot.state == GOOD and self._crosses_denied(peer, ev)):
             links = ",".join(sorted(self._links_of(peer, ev) & self._denied_links))
             self._publish(make_event(str(peer), ev, slot.state, slot.state, Reason.PROBE_RESULT.name,
@@ -458,14 +467,13 @@ class HostAgent:
         st.dead_planes = down
         if evset is None:
             return
-        changed = False
+        changed = set()
         for i in range(evset.n):
             s = evset.slots[i]
             if s.ev >> 28 in down and s.state in (GOOD, SKIP):
                 self._set_state(peer, s, BAD, Reason.PEER_PORT_DOWN, now)
-                changed = True
-        if changed:
-            self.dp.put_peer_set(peer, evset)
+                changed.add(i)
+        self.dp.merge_slots(peer, evset, changed)
 
     # ================================================================ ports ==============
     def _link_messages(self) -> None:
@@ -502,14 +510,13 @@ class HostAgent:
         return f"p{plane}/t0-{self.cfg.leaf}/down-{self.cfg.downlink}"
 
     def _retire_plane(self, peer, evset: EvSet, plane: int, now: int) -> None:
-        changed = False
+        changed = set()
         for i in range(evset.n):
             s = evset.slots[i]
             if s.ev >> 28 == plane and s.state in (GOOD, SKIP):
                 self._set_state(peer, s, BAD, Reason.PORT_DOWN, now)
-                changed = True
-        if changed:
-            self.dp.put_peer_set(peer, evset)
+                changed.add(i)
+        self.dp.merge_slots(peer, evset, changed)
 
     def _port_mask(self) -> int:
         return sum(1 << p for p, up in self._port_up.items() if up)
@@ -547,16 +554,14 @@ class HostAgent:
             for p, evset in list(self.dp.peer_sets()):
                 if peer and p != ipaddress.IPv6Address(peer):
                     continue
-                touched = False
+                touched = set()
                 for i in range(evset.n):
                     s = evset.slots[i]
                     if s.ev == ev and (s.state == DENIED) != denied:
                         self._set_state(p, s, new, reason, now)
-                        s.pending_ns = 0
-                        touched = True
-                        changed += 1
-                if touched:
-                    self.dp.put_peer_set(p, evset)
+                        touched.add(i)
+                changed += len(touched)
+                self.dp.merge_slots(p, evset, touched)
             if not peer:
                 self._deny_in_template(ev, denied)
             return changed
@@ -633,8 +638,9 @@ class HostAgent:
     def _retired_row(self, peer, ev: int, target: ProbeTarget) -> dict:
         plane, t1, _ = ev_unpack(ev)
         return dict(peer=str(peer), slot=-1, ev=ev, plane=plane, t1=t1, state="ASSUMED_BAD",
-                    path=self._path(peer, ev), tx_packets=0, tx_bytes=0, acked=0, skips=0, nacks=0,
-                    last_tx_ns=0, last_ack_ns=0, retired=True, probe_streak=target.streak)
+                    path=self._path(peer, ev), tx_packets=target.tx_packets, tx_bytes=0,
+                    acked=target.acked, skips=0, nacks=0, last_tx_ns=target.last_tx_ns,
+                    last_ack_ns=0, retired=True, probe_streak=target.streak)
 
     def _require(self) -> None:
         if self.dp is None or self.cfg is None:

@@ -45,6 +45,7 @@ class Settings:
     xdp_mode: str = "native"
     max_probes_per_sweep: int = 64
     seed: int = 0
+    min_unacked: int = 8
 
     @property
     def sweep_period_ns(self) -> int:
@@ -150,7 +151,7 @@ def to_proto(cfg: AgentConfig) -> pb.ConfigureRequest:
                                   probe_interval_ns=s.probe_interval_ns,
                                   probe_successes=s.probe_successes, agent_port=s.agent_port,
                                   xdp_mode=s.xdp_mode, max_probes_per_sweep=s.max_probes_per_sweep,
-                                  seed=s.seed))
+                                  seed=s.seed, min_unacked=s.min_unacked))
 
 
 def from_proto(req: pb.ConfigureRequest) -> AgentConfig:
@@ -173,6 +174,7 @@ def from_proto(req: pb.ConfigureRequest) -> AgentConfig:
         probe_interval_ns=s.probe_interval_ns or d.probe_interval_ns,
         probe_successes=s.probe_successes or d.probe_successes,
         agent_port=s.agent_port or d.agent_port, xdp_mode=s.xdp_mode or d.xdp_mode,
-        max_probes_per_sweep=s.max_probes_per_sweep or d.max_probes_per_sweep, seed=s.seed)
+        max_probes_per_sweep=s.max_probes_per_sweep or d.max_probes_per_sweep, seed=s.seed,
+        min_unacked=s.min_unacked or d.min_unacked)
     return AgentConfig(h.name, nic, h.leaf, h.downlink, h.nic_device, ports,
                        tuple(h.t1_per_plane), h.locator or DEFAULT_LOCATOR, settings)

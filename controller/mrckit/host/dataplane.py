@@ -158,6 +158,33 @@ class HostDataplane:
         """Replace a peer's whole EV set (creating it if absent)."""
         self.peers.update(_u8s(PeerKey, addr_bytes(peer)), value)
 
+    def merge_slots(self, peer: str | ipaddress.IPv6Address, snapshot: EvSet,
+                    indices: Iterable[int]) -> None:
+        """Write the agent's changes to slots ``indices`` of ``snapshot`` (an earlier read of the
+        peer's set) into the live set, keeping what the dataplane did meanwhile.
+
+        The map holds whole sets, so this re-reads the live set just before writing, to make
+        the window in which a counter or feedback update can be lost microseconds long. A slot
+        whose EV the agent replaced is copied whole (fresh counters); otherwise only its state,
+        reason and SKIP rotation are taken, and an EV made GOOD has nothing outstanding.
+        """
+        indices = sorted(indices)
+        if not indices:
+            return
+        key = _u8s(PeerKey, addr_bytes(peer))
+        live = self.peers.lookup(key)
+        if live is None:
+            return
+        for i in indices:
+            new, cur = snapshot.slots[i], live.slots[i]
+            if new.ev != cur.ev:
+                live.slots[i] = new
+                continue
+            cur.state, cur.reason, cur.skip_until_rot = new.state, new.reason, new.skip_until_rot
+            if new.state == 0:
+                cur.pending_ns = 0
+        self.peers.update(key, live)
+
     def write_slot(self, peer: str | ipaddress.IPv6Address, index: int, ev: int | None = None,
                    state: int | None = None, reset: bool = False) -> bool:
         """Change slot ``index`` of a peer's set: its EV and/or state, and with ``reset`` its

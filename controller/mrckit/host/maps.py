@@ -94,9 +94,9 @@ class EvSlot(ctypes.Structure):
     """``struct ev_slot``: one EV with its state and counters. Times are CLOCK_MONOTONIC ns."""
 
     _fields_ = [("ev", U32), ("state", U8), ("reason", U8), ("pad", U16),
-                ("skip_until_rot", U32), ("pad2", U32),
+                ("skip_until_rot", U32), ("unacked_tx", U32),
                 ("tx_packets", U64), ("tx_bytes", U64), ("last_tx_ns", U64),
-                ("pending_ns", U64), ("last_ack_ns", U64), ("acked", U64),
+                ("pending_ns", U64), ("last_ack_ns", U64), ("acked_sent_ns", U64), ("acked", U64),
                 ("skips", U64), ("nacks", U64)]
 
 

@@ -1,0 +1,92 @@
+"""Host dataplane cost per packet, as ratios against baselines measured in the same run.
+
+- tc egress (pick a GOOD EV, write it, push the outer IPv6 header, redirect) divided by a bare
+  tc program that only calls bpf_redirect (goal: <= 2x);
+- XDP ingress decap (copy DSCP/CE/flow label, strip the outer header) divided by XDP_PASS.
+
+Each program runs once per BPF_PROG_TEST_RUN call on a fresh copy of the packet (a repeated
+run would see its own output: encapsulated or decapsulated), and the kernel's own measure of
+the run is averaged over many calls. The baselines are compiled here with clang, so the
+packaged object holds only the real programs. Needs root. Prints a table; exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "bpf" / "host"))
+from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
+
+CALLS = 20_000
+BASELINES = r"""
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+SEC("tc") int bare_redirect(struct __sk_buff *skb) { return bpf_redirect(1, 0); }
+SEC("xdp") int bare_pass(struct xdp_md *ctx) { return XDP_PASS; }
+char LICENSE[] SEC("license") = "GPL";
+"""
+
+
+def build_baselines(tmp: str) -> str:
+    src, obj = os.path.join(tmp, "baseline.bpf.c"), os.path.join(tmp, "baseline.bpf.o")
+    Path(src).write_text(BASELINES)
+    arch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch or 'x86_64-linux-gnu'}",
+                    "-c", src, "-o", obj], check=True)
+    return obj
+
+
+def ns_per_packet(prog, frame: bytes, calls: int = CALLS) -> float:
+    # The median of many single runs: robust to the other jobs on this shared machine.
+    return statistics.median(prog.test_run(frame).duration_ns for _ in range(calls))
+
+
+def main() -> int:
+    if os.geteuid() != 0:
+        print("host_spray: needs root (BPF_PROG_TEST_RUN)")
+        return 0
+    import host_pkt as pkt
+    from host_pkt import Dscp, Ecn
+
+    from mrckit.bpf.objects import BpfObject
+    from mrckit.host.dataplane import HostDataplane, PortSetting, addr_bytes, mac_bytes
+    from mrckit.host.evset import build_template
+    from mrckit.wire.constants import AGENT_UDP_PORT
+    from mrckit.wire.ev import ev_pack
+    from mrckit.wire.usid import DEFAULT_LOCATOR
+
+    dp = HostDataplane()
+    dp.set_host(pkt.NIC_A, DEFAULT_LOCATOR, pkt.A_LEAF, pkt.A_DOWN, pkt.PLANES, AGENT_UDP_PORT)
+    for plane in range(pkt.PLANES):
+        dp.set_port(PortSetting(plane, pkt.PORT_IFINDEX, mac_bytes(pkt.MAC[plane]),
+                                mac_bytes(pkt.NEIGH[plane]), addr_bytes(pkt.port_addr(plane))))
+    dp.set_configured(True)
+    dp.set_template(build_template({0: 4, 1: 4}, count=128, seed=1).active)
+    write = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(payload=bytes(2048)))
+    dp.egress.test_run(write)  # the peer's EV set exists from here on
+    encapped = pkt.encapped(pkt.NIC_B, pkt.NIC_A, pkt.write_payload(payload=bytes(2048)),
+                            ev=ev_pack(0, 1, 5), outer_tc=pkt.tclass(Dscp.TRIMMABLE, Ecn.CE),
+                            inner_tc=pkt.tclass(Dscp.TRIMMABLE, Ecn.ECT0))
+    with tempfile.TemporaryDirectory() as tmp, BpfObject.open(build_baselines(tmp)) as base:
+        base.load()
+        rows = [("tc egress: spray + encap + redirect", ns_per_packet(dp.egress, write),
+                 "bare tc redirect", ns_per_packet(base.program("bare_redirect"), write)),
+                ("XDP ingress: decap", ns_per_packet(dp.ingress, encapped),
+                 "XDP_PASS", ns_per_packet(base.program("bare_pass"), encapped))]
+    dp.close()
+    print(f"{'program':40} {'ns/pkt':>8}   {'baseline':22} {'ns/pkt':>8}   {'ratio':>6}")
+    for name, ns, bname, bns in rows:
+        print(f"{name:40} {ns:8.1f}   {bname:22} {bns:8.1f}   {ns / max(bns, 1):6.2f}x")
+        result(name, ns, "ns/pkt", bname, bns, "<= 2x" if name.startswith("tc") else "")
+    print(f"({CALLS} single runs each, median of the kernel's per-run time; goal for tc egress: <= 2x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
