@@ -165,6 +165,7 @@ class Fabric:
         build.add_namespaces(st.nodes, switches)
         links = list(_links(compiled))
         st.links = [[a, ia, b, ib] for a, ia, _, b, ib, _ in links]
+        st.link_names = {faultctl.link_key(sw.name, p.peer): p.link for sw in compiled.switches() for p in sw.ports}
         st.save()
         build.add_links([(st.nodes[a], ia, ma, st.nodes[b], ib, mb) for a, ia, ma, b, ib, mb in links],
                         compiled.topology.mtu)

@@ -12,8 +12,10 @@ This kernel has no netem (design section 9), so:
   leaves every port (its pinned tables stay, so restore re-attaches the same state); on bmv2
   the process is stopped (SIGSTOP) and continued on restore.
 
-Every fault and restore is appended, with a UTC timestamp, to ``/run/mrckit/<fabric>/faults.log``
-and recorded in the state file, so ``mrc restore`` in another process undoes it.
+Every fault and restore is appended, with a UTC timestamp and the link name of design 3.3 (what
+the controller reports), to ``/run/mrckit/<fabric>/faults.log``, e.g.
+``2026-11-30T02:24:52.942506+00:00 fail link p0-t0-0 p0-t1-0 loss 50 % [p0/t0-0/t1-0]``, and
+recorded in the state file, so ``mrc restore`` in another process undoes it.
 """
 
 from __future__ import annotations
@@ -90,8 +92,9 @@ def fail_link(state: FabricState, a: str, b: str, kind: str, value: float | None
         argv = [sys.executable, "-m", "mrckit.fabric.flap", *ends[0], *ends[1], str(value)]
         _, info = procs.start(argv, state.dir / f"flap-{na}-{nb}.log", ns=None, address="")
         state.flappers[key] = info
-    state.faults[key] = {"kind": kind, "value": value, "a": na, "b": nb, "since": now_iso()}
-    line = state.log_fault(f"fail link {na} {nb} {_describe(state.faults[key])}")
+    link = state.link_names.get(key, "")
+    state.faults[key] = {"kind": kind, "value": value, "a": na, "b": nb, "link": link, "since": now_iso()}
+    line = state.log_fault(f"fail link {na} {nb} {_describe(state.faults[key])} [{link}]")
     state.save()
     return line
 
@@ -148,7 +151,7 @@ def restore_link(state: FabricState, a: str, b: str) -> str:
             procs.stop(state.flappers.pop(key))
         _set_links(ends, up=True)
     del state.faults[key]
-    line = state.log_fault(f"restore link {na} {nb} ({_describe(fault)})")
+    line = state.log_fault(f"restore link {na} {nb} ({_describe(fault)}) [{fault.get('link', '')}]")
     state.save()
     return line
 

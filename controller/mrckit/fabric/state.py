@@ -73,6 +73,8 @@ class FabricState:
         name: the fabric name; prefix: the namespace prefix (``mrcf-`` from the CLI).
         target: ``ebpf`` or ``bmv2``. topology: the topology as YAML text (``dump_topology``).
         nodes: node name -> namespace. links: ``[node_a, if_a, node_b, if_b]`` per link.
+        link_names: ``link:A:B`` (names sorted) -> the link name of design 3.3
+            (``p0/t0-1/t1-0``), which the controller and the agents use.
         switches / hosts: node name -> the process serving it (P4Runtime server or bmv2 /
             host agent). pins: eBPF switch pin names (node name -> pin name).
         device_ids: switch node -> P4Runtime device id.
@@ -87,6 +89,7 @@ class FabricState:
     topology: str
     nodes: dict[str, str] = field(default_factory=dict)
     links: list[list[str]] = field(default_factory=list)
+    link_names: dict[str, str] = field(default_factory=dict)
     switches: dict[str, ProcInfo] = field(default_factory=dict)
     hosts: dict[str, ProcInfo] = field(default_factory=dict)
     pins: dict[str, str] = field(default_factory=dict)

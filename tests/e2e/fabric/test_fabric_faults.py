@@ -25,7 +25,7 @@ def one_way(fab, src, dst, packets=256):
 def test_loss_drops_a_share_of_the_packets_crossing_the_link_both_ways(small_fabric):
     fab = small_fabric
     line = fab.fail_link("p0-t0-0", "p0-t1-0", kind="loss", value=50)
-    assert line.endswith("fail link p0-t0-0 p0-t1-0 loss 50 %")
+    assert line.endswith("fail link p0-t0-0 p0-t1-0 loss 50 % [p0/t0-0/t1-0]")
     try:
         results = traffic.pairwise_udp(fab, 256, hosts=["h0-0", "h1-0"], timeout=3)
         up = faults.read_stats(fab.ns("p0-t1-0"), "t0-0")    # h0-0 -> h1-0 enters the spine here
@@ -100,9 +100,10 @@ def test_down_and_flap_from_the_cli_with_a_timestamped_fault_log(small_fabric):
 
     log = fab.fault_log()
     mine = [ln for ln in log if f" {a} {b}" in ln]
+    name = "[p1/t0-2/t1-0]"
     assert [ln.split(" ", 1)[1] for ln in mine[-4:]] == [
-        f"fail link {a} {b} down", f"restore link {a} {b} (down)",
-        f"fail link {a} {b} flap 20 Hz", f"restore link {a} {b} (flap 20 Hz)"]
+        f"fail link {a} {b} down {name}", f"restore link {a} {b} (down) {name}",
+        f"fail link {a} {b} flap 20 Hz {name}", f"restore link {a} {b} (flap 20 Hz) {name}"]
     stamps = [datetime.fromisoformat(ln.split(" ", 1)[0]) for ln in log]
     assert stamps == sorted(stamps)
 
