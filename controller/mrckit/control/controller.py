@@ -27,7 +27,7 @@ from .localise import Localisation
 from .p4rt import CONNECT_TIMEOUT_S, WriteCounts, default_election_id, open_session
 from .pipeline import Pipeline
 from .reactor import GOOD, LIFT_SUCCESSES, SETTLE_NS, Action, FailureReactor
-from .status import STATUS_DIR, status_path, write_status
+from .status import STATUS_DIR, read_status, status_path, write_status
 from .targets import HostTarget, SwitchTarget
 from .timeline import Mark
 
@@ -38,6 +38,8 @@ TICK_S = 0.01
 POLL_INTERVAL_S = 0.04
 """EV-counter polling period during a failure episode (good-path evidence)."""
 STATUS_EVERY_S = 2.0
+STATUS_MIN_GAP_S = 0.1
+"""The status file is rewritten on a change, at most this often (and at least every 2 s)."""
 RETRY_MAX_S = 5.0
 
 
@@ -123,6 +125,7 @@ class Controller:
         self.reactor = FailureReactor(topology, settle_ns=settle_ns, ambiguous_wait_ns=3 * settle_ns,
                                       lift_successes=lift_successes)
         self.status_file = status_path(name, status_dir) if status_dir is not None else None
+        self._carry_over_timeline()
         self.started_ns = time.time_ns()
         self.ready = asyncio.Event()  # every switch reconciled once and every host configured once
         self._wake = asyncio.Event()
@@ -262,6 +265,7 @@ class Controller:
                 raise MrcError(f"host {hs.target.name}: event stream ended")
             except MrcError as exc:
                 hs.error, hs.watching, hs.configured = str(exc), False, False
+                hs.denied.clear()  # the agent may have restarted: give it every denial again
                 self._dirty = True
                 log.warning("%s", exc)
             await asyncio.sleep(delay)
@@ -296,7 +300,8 @@ class Controller:
                 await self._poll_good()
             for action in self.reactor.decide(time.time_ns()):
                 await self._carry_out(action)
-            if self._dirty or time.monotonic() - last_status > STATUS_EVERY_S:
+            since = time.monotonic() - last_status
+            if (self._dirty and since >= STATUS_MIN_GAP_S) or since > STATUS_EVERY_S:
                 self._write_status()
                 last_status = time.monotonic()
 
@@ -364,6 +369,18 @@ class Controller:
     def timeline(self) -> list[Mark]:
         """The failure timeline so far."""
         return list(self.reactor.timeline.marks)
+
+    def _carry_over_timeline(self) -> None:
+        """Keep the timeline of a predecessor under the same name (a restarted controller);
+        its denials are taken over from the agents themselves (``_host_event``)."""
+        if self.status_file is None or not self.status_file.exists():
+            return
+        try:
+            marks = read_status(self.status_file).get("timeline", [])
+            for m in marks:
+                self.reactor.timeline.add(m["kind"], m["time_ns"], tuple(m["links"]), m["detail"])
+        except (MrcError, KeyError, TypeError, ValueError) as exc:
+            log.warning("not keeping the previous timeline of %s: %s", self.status_file, exc)
 
     def _write_status(self, stopped: bool = False) -> None:
         self._dirty = False

@@ -248,6 +248,9 @@ async def open_session(target: SwitchTarget, pipeline: Pipeline, election_id: in
         why = "no answer" if isinstance(exc, asyncio.TimeoutError) else str(exc)
         raise MrcError(f"switch {target.name}: cannot reach its P4Runtime server at {target.address} "
                        f"(device id {target.device_id}): {why}") from None
+    except BaseException:  # cancelled: leave no channel open
+        await client.close()
+        raise
     if answer.status.code != _OK:
         await client.close()
         held = (answer.election_id.high << 64) | answer.election_id.low

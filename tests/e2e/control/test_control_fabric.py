@@ -238,6 +238,10 @@ def test_a_failed_link_is_localised_denied_everywhere_and_lifted_after_restore(f
         after = _tx_across(fab, "h0-1", "h2-1")
         assert after and all(after[ev] == before.get(ev, 0) for ev in after), (before, after)
 
+        # A controller restarted now takes the denial over from the agents, and lifts it.
+        controller.kill()
+        controller.start()
+        assert FAILED_LINK in controller.status()["denials"]
         restore_line = fab.restore(*FAILED)
         st = controller.wait("the lift", lambda s: not s["denials"])
         assert all(not h["denied"] for h in st["hosts"].values())
