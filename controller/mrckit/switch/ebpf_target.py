@@ -151,6 +151,21 @@ class SwitchTables:
             self.maps[spec.name].update(T.usid_key(key), act)
             self._slot_added(spec.name, key, act, new=not present)
 
+    def apply(self, entries: Iterable[T.TableEntry]) -> None:
+        """Write (upsert) every entry of a switch config, e.g. compiled by ``mrckit.topology``.
+        All entries are validated before the first write, so bad input changes nothing.
+
+        Raises:
+            MrcError: the first bad entry, named by its table and key.
+        """
+        entries = list(entries)
+        for e in entries:
+            spec = T.table_spec(e.table)
+            T.check_key(spec, e.key)
+            T.check_action(spec, e.action, e.params)
+        for e in entries:
+            self.write_entry(e.table, e.key, e.action, e.params)
+
     def delete_entry(self, table: str, key: int) -> None:
         """Delete the entry at ``key``. Raises MrcError (bad table/key) or EntryNotFound."""
         spec = T.table_spec(table)
@@ -342,6 +357,7 @@ class EbpfSwitch:
         netns: the namespace holding the port interfaces (None: the caller's namespace).
         ports: switch port number (0..511) -> interface name.
         xdp_mode: "native" (default; design section 9 explains the veth traps), "generic", "auto".
+        entries: table entries (``TableEntry``) written at set-up, before any port is attached.
 
     :meth:`setup` is idempotent and reuses pinned maps, so a restarted manager keeps its
     tables; :meth:`teardown` detaches and unpins everything and is idempotent too.
@@ -349,7 +365,8 @@ class EbpfSwitch:
     fabric builder sets that on the far ends, which this switch cannot reach.
     """
 
-    def __init__(self, name: str, netns: str | None, ports: dict[int, str], *, xdp_mode: str = "native"):
+    def __init__(self, name: str, netns: str | None, ports: dict[int, str], *, xdp_mode: str = "native",
+                 entries: Iterable[T.TableEntry] = ()):
         if not name or "/" in name or name in (".", ".."):
             raise MrcError(f"switch name {name!r}: must be a plain name")
         for port in ports:
@@ -357,6 +374,7 @@ class EbpfSwitch:
         if len(set(ports.values())) != len(ports):
             raise MrcError(f"switch {name}: an interface appears on two ports: {ports}")
         self.name, self.netns, self.ports, self.xdp_mode = name, netns, dict(ports), xdp_mode
+        self.entries = list(entries)
         self.pin_dir = switch_pin_dir(name)
         self._obj: BpfObject | None = None
         self.tables: SwitchTables | None = None
@@ -372,6 +390,7 @@ class EbpfSwitch:
         ensure_bpffs()
         try:
             self._load()
+            self.tables.apply(self.entries)
             with self._in_netns():
                 for port, iface in self.ports.items():
                     self.tables.bind_port(port, ifindex_of(iface))

@@ -143,3 +143,13 @@ def test_slot_cache_follows_the_table(switch):
     t.write_entry("usid_fib", loc | 0x0805, "set_egress", {"port": 1})
     t.write_entry("usid_fib", loc | 0x0805, "drop", mode="modify")
     assert switch.run(mrc_frame(container(0x0805)))[0] == XDP_DROP
+
+
+def test_apply_validates_everything_first(switch):
+    good = T.TableEntry("usid_fib", 0xFCBBBB000805, "set_egress", {"port": 1})
+    bad = T.TableEntry("usid_fib", 0xFCBBBB000806, "set_egress", {"port": 999})
+    with pytest.raises(MrcError, match="9 bits"):
+        switch.tables.apply([good, bad])
+    assert switch.tables.read_entries("usid_fib") == []
+    switch.tables.apply([good, T.TableEntry("my_usid", 0xFCBBBB000400, "usid_un")])
+    assert switch.tables.read_entries("usid_fib") == [good]

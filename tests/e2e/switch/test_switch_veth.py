@@ -18,6 +18,7 @@ from mrckit import netns
 from mrckit.bpf.attach import xdp_query
 from mrckit.bpf.fs import BPFFS
 from mrckit.errors import MrcError
+from mrckit.switch.tables import TableEntry
 from mrckit.switch.ebpf_target import MAP_TYPES, EbpfSwitch, SwitchTables, pinned_switches, switch_pin_dir
 from mrckit.wire.constants import Dscp, Opcode
 
@@ -58,14 +59,16 @@ def fabric(make_netns, request):
     EbpfSwitch(name, sw, {}).teardown()  # pins of a failed test go too
 
 
-def configure(tables: SwitchTables):
-    tables.write_entry("my_usid", prefix48(T0_0), "usid_un")
+def switch_entries():
+    """The switch's tables: uN for T0_0, one host-facing port per DOWN uSID; port 2 trims from
+    a depth of TRIM_THRESHOLD packets."""
+    entries = [TableEntry("my_usid", prefix48(T0_0), "usid_un")]
     for port, usid in enumerate(DOWN):
-        tables.write_entry("usid_fib", prefix48(usid), "set_egress", {"port": port})
-        tables.write_entry("port_config", port, "set_port", {
+        entries.append(TableEntry("usid_fib", prefix48(usid), "set_egress", {"port": port}))
+        entries.append(TableEntry("port_config", port, "set_port", {
             "src_mac": mac_int(port_mac(port)), "dst_mac": mac_int(host_mac(port)), "faces_host": 1,
-            "trim_threshold": TRIM_THRESHOLD if port == 2 else 0xFFFFFFFF, "ecn_threshold": 0xFFFFFFFF})
-    tables.set_queue_rate(2, 1)
+            "trim_threshold": TRIM_THRESHOLD if port == 2 else 0xFFFFFFFF, "ecn_threshold": 0xFFFFFFFF}))
+    return entries
 
 
 def udp_receiver(host):
@@ -95,10 +98,10 @@ def recv_all(sock, count):
 def test_switch_forwards_and_trims_on_veth(fabric):
     sw, hosts, name = fabric
     sock = udp_receiver(hosts[2])
-    with EbpfSwitch(name, sw, {0: "p0", 1: "p1", 2: "p2"}) as switch:
+    with EbpfSwitch(name, sw, {0: "p0", 1: "p1", 2: "p2"}, entries=switch_entries()) as switch:
         assert set(switch.attach_modes.values()) == {"native"}
         assert sorted(os.listdir(switch_pin_dir(name))) == sorted(MAP_TYPES)
-        configure(switch.tables)
+        switch.tables.set_queue_rate(2, 1)  # a low drain rate: the queue fills
         frames = [mrc_frame(container(T0_0, DOWN[2]), opcode=Opcode.WRITE_ONLY_IMM, payload=PAYLOAD,
                             src=host_mac(0), dst=port_mac(0), inner_dst=H2_NIC, sport=0xC000 + i, psn=i)
                   for i in range(SENT)]
