@@ -343,15 +343,19 @@ static long pick_one(__u32 i, void *data)
 	struct ev_slot *s;
 	struct plane_port *pp;
 	__u64 pos_seq;
-	__u32 n = c->n, rot, slot, plane, t1;
+	__u32 n = c->n, rot, slot, plane, t1, seq32;
 
 	if (n == 0 || n > HOST_MAX_EVS)
 		return 1;
 	pos_seq = __sync_fetch_and_add(&set->seq, 1);
-	rot = pos_seq / n;
+	/* 32-bit arithmetic: two divisions instead of three 64-bit ones (this is the hot path).
+	 * The rotation number wraps after 2^32 packets to one peer; an EV skipped across the
+	 * wrap stays skipped until the agent's SKIP timeout. */
+	seq32 = (__u32)pos_seq;
+	rot = seq32 / n;
 	if (rot != set->rot)
 		new_rotation(set, rot, n);
-	slot = (__u32)(((pos_seq % n) * set->stride + set->offset) % n);
+	slot = ((seq32 - rot * n) * set->stride + set->offset) % n;
 	if (slot >= HOST_MAX_EVS)
 		return 1;
 	s = &set->slots[SLOT_IDX(slot)];
@@ -421,19 +425,22 @@ static __always_inline __u8 tx_dscp(__u8 opcode, __u8 bth_flags, __u8 *ecn)
 static __always_inline int tx_mark_inner(struct __sk_buff *skb, __u32 ev, __u8 tclass)
 {
 	__be32 word = bpf_htonl((6u << 28) | ((__u32)tclass << 20) | (ev & MRC_EV_FLOW_LABEL_MASK));
-	__be16 old_sport, new_sport = bpf_htons(ev >> MRC_EV_SPORT_SHIFT);
-	__be16 csum;
-	int off_udp = MRC_ETH_LEN + MRC_IPV6_LEN; /* before the outer header is pushed */
+	__be16 old_sport, csum, new_sport = bpf_htons(ev >> MRC_EV_SPORT_SHIFT);
+	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
+	__u8 *ip = data + OFF_IP6, *udp = data + OFF_IP6 + MRC_IPV6_LEN;
 
-	if (bpf_skb_store_bytes(skb, OFF_IP6, &word, 4, 0))
+	/* Direct writes: the caller pulled TX_HDRS bytes into the linear area. */
+	if (data + TX_HDRS > data_end)
 		return -1;
-	if (bpf_skb_load_bytes(skb, off_udp, &old_sport, 2) ||
-	    bpf_skb_load_bytes(skb, off_udp + 6, &csum, 2))
-		return -1;
+	__builtin_memcpy(&old_sport, udp, 2);
+	__builtin_memcpy(&csum, udp + 6, 2);
+	__builtin_memcpy(ip, &word, 4);
+	__builtin_memcpy(udp, &new_sport, 2);
 	/* RoCEv2 sends a zero UDP checksum; an ordinary socket's checksum must stay valid. */
-	if (csum && bpf_l4_csum_replace(skb, off_udp + 6, old_sport, new_sport, sizeof(new_sport)))
+	if (csum && bpf_l4_csum_replace(skb, OFF_IP6 + MRC_IPV6_LEN + 6, old_sport, new_sport,
+					sizeof(new_sport)))
 		return -1;
-	return bpf_skb_store_bytes(skb, off_udp, &new_sport, 2, 0);
+	return 0;
 }
 
 static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_config *cfg,
@@ -445,6 +452,7 @@ static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_conf
 	__u32 t1 = (ev >> MRC_EV_T1_SHIFT) & MRC_EV_T1_MASK;
 	__be32 w0 = bpf_htonl((6u << 28) | ((__u32)tclass << 20) | (ev & MRC_EV_FLOW_LABEL_MASK));
 	__be16 plen = bpf_htons(inner_plen + MRC_IPV6_LEN);
+	void *data, *data_end;
 
 	if (bpf_skb_adjust_room(skb, MRC_IPV6_LEN, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6))
 		return -1;
@@ -458,7 +466,12 @@ static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_conf
 	hdr[21] = MRC_OUTER_HOP_LIMIT;
 	__builtin_memcpy(hdr + 22, pp->port_addr, 16);
 	path_da(hdr + 38, cfg->locator, plane, t1, cfg->leaf, dst_leaf, dst_down);
-	return bpf_skb_store_bytes(skb, 0, hdr, sizeof(hdr), 0);
+	data = (void *)(long)skb->data;
+	data_end = (void *)(long)skb->data_end;
+	if (data + sizeof(hdr) > data_end)
+		return bpf_skb_store_bytes(skb, 0, hdr, sizeof(hdr), 0);
+	__builtin_memcpy(data, hdr, sizeof(hdr));
+	return 0;
 }
 
 static __always_inline void tx_account(struct ev_slot *s, __u32 len, __u64 now)
@@ -541,8 +554,10 @@ int mrc_host_egress(struct __sk_buff *skb)
 	pc.n = n;
 	pc.dst_leaf = dst_leaf;
 	pc.dst_down = dst_down;
-	/* 2n positions always include one whole rotation, so every slot is tried once. */
-	bpf_loop(2 * n, pick_one, &pc, 0);
+	/* Usually the first position is usable: try it inline, and only then pay for the loop,
+	 * whose 2n positions always include one whole rotation, so every slot is tried once. */
+	if (!pick_one(0, &pc) || !pc.found)
+		bpf_loop(2 * n, pick_one, &pc, 0);
 	if (!pc.found || pc.slot >= HOST_MAX_EVS) {
 		count(STAT_TX_DROP_NO_GOOD_EV);
 		return TC_ACT_SHOT;
