@@ -55,6 +55,7 @@ class SwitchState:
     error: str = ""
 
     def as_dict(self) -> dict:
+        """Plain data for the status file."""
         return {"address": self.target.address, "device_id": self.target.device_id, "connected": self.connected,
                 "reconciles": self.reconciles, "last": self.last.as_dict() if self.last else None,
                 "total": self.total.as_dict(), "error": self.error}
@@ -74,6 +75,7 @@ class HostState:
     error: str = ""
 
     def as_dict(self) -> dict:
+        """Plain data for the status file."""
         return {"address": self.target.address, "configured": self.configured,
                 "configured_by_us": self.configured_by_us, "watching": self.watching,
                 "denied": sorted(self.denied), "events": self.events, "error": self.error}

@@ -106,6 +106,7 @@ class HostSession:
             call.cancel()
 
     async def close(self) -> None:
+        """Close the channel."""
         await self.channel.close()
 
 

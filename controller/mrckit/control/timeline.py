@@ -21,6 +21,7 @@ class Mark:
     detail: str
 
     def as_dict(self) -> dict:
+        """Plain data for the status file."""
         return {"kind": self.kind, "time_ns": self.time_ns, "links": list(self.links), "detail": self.detail}
 
 
