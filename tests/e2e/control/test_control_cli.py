@@ -86,6 +86,18 @@ def test_controller_killed_and_restarted_writes_nothing(fabric, tmp_path):
             assert (t["inserted"], t["modified"], t["deleted"], t["write_requests"]) == (0, 0, 0, 0)
             assert t["entries_read"] == len(compiled.entries(sw.name))
         assert {n: sw.entries() for n, sw in sws.items()} == before
+        # A switch's server restarts under the running controller: it reconnects, reconciles
+        # again, and writes nothing.
+        sws["p0-t0-0"].stop()
+        sws["p0-t0-0"].start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            s = read_status(status_path(name, tmp_path))["switches"]["p0-t0-0"]
+            if s["reconciles"] == 2 and s["connected"]:
+                break
+            time.sleep(0.1)
+        assert s["reconciles"] == 2 and s["connected"], s
+        assert s["total"]["write_requests"] == 0 and not s["total"]["pipeline_pushed"]
         shown = subprocess.run([*MRC, "controller", "status", "--name", name, "--status-dir", str(tmp_path)],
                                capture_output=True, text=True, timeout=60)
         assert shown.returncode == 0, shown.stderr

@@ -146,3 +146,12 @@ def test_tls_when_the_topology_asks_for_it(switches, pipeline, tmp_path):
     plain = Controller(TOPO, [sw.target()], [], pipeline, status_dir=None, connect_timeout_s=1.0)
     with pytest.raises(MrcError, match="cannot reach"):
         asyncio.run(plain.program_switches())
+
+
+def test_a_p4info_the_switch_does_not_implement_is_refused_clearly(switches, pipeline, tmp_path):
+    sws = switches(["p1-t0-0"])
+    wrong = tmp_path / "wrong.p4info.txtpb"
+    wrong.write_text(P4INFO.read_text().replace("bitwidth: 9", "bitwidth: 10"))
+    with pytest.raises(MrcError, match="switch p1-t0-0 .*SetForwardingPipelineConfig"):
+        asyncio.run(controller(sws, load_pipeline(wrong, DEVICE_CONFIG)).program_switches())
+    assert sws["p1-t0-0"].entries() == {"my_usid": [], "usid_fib": [], "port_config": []}
