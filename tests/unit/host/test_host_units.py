@@ -1,0 +1,123 @@
+"""The host agent's pure parts: EV templates, config validation and mapping, EP packets."""
+
+import ipaddress
+
+import pytest
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+
+from mrckit.errors import MrcError
+from mrckit.host import probe as P
+from mrckit.host.config import AgentConfig, Port, Settings, from_proto, from_topology, to_proto
+from mrckit.host.evset import build_template
+from mrckit.topology import compile_fabric, generate_clos
+from mrckit.wire.addressing import nic_address, path_da, port_address
+from mrckit.wire.constants import EpOp, EpStatus, Opcode
+from mrckit.wire.ev import ev_pack, ev_unpack
+from mrckit.wire.icrc import icrc_check
+from mrckit.wire.layers import EETH, ERTH, MrcBTH
+
+
+def test_template_is_equal_per_plane_and_spreads_over_t1():
+    t = build_template({0: 4, 1: 3}, count=128, backups_per_plane=9, seed=1)
+    assert len(t.active) == len(set(t.active) | set()) == 128
+    fields = [ev_unpack(ev) for ev in t.active]
+    assert [f.plane for f in fields] == [0] * 64 + [1] * 64
+    per_t1 = {(f.plane, f.t1): 0 for f in fields}
+    for f in fields:
+        per_t1[f.plane, f.t1] += 1
+    assert per_t1 == {(0, 0): 16, (0, 1): 16, (0, 2): 16, (0, 3): 16, (1, 0): 22, (1, 1): 21, (1, 2): 21}
+    assert {p: len(v) for p, v in t.backups.items()} == {0: 9, 1: 9}
+    every = t.active + t.backups[0] + t.backups[1]
+    assert len(set(every)) == len(every) and all(ev_unpack(ev).plane == 1 for ev in t.backups[1])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(t1_counts={0: 4}, count=100), "outside 128..256"),
+    (dict(t1_counts={0: 4, 1: 4, 2: 4}, count=128), "not a multiple of the 3 planes"),
+    (dict(t1_counts={0: 0}, count=128), "T1 count 0"),
+    (dict(t1_counts={}, count=128), "at least one plane"),
+])
+def test_template_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        build_template(**kwargs)
+
+
+def _config(**over) -> AgentConfig:
+    ports = tuple(Port(p, f"plane{p}", port_address(p, 2, 3), f"02:00:00:00:0{p}:01", f"02:00:00:00:0{p}:02")
+                  for p in (0, 1))
+    base = dict(name="h", nic_address=nic_address(2, 3), leaf=2, downlink=3, nic_device="nic0",
+                ports=ports, t1_per_plane=(4, 4))
+    base.update(over)
+    return AgentConfig(**base)
+
+
+@pytest.mark.parametrize("over, message", [
+    (dict(leaf=5), "is leaf 2 downlink 3, but the config says 5/3"),
+    (dict(nic_device=""), "nic_device is empty"),
+    (dict(ports=()), "ports is empty"),
+    (dict(t1_per_plane=(4,)), r"ports\[1\] \(plane1\): plane 1 has no T1 count"),
+    (dict(settings=Settings(ev_count=131)), "settings.ev_count 131"),
+    (dict(settings=Settings(xdp_mode="fast")), "settings.xdp_mode 'fast'"),
+])
+def test_config_errors_name_the_field(over, message):
+    with pytest.raises(MrcError, match=message):
+        _config(**over).validate()
+
+
+def test_config_bad_mac_and_wrong_plane_address():
+    bad_mac = (Port(0, "plane0", port_address(0, 2, 3), "02:00:00", "02:00:00:00:00:02"),)
+    with pytest.raises(MrcError, match=r"ports\[0\] \(plane0\): MAC '02:00:00'"):
+        _config(ports=bad_mac, t1_per_plane=(4,)).validate()
+    wrong = (Port(0, "plane0", port_address(1, 2, 3), "02:00:00:00:00:01", "02:00:00:00:00:02"),)
+    with pytest.raises(MrcError, match="is on plane 1, not 0"):
+        _config(ports=wrong, t1_per_plane=(4,)).validate()
+
+
+def test_proto_round_trip_and_defaults():
+    cfg = _config(settings=Settings(ev_count=192, rto_ns=7, seed=9))
+    assert from_proto(to_proto(cfg)) == cfg
+    req = to_proto(_config())
+    req.settings.Clear()
+    assert from_proto(req).settings == Settings()
+
+
+def test_from_topology_host_config():
+    compiled = compile_fabric(generate_clos(planes=2, spines=3, leaves=2, hosts_per_leaf=2), "ebpf")
+    host = compiled.host("h1-1")
+    cfg = from_topology(host, "nic0")
+    cfg.validate()
+    assert (cfg.leaf, cfg.downlink, cfg.t1_per_plane) == (1, 1, (3, 3))
+    assert [p.ifname for p in cfg.ports] == ["plane0", "plane1"]
+    assert cfg.ports[1].address == port_address(1, 1, 1)
+    assert cfg.ports[0].neighbor_mac == ":".join(f"{b:02x}" for b in host.ports[0].t0_mac.to_bytes(6, "big"))
+
+
+def test_ep_packets_round_trip_and_match_the_wire_layers():
+    req = P.ep_request(EpOp.EV_PROBE, 77, 0b11, 0x12345678, tx_timestamp=999)
+    assert P.parse_ep(req) == P.EpRequest(EpOp.EV_PROBE, 77, 0b11, 0x12345678, 999)
+    layer = MrcBTH(req)
+    assert (layer.opcode, layer.dqpn) == (Opcode.EP_REQ, 2)
+    erth = ERTH(req[12:])
+    assert (erth.op, erth.probe_id, erth.port_status_mask, erth.resp_ev) == (1, 77, 3, 0x12345678)
+    resp = P.ep_response(EpOp.EV_PROBE, EpStatus.OK, 77, 0xABCDEF01, 999, 5)
+    assert P.parse_ep(resp) == P.EpResponse(EpOp.EV_PROBE, EpStatus.OK, 77, 0xABCDEF01, 999, 5)
+    eeth = EETH(resp[12:])
+    assert (eeth.status, eeth.req_ev, eeth.req_tx_timestamp, eeth.service_time) == (0, 0xABCDEF01, 999, 5)
+    assert P.parse_ep(b"\x00" * 10) is None
+
+
+def test_encapsulated_frame_follows_the_evs_path():
+    ev = ev_pack(1, 2, 0x54321)
+    port = P.PortView(bytes.fromhex("020000000a01"), bytes.fromhex("02000000f001"),
+                      ipaddress.IPv6Address(port_address(1, 0, 0)))
+    l4 = P.ep_request(EpOp.PORT_STATUS_UPDATE, 0, 0b01, 0)
+    frame = P.encapsulated_frame(port, 0xFCBBBB00, 0, nic_address(0, 0), nic_address(3, 4), 3, 4, ev, l4)
+    pkt = Ether(frame)
+    outer, inner = pkt[IPv6], pkt[IPv6].payload
+    assert (pkt.dst, pkt.src) == ("02:00:00:00:f0:01", "02:00:00:00:0a:01")
+    assert outer.dst == str(path_da(1, 2, 0, 3, 4)) and outer.src == str(port_address(1, 0, 0))
+    assert (outer.nh, outer.tc >> 2, outer.fl, inner.fl) == (41, 46, 0x4321, 0x4321)
+    assert (inner[UDP].sport, inner[UDP].dport, inner[UDP].chksum) == (ev >> 16, 4791, 0)
+    assert icrc_check(bytes(inner)) and bytes(inner[UDP].payload)[:-4] == l4
