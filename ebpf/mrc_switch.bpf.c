@@ -23,9 +23,7 @@
 
 #include "mrc_wire.h"
 
-
 #define MAX_PORTS 512
-#define NS_PER_SEC 1000000000ULL
 #define IFINDEX_SLOTS 1024 /* power of two */
 #define USID_SLOTS 4096   /* power of two: the low 12 bits of a uSID */
 #define NEVER 0xffffffffU  /* a threshold that is never reached */
