@@ -37,6 +37,9 @@ GOOD, SKIP, ASSUMED_BAD, DENIED = 0, 1, 2, 3  # EvState of host_agent.proto
 SETTLE_NS = 100_000_000
 """Evidence gathering time after the first ASSUMED_BAD before localising (100 ms): enough for
 the hosts' RTO (2 ms by default) to retire the other EVs across the link and for two polls."""
+CONGESTION_REASONS = frozenset({"SACK_ALWAYS_SKIP"})
+"""ASSUMED_BAD reasons that mean congestion, not failure (design 5: ALWAYS_SKIP from the
+receiver's CE history). They are the hosts' business: the controller denies failed links only."""
 AMBIGUOUS_WAIT_NS = 3 * SETTLE_NS
 """How long an ambiguous localisation waits for more evidence before denying every suspect."""
 LIFT_SUCCESSES = 3
@@ -108,7 +111,7 @@ class FailureReactor:
         key = (host, ev.peer, ev.ev & EV_PATH_MASK)
         if reason == "PROBE_RESULT":
             self._probe(links, ev.probe_ok)
-        elif ev.new_state == ASSUMED_BAD:
+        elif ev.new_state == ASSUMED_BAD and reason not in CONGESTION_REASONS:
             self._failing(key, links, host, ev, now_ns)
         elif ev.new_state == GOOD and reason == "PROBE_OK":
             self._probe(links, True)

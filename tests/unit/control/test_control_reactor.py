@@ -162,3 +162,11 @@ def test_events_for_unknown_hosts_are_counted_and_ignored():
     r.event("h0-0", pb.EvEvent(peer="2001:db8:100:77::1", ev=ev(0, 1), new_state=ASSUMED_BAD,
                                reason="RTO_TIMEOUT"), 1)
     assert r.ignored_events == 1 and r.episode_start is None
+
+
+def test_congestion_is_not_failure_evidence():
+    r, t0 = reactor(), 1_000 * MS
+    skip = pb.EvEvent(peer=NIC["h1-0"], ev=ev(0, 1), old_state=GOOD, new_state=ASSUMED_BAD,
+                      reason="SACK_ALWAYS_SKIP", wall_time_ns=t0)
+    r.event("h0-0", skip, t0)
+    assert r.episode_start is None and r.decide(t0 + 10 * SETTLE) == []
