@@ -43,6 +43,8 @@ FAILED_PLANE, FAILED_LEAF, FAILED_SPINE = 0, 1, 1
 """The failed link p0/t0-1/t1-1: spine 1 of plane 0 to the receiver's leaf."""
 DEFAULT_LOSS_PERCENT, DEFAULT_FLAP_HZ = 10.0, 5.0
 SAMPLE_S = 0.05
+PHASE_POLL_S = 0.01
+"""How often the main loop checks the bytes placed against the fault and restore points."""
 """Sampling period of the sender's EV counters and the responder's placed bytes."""
 WRITE_TIMEOUT_S = 600.0
 LIFT_WAIT_S = 3.0
@@ -173,10 +175,10 @@ class _Run:
         rx.wait("ready", 60)
         tx.wait("ready", 60)
         sha_sent = hashlib.sha256(demo_data(seed, size)).hexdigest()
-        sampler = _Sampler(self.a, self.b.nic_address)
         phases = Phases(size)
         rec = Recorder(time.monotonic_ns(), [(p, s) for p in range(self.fab.topology.planes)
                                              for s in range(_spines(self.fab.topology, p))])
+        sampler = _Sampler(self.a, self.b.nic_address, rec, lambda: rx.state.get("placed", 0))
         self.say(f"RDMA WRITE of {size} B from {SENDER} [{self.a.nic_address}] to {RECEIVER} "
                  f"[{self.b.nic_address}], sprayed over every plane and spine")
         tx.send("go")
@@ -188,13 +190,14 @@ class _Run:
                 if time.monotonic() > deadline:
                     raise MrcError(f"the write did not complete in {WRITE_TIMEOUT_S:.0f} s "
                                    f"({rx.state.get('placed', 0)} of {size} B placed)")
-                self._step(rec, sampler, rx.state.get("placed", 0), phases, marks)
-                time.sleep(SAMPLE_S)
+                self._step(sampler, rx.state.get("placed", 0), phases, marks)
+                time.sleep(PHASE_POLL_S)
             if "error" in tx.state:
                 raise MrcError(f"the write failed: {tx.state['error']}")
+            sampler.stop()  # before the responder's verification, which takes a while
             result = rx.wait("done", 60)
             t_end = tx.state["finished_ns"]
-            self._step(rec, sampler, rx.state["placed"], phases, marks)
+            self._step(sampler, rx.state["placed"], phases, marks)
             if marks["t_restore"] is None:
                 raise MrcError(f"the write of {size} B finished before the fault could be injected and "
                                "restored; use a larger --size")
@@ -202,7 +205,7 @@ class _Run:
         finally:
             if marks["t_fault"] is not None and marks["t_restore"] is None:
                 self._restore(marks, [])
-            sampler.close()
+            sampler.stop()
         self._wait_lift(marks["t_restore"])
         sha_got, verified = result["sha256"], result["verified"]
         self.say(f"verified {verified} of {size} B; SHA-256 {'match' if sha_got == sha_sent else 'MISMATCH'}")
@@ -218,11 +221,10 @@ class _Run:
             events=events, controller=_controller_events(self.fab), fault_log=self.fault_log,
             demo_log=self.demo_log, fault_rows=marks["fault_rows"], restore_rows=marks["restore_rows"])
 
-    def _step(self, rec: Recorder, sampler, placed: int, phases: Phases, marks: dict) -> None:
-        rows = sampler.rows()
-        rec.record(time.monotonic_ns(), placed, rows)
+    def _step(self, sampler, placed: int, phases: Phases, marks: dict) -> None:
         self.obs.progress(min(placed, self.opts.size), self.opts.size)
         action = phases.due(placed)
+        rows = sampler.last_rows
         if action == "fail":
             marks["fault_rows"] = rows
             marks["t_fault"] = time.monotonic_ns()
@@ -260,12 +262,32 @@ class _Run:
 
 
 class _Sampler:
-    """Reads the sender's EV table toward one peer over the agent's gRPC API."""
+    """A thread that reads the sender's EV table toward one peer over the agent's gRPC API
+    every ``SAMPLE_S`` and records it with ``placed()`` into ``rec``; a slow read never holds
+    up the fault and restore, which the main loop fires."""
 
-    def __init__(self, host, peer: str):
-        self.peer = peer
+    def __init__(self, host, peer: str, rec: Recorder, placed):
+        self.peer, self.rec, self.placed = peer, rec, placed
         self.channel = grpc.insecure_channel(host.agent_address)
         self.stub = pbg.HostAgentStub(self.channel)
+        self.last_rows: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="demo-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self.sample()
+                self._stop.wait(SAMPLE_S)
+        except grpc.RpcError:
+            pass  # the agent went away; the demo fails on the write, not here
+
+    def sample(self) -> None:
+        """Read the EV table once and record it."""
+        rows = self.rows()
+        self.rec.record(time.monotonic_ns(), self.placed(), rows)
+        self.last_rows = rows
 
     def rows(self) -> list[dict]:
         stats = self.stub.GetStats(pb.GetStatsRequest(include_evs=True, peer=self.peer), timeout=10)
@@ -273,7 +295,16 @@ class _Sampler:
                      last_tx_ns=e.last_tx_ns, retired=e.retired)
                 for p in stats.peers for e in p.evs]
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Stop the thread, take a last sample, close the channel (idempotent)."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._thread.join(15)
+        try:
+            self.sample()
+        except grpc.RpcError:
+            pass  # the agent went away (an error is being raised already): keep the samples we have
         self.channel.close()
 
 

@@ -23,15 +23,21 @@ _MARKS = (  # failover field, label, colour, line style
 )
 
 
-def rates(t_s: list[float], cumulative: list[int]) -> tuple[list[float], list[float]]:
-    """Per-interval rates of a cumulative series: (interval midpoints in s, units per s).
-    Intervals of zero length are skipped."""
+BIN_S = 0.1
+"""Rates are drawn over intervals of at least this many seconds (samples are ~50 ms apart)."""
+
+
+def rates(t_s: list[float], cumulative: list[int], min_dt: float = 0.0) -> tuple[list[float], list[float]]:
+    """Rates of a cumulative series over consecutive intervals of at least ``min_dt`` seconds
+    (one per sample interval with 0): (interval midpoints in s, units per s)."""
     mids, out = [], []
+    start = 0
     for i in range(1, len(t_s)):
-        dt = t_s[i] - t_s[i - 1]
-        if dt > 0:
-            mids.append((t_s[i] + t_s[i - 1]) / 2)
-            out.append((cumulative[i] - cumulative[i - 1]) / dt)
+        dt = t_s[i] - t_s[start]
+        if dt > 0 and dt >= min_dt:
+            mids.append((t_s[i] + t_s[start]) / 2)
+            out.append((cumulative[i] - cumulative[start]) / dt)
+            start = i
     return mids, out
 
 
@@ -78,12 +84,13 @@ def _shade_fault(ax, report: DemoReport) -> None:
 
 def _goodput_panel(ax, report: DemoReport) -> None:
     s, f = report.series, report.failover
-    mids, bps = rates(s.t_s, s.bytes_placed)
+    mids, bps = rates(s.t_s, s.bytes_placed, BIN_S)
     ax.plot(mids, [v * 8 / 1e9 for v in bps], color="tab:blue", lw=1.6, label="goodput")
     _shade_fault(ax, report)
+    lossy = report.fault.kind in ("loss", "flap")  # the path keeps working part-time: no single bypass
     for field, label, colour, style in _MARKS:
         t = getattr(f, field)
-        if t is not None:
+        if t is not None and not (lossy and field == "t_failover_s"):
             ax.axvline(t, color=colour, ls=style, lw=1.3, label=f"{label} ({t:.2f} s)")
     ymax = max(bps, default=0) * 8 / 1e9 or 1.0
     for times, marker, colour, label in ((s.failed_path_retired_t_s, "v", "red", "EV retired"),
@@ -92,16 +99,16 @@ def _goodput_panel(ax, report: DemoReport) -> None:
             ax.plot(times, [ymax * 0.04] * len(times), marker, color=colour, ms=5, ls="none",
                     label=f"{label} on {path_name(report.fault.plane, report.fault.spine)} ({len(times)})")
     ax.set_ylim(bottom=0)
-    ax.set_ylabel("goodput (Gb/s)")
+    ax.set_ylabel(f"goodput (Gb/s, {BIN_S * 1e3:.0f} ms bins)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7.5, loc="lower left", ncol=2, framealpha=0.85)
+    ax.legend(fontsize=7.5, loc="upper right", ncol=2, framealpha=0.85)
 
 
 def _paths_panel(ax, report: DemoReport) -> None:
     s = report.series
     failed = path_name(report.fault.plane, report.fault.spine)
     for name, cumulative in sorted(s.path_packets.items()):
-        mids, pps = rates(s.t_s, cumulative)
+        mids, pps = rates(s.t_s, cumulative, BIN_S)
         dead = name == failed
         ax.plot(mids, pps, lw=2.2 if dead else 1.3, color="red" if dead else None,
                 label=f"{name} (failed link {report.fault.link})" if dead else name, zorder=3 if dead else 2)
