@@ -53,3 +53,17 @@ def add_fib(ns: str, prefix48: int, dev: str, neighbour_mac: str, *, index: int 
     hop = f"fe80::{index:x}"
     netns.run(["ip", "-6", "neigh", "replace", hop, "lladdr", neighbour_mac, "dev", dev, "nud", "permanent"], ns=ns)
     netns.run(["ip", "-6", "route", "add", prefix_text(prefix48), "via", hop, "dev", dev], ns=ns)
+
+
+def next_csid_support() -> tuple[bool, str]:
+    """Whether this kernel and iproute2 accept a NEXT-C-SID End route: (ok, reason), for skip
+    reasons. Needs root; builds and removes a scratch namespace."""
+    name = netns.unique_name("mrcchk")
+    try:
+        netns.add(name)
+        add_un(name, 0xFCBBBB000001, "lo")
+        return True, "seg6local End flavors next-csid lblen 32 nflen 16 accepted"
+    except MrcError as exc:
+        return False, str(exc)
+    finally:
+        netns.delete(name)
