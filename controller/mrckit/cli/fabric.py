@@ -50,9 +50,8 @@ def up(topology, name, target, p4runtime_port, no_controller, p4info, device_con
         fab.detach()
         click.echo(f"tear down with: mrc fabric down {name}")
         return
-    click.echo("running; Ctrl-C tears it down")
     try:
-        wait_for_signal()
+        wait_for_signal(lambda: click.echo("running; Ctrl-C tears it down"))
     finally:
         fab.down()
         click.echo(f"fabric {name} down")
@@ -163,15 +162,14 @@ def _fabric_option(fn):
 def fail_link(a, b, kind, flap, loss, fabric_name) -> None:
     """Break the link between nodes A and B (exactly one of --down, --flap, --loss, --blackhole)."""
     from ..errors import MrcError
-    from ..fabric import faultctl
-    from ..fabric.state import FabricState
+    from ..fabric.fabric import Fabric
 
     chosen = [k for k, on in (("kind", kind), ("flap", flap is not None), ("loss", loss is not None)) if on]
     if len(chosen) != 1:
         raise MrcError("give exactly one of --down, --flap HZ, --loss PCT, --blackhole")
     value = flap if flap is not None else loss
     kind = kind or ("flap" if flap is not None else "loss")
-    click.echo(faultctl.fail_link(FabricState.load(fabric_name), a, b, kind, value))
+    click.echo(Fabric.open(fabric_name).fail_link(a, b, kind, value))
 
 
 @fail.command("switch")
@@ -217,10 +215,9 @@ def _which(ctx: click.Context, fabric_name: str | None) -> str:
 @click.pass_context
 def restore_link(ctx, a, b, fabric_name) -> None:
     """Undo the fault on the link between A and B."""
-    from ..fabric import faultctl
-    from ..fabric.state import FabricState
+    from ..fabric.fabric import Fabric
 
-    click.echo(faultctl.restore_link(FabricState.load(_which(ctx, fabric_name)), a, b))
+    click.echo(Fabric.open(_which(ctx, fabric_name)).restore(a, b))
 
 
 @restore.command("switch")

@@ -50,7 +50,8 @@ WRITE_TIMEOUT_S = 600.0
 LIFT_WAIT_S = 3.0
 """After the write, how long to wait for the controller to lift its DENY (for the report)."""
 QPN_SENDER, QPN_RECEIVER, RKEY, IMM = 0x100, 0x200, 0x1000, 0xD3E0
-AGENT_SETTINGS = Settings(rto_ns=50_000_000, probe_interval_ns=20_000_000, backups_per_plane=8, seed=10)
+AGENT_SETTINGS = Settings(rto_ns=50_000_000, probe_interval_ns=20_000_000, backups_per_plane=8, min_unacked=1,
+                          seed=10)
 """Host agents: an RTO of 50 ms, above the pure-Python endpoint's SACK delays on a busy
 2-core machine (2 ms retires healthy EVs), and a probe every 20 ms per probed EV."""
 

@@ -30,7 +30,7 @@ from ..errors import MrcError
 from ..host.config import Settings, mac_text
 from ..topology import CompiledFabric, GrpcEndpoint, Topology, compile_fabric, dumps_topology, loads_topology
 from . import build, faultctl, nodes, procs, teardown
-from .state import DEFAULT_PREFIX, FabricState, check_name, state_dir
+from .state import DEFAULT_PREFIX, FabricState, check_name, locked, state_dir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,25 +304,36 @@ class Fabric:
             tables.close()
 
     # --- faults ---------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _fresh_state(self):
+        # Another process (`mrc fail`, `mrc restore`) may have changed the state file.
+        with locked(self.name):
+            self.state = FabricState.load(self.name)
+            yield self.state
+
     def fail_link(self, a: str, b: str, kind: str = "down", value: float | None = None) -> str:
         """Break link a–b: ``kind`` is ``down``, ``flap`` (``value`` Hz), ``loss``
         (``value`` percent) or ``blackhole``. Returns the fault-log line.
         Raises MrcError/ValueError: see :func:`mrckit.fabric.faultctl.fail_link`."""
-        return faultctl.fail_link(self.state, a, b, kind, value)
+        with self._fresh_state() as st:
+            return faultctl.fail_link(st, a, b, kind, value)
 
     def fail_switch(self, name: str) -> str:
         """Detach switch ``name``'s dataplane. Returns the fault-log line."""
-        return faultctl.fail_switch(self.state, self.compiled, name)
+        with self._fresh_state() as st:
+            return faultctl.fail_switch(st, self.compiled, name)
 
     def restore(self, a: str, b: str | None = None) -> str:
         """Undo the fault on link a–b, or on switch ``a`` when ``b`` is None."""
-        if b is None:
-            return faultctl.restore_switch(self.state, self.compiled, a)
-        return faultctl.restore_link(self.state, a, b)
+        with self._fresh_state() as st:
+            if b is None:
+                return faultctl.restore_switch(st, self.compiled, a)
+            return faultctl.restore_link(st, a, b)
 
     def restore_all(self) -> list[str]:
         """Undo every fault; returns the fault-log lines."""
-        return faultctl.restore_all(self.state, self.compiled)
+        with self._fresh_state() as st:
+            return faultctl.restore_all(st, self.compiled)
 
     def fault_log(self) -> list[str]:
         """Timestamped fault and restore lines, oldest first."""
@@ -330,7 +341,8 @@ class Fabric:
 
     def status(self) -> dict:
         """Namespaces, processes (alive or not), links (up or down per end) and faults."""
-        return faultctl.status(self.state)
+        with self._fresh_state() as st:
+            return faultctl.status(st)
 
 
 CONTROLLER_READY = "ready:"
@@ -399,11 +411,14 @@ def _signals_raise():
             signal.signal(sig, handler)
 
 
-def wait_for_signal() -> None:
-    """Block until SIGINT or SIGTERM (``mrc fabric up --foreground``)."""
+def wait_for_signal(ready=None) -> None:
+    """Block until SIGINT or SIGTERM (``mrc fabric up --foreground``); ``ready()`` is called
+    once the handlers are in place, so a signal sent after it is never missed."""
     stop = threading.Event()
     old = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
+        if ready is not None:
+            ready()
         while not stop.wait(1.0):
             pass
     finally:

@@ -10,6 +10,8 @@ Namespaces are ``<prefix><NAME>-<node>`` and eBPF switch pins
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -137,6 +139,25 @@ class FabricState:
             return (self.dir / FAULT_LOG).read_text().splitlines()
         except FileNotFoundError:
             return []
+
+
+@contextlib.contextmanager
+def locked(name: str):
+    """Hold fabric ``name``'s lock (``flock`` on ``/run/mrckit/<name>/lock``) for a ``with``
+    block, so that two ``mrc fail``/``restore`` runs do not overwrite each other's state.
+
+    Raises:
+        MrcError: no such fabric.
+    """
+    folder = state_dir(name)
+    if not (folder / STATE_FILE).exists():
+        raise MrcError(f"no fabric named {name!r} is up (no {folder / STATE_FILE}); see `mrc fabric status`")
+    with open(folder / "lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def list_fabrics() -> list[str]:
