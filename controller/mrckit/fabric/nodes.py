@@ -60,8 +60,8 @@ def start_ebpf_switches(state: FabricState, compiled, base_port: int | None) -> 
         ns = None if port is not None else state.nodes[sw.name]
         proc, info = procs.start(argv, state.dir / f"sw-{sw.name}.log", ns=ns, address=address)
         state.switches[sw.name] = info
+        state.save()
         started[sw.name] = (proc, info)
-    state.save()
     procs.wait_ready(started, P4RT_READY)
 
 
@@ -104,8 +104,8 @@ def start_agents(state: FabricState, compiled, settings: Settings) -> None:
         proc, info = procs.start(argv, state.dir / f"host-{host.name}.log", ns=state.nodes[host.name],
                                  address=address)
         state.hosts[host.name] = info
+        state.save()
         started[host.name] = (proc, info)
-    state.save()
     procs.wait_ready(started, AGENT_READY)
 
 

@@ -79,13 +79,18 @@ def down_prefix(prefix: str) -> dict[str, list[str]]:
     out = {"processes": [str(pid) for pid in _kill_servers(prefix)]}
     out["faults"] = [f"{ns}/{ifname}/{hook}" for ns, ifname, hook in faults.detach_all(prefix)]
     out["namespaces"] = netns.cleanup_prefix(prefix)
-    out["pins"] = [p for p in pinned_switches() if p.startswith(prefix)]
+    out["pins"] = pinned_switches_of(prefix)
     for pin in out["pins"]:
         remove_pins(pin)
     out["bmv2"] = sorted(p.name for p in bmv2.RUN_ROOT.glob(prefix + "*")) if bmv2.RUN_ROOT.is_dir() else []
     for name in out["bmv2"]:
         shutil.rmtree(bmv2.RUN_ROOT / name, ignore_errors=True)
     return {k: v for k, v in out.items() if v}
+
+
+def pinned_switches_of(prefix: str) -> list[str]:
+    """eBPF switch pin names that start with ``prefix``."""
+    return [p for p in pinned_switches() if p.startswith(prefix)]
 
 
 def _kill_servers(prefix: str) -> list[int]:

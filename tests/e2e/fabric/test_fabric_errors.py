@@ -144,3 +144,21 @@ def test_foreground_up_tears_down_on_ctrl_c(tmp_path, need_root):
             proc.communicate()
     assert f"fabric {name} down" in out
     assert leftovers(f"mrcf-{name}", name) == {}
+
+
+def test_fabric_down_cleans_up_after_a_killed_bring_up(tmp_path, need_root):
+    name = fabric_name("killed")
+    topo = tmp_path / "tiny.yaml"
+    dump_topology(tiny(), str(topo))
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from mrckit.cli import main; sys.exit(main())",
+                             "fabric", "up", str(topo), "--name", name, "--no-controller"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 60
+    while time.monotonic() < end and not teardown.pinned_switches_of(f"mrcf-{name}-"):
+        time.sleep(0.01)
+    proc.kill()  # SIGKILL: no handler runs; the state file is all that is left to go by
+    proc.wait()
+    assert netns.list_prefix(f"mrcf-{name}-")
+    out = mrc("fabric", "down", name)
+    assert out.returncode == 0 and f"fabric {name} down" in out.stdout, out.stderr
+    assert leftovers(f"mrcf-{name}", name) == {}
