@@ -6,6 +6,7 @@ import json
 import pytest
 from fabric_helpers import RUN_PREFIX, controller_args, mrc
 
+from mrckit import netns
 from mrckit.errors import MrcError
 from mrckit.fabric import traffic
 from mrckit.fabric.fabric import Fabric
@@ -59,9 +60,20 @@ def test_host_handle_runs_commands_inside_the_host(small_fabric):
     h = small_fabric.host("h1-0")
     addrs = h.run(["ip", "-6", "-o", "addr", "show", "dev", "nic0"]).stdout.decode()
     assert h.nic_address in addrs
-    # Design section 9 on every fabric veth: TX checksum offload off.
+    # Design section 9 on every fabric veth: TX checksum offload off, GRO on (peer NAPI).
     features = h.run(["ethtool", "-k", "plane0"]).stdout.decode()
-    assert "tx-checksumming: off" in features
+    assert "tx-checksumming: off" in features and "generic-receive-offload: on" in features
+    # The NIC device leaves 40 bytes for the outer header on the plane ports.
+    links = {ln["ifname"]: ln for ln in json.loads(h.run(["ip", "-j", "link"]).stdout)}
+    assert links["nic0"]["mtu"] + 40 == links["plane0"]["mtu"] == small_fabric.topology.mtu
+    # No ND on the fabric: no link-local address on a plane port, a static neighbour for the T0.
+    assert "inet6" not in h.run(["ip", "-6", "addr", "show", "dev", "plane0"]).stdout.decode()
+    t0_mac = small_fabric.compiled.host("h1-0").ports[0].t0_mac.to_bytes(6, "big").hex(":")
+    neigh = h.run(["ip", "-6", "neigh", "show", "dev", "plane0"]).stdout.decode()
+    assert t0_mac in neigh and "PERMANENT" in neigh
+    # Switch ports have IPv6 off: the kernel never answers or solicits on the fabric.
+    sw = small_fabric.ns("p0-t1-0")
+    assert netns.run(["sysctl", "-n", "net.ipv6.conf.t0-0.disable_ipv6"], ns=sw).stdout.strip() == b"1"
 
 
 def test_second_up_with_the_same_name_fails_and_leaves_the_first_running(small_fabric):
