@@ -60,7 +60,12 @@ async def _run(ctl: Controller, once: bool, reconfigure: bool) -> None:
         await ctl.program_switches()
         click.echo(f"programmed {len(ctl.switches)} switches:")
         _print_counts(ctl)
-        configured = await ctl.configure_hosts(force=reconfigure)
+        try:
+            configured = await ctl.configure_hosts(force=reconfigure)
+            ctl.ready.set()
+        finally:
+            await ctl.close()
+            ctl.save_status(stopped=True)
         click.echo(f"hosts: {sum(configured.values())} configured now, "
                    f"{len(configured) - sum(configured.values())} already configured")
         return
@@ -75,6 +80,8 @@ async def _run(ctl: Controller, once: bool, reconfigure: bool) -> None:
         click.echo(f"ready: {len(ctl.switches)} switches programmed, {len(ctl.hosts)} hosts configured")
         _print_counts(ctl)
         sys.stdout.flush()
+    else:
+        ready.cancel()
     await runner
     click.echo("controller stopped")
 

@@ -179,6 +179,13 @@ class Controller:
             raise MrcError("; ".join(errors))
         return dict(zip(names, results))
 
+    async def close(self) -> None:
+        """Close the host agents' channels (after the one-shot calls; :meth:`run` does it)."""
+        for hs in self.hosts.values():
+            if hs.session is not None:
+                await hs.session.close()
+                hs.session = None
+
     def note_link_down(self, link: str, time_ns: int | None = None) -> None:
         """Put a fault injector's "link down" on the timeline (it does not drive localisation)."""
         self.reactor.note_link_down(link, time.time_ns() if time_ns is None else time_ns)
@@ -199,17 +206,15 @@ class Controller:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            for hs in self.hosts.values():
-                if hs.session is not None:
-                    await hs.session.close()
-            self._write_status(stopped=True)
+            await self.close()
+            self.save_status(stopped=True)
 
     async def _ready_watch(self) -> None:
         while not (all(s.reconciles for s in self.switches.values())
                    and all(h.configured for h in self.hosts.values())):
             await asyncio.sleep(TICK_S)
         self.ready.set()
-        self._write_status()  # before anyone waiting on ``ready`` runs: the file says ready too
+        self.save_status()  # before anyone waiting on ``ready`` runs: the file says ready too
         log.info("all %d switches programmed and %d hosts configured", len(self.switches), len(self.hosts))
 
     async def _switch_loop(self, st: SwitchState) -> None:
@@ -304,7 +309,7 @@ class Controller:
                 await self._carry_out(action)
             since = time.monotonic() - last_status
             if (self._dirty and since >= STATUS_MIN_GAP_S) or since > STATUS_EVERY_S:
-                self._write_status()
+                self.save_status()
                 last_status = time.monotonic()
 
     async def _poll_good(self) -> None:
@@ -384,7 +389,8 @@ class Controller:
         except (MrcError, KeyError, TypeError, ValueError) as exc:
             log.warning("not keeping the previous timeline of %s: %s", self.status_file, exc)
 
-    def _write_status(self, stopped: bool = False) -> None:
+    def save_status(self, stopped: bool = False) -> None:
+        """Write the status file now (``stopped``: marked as not running)."""
         self._dirty = False
         if self.status_file is None:
             return

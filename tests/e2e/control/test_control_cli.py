@@ -122,6 +122,9 @@ def test_once_programs_nothing_new_and_shell_finds_a_switch_by_name(fabric, tmp_
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stdout.count("kept (cookie matches)") == len(TOPO.switches)
     assert again.stdout.count("insert    0  modify   0  delete   0") == len(TOPO.switches)
+    status = read_status(status_path("once", tmp_path))
+    assert status["ready"] and not status["running"]
+    assert all(s["reconciles"] == 1 and s["total"]["write_requests"] == 0 for s in status["switches"].values())
     shell_python = ROOT / ".venv-p4rt/bin/python"
     if not shell_python.exists():
         pytest.skip("p4runtime-shell virtualenv .venv-p4rt missing: run `make p4rt-shell`")
