@@ -3,6 +3,7 @@ P4Runtime server process (``python -m mrckit.switch.p4runtime``) in its own name
 through a unix socket, exactly as the fabric emulator runs them."""
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,11 +70,14 @@ def switches(make_netns, tmp_path):
                                EbpfSwitch(ns, ns, {}), spawn_kwargs=spawn_kwargs)
             made.append(sw)
             sw.ebpf.setup()
-            sw.start()
             out[name] = sw
+        # Each server takes a second or so to start (a new Python): start them side by side.
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(RunningSwitch.start, out.values()))
         return out
 
     yield factory
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(RunningSwitch.stop, made))
     for sw in made:
-        sw.stop()
         sw.ebpf.teardown()
