@@ -93,12 +93,14 @@ def _status_lines(st: dict) -> list[str]:
     for name, s in st["switches"].items():
         t = s["total"]
         out.append(f"  {name:<12} {s['address']:<40} dev {s['device_id']:<3} "
-                   f"{'up' if s['connected'] else 'DOWN':<4} reconciles {s['reconciles']}  writes "
+                   f"{('up' if s['connected'] else 'DOWN') if st['running'] else '-':<4} "
+                   f"reconciles {s['reconciles']}  writes "
                    f"+{t['inserted']} ~{t['modified']} -{t['deleted']}"
                    + (f"  ({s['error']})" if s["error"] else ""))
     out.append("hosts:")
     for name, h in st["hosts"].items():
         state = "watching" if h["watching"] else "configured" if h["configured"] else "DOWN"
+        state = state if st["running"] else "-"
         out.append(f"  {name:<12} {h['address']:<40} {state:<10} events {h['events']}"
                    + (f"  ({h['error']})" if h["error"] else ""))
     out.append(f"links believed down: {', '.join(st['links_down']) or 'none'}")
