@@ -72,8 +72,8 @@ U1, U2, DST = 0x0400, 0x0805, 0x0C01
 MAC = {name: f"02:00:00:00:bb:{i:02x}" for i, name in enumerate(
     ["g0", "a0", "a1", "b0", "b1", "k0"])}
 TEST_RUN_REPEAT = 250
-TEST_RUN_CALLS = 500
-LIVE_FRAMES = 1_000_000
+TEST_RUN_CALLS = 300
+LIVE_FRAMES = 600_000
 
 
 def frame() -> bytes:
