@@ -77,24 +77,27 @@ def test_sigterm_during_bring_up_removes_everything(tmp_path, need_root):
     assert leftovers(f"mrcf-{name}", name) == {}
 
 
-def test_p4runtime_on_loopback_ports_and_down_all_after_a_crash(need_root):
+def test_a_second_fabric_coexists_serves_p4runtime_on_ports_and_down_all_takes_only_it(small_fabric):
     name = fabric_name("ports")
+    prefix = RUN_PREFIX + "p"  # its own prefix: down --all by it must leave small_fabric alone
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    fab = Fabric.up(tiny(), name=name, prefix=RUN_PREFIX, p4runtime_port=port, controller=False)
+    fab = Fabric.up(tiny(), name=name, prefix=prefix, p4runtime_port=port, controller=False)
     try:
         assert fab.switch_address("p0-t1-0") == f"127.0.0.1:{port + 2}"
         assert not any(r.received for r in traffic.pairwise_udp(fab, 5, timeout=1))  # empty tables
         assert "programmed 3 switches" in fab.program_once(*controller_args())
-        assert all(r.ok for r in traffic.pairwise_udp(fab))
+        assert all(r.ok for r in traffic.pairwise_udp(fab))  # same host names as small_fabric's
         fab.detach()  # as if the process that made it had crashed: only `down --all` is left
     except BaseException:
         fab.down()
         raise
-    removed = teardown.down_all(RUN_PREFIX)
+    removed = teardown.down_all(prefix)
     assert removed["fabrics"] == [name]
-    assert leftovers(RUN_PREFIX + name, name) == {}
+    assert leftovers(prefix + name, name) == {}
+    assert all(small_fabric.status()["processes"].values())
+    assert all(r.ok for r in traffic.pairwise_udp(small_fabric, hosts=["h0-0", "h1-0"]))
 
 
 def test_sigterm_to_a_process_owning_a_running_fabric_tears_it_down(need_root):
