@@ -8,7 +8,7 @@ must not forward either (its ICMP errors and SRH fallback are outside the compar
 """
 
 import pytest
-from afpacket import RawPort, is_mrc
+from switch_afpacket import RawPort, is_mrc
 from switch_frames import container, mrc_frame, outer
 from switch_harness import DOWN_2, T0_0, T0_1, T1_5, XDP_DROP, XDP_REDIRECT, leaf
 

@@ -10,7 +10,7 @@ import os
 import socket
 
 import pytest
-from afpacket import RawPort, is_mrc
+from switch_afpacket import RawPort, is_mrc
 from switch_frames import HOST_A, container, mrc_headers, mrc_frame, prefix48
 from switch_harness import T0_0
 
