@@ -95,10 +95,11 @@ class Fabric:
             and its compiled tables (``mrckit.topology``).
     """
 
-    def __init__(self, state: FabricState, topology: Topology | None = None):
+    def __init__(self, state: FabricState, topology: Topology | None = None,
+                 compiled: CompiledFabric | None = None):
         self.state = state
         self.topology = topology or loads_topology(state.topology, f"{state.dir}/fabric.json")
-        self.compiled: CompiledFabric = compile_fabric(self.topology, state.target)
+        self.compiled: CompiledFabric = compiled or compile_fabric(self.topology, state.target)
         self._atexit = None
 
     # --- life cycle ---------------------------------------------------------------------------
@@ -134,14 +135,13 @@ class Fabric:
         build.check_mtu(topology.mtu)
         nodes.check_ports(p4runtime_port, len(topology.switches))
         compiled = compile_fabric(topology, target)
+        fab = cls(FabricState(name, prefix, target, dumps_topology(topology)), topology, compiled)
         folder = state_dir(name)
         try:
             folder.mkdir(parents=True)
         except FileExistsError:
             raise MrcError(f"fabric {name!r} is up already ({folder} exists); "
                            f"use another --name, or `mrc fabric down {name}` first") from None
-        state = FabricState(name, prefix, target, dumps_topology(topology))
-        fab = cls(state, topology)
         fab._guard()
         try:
             with _signals_raise():
