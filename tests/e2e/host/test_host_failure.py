@@ -82,6 +82,9 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
             # Both planes carried the write.
             sent = {p: sum(fab.port_packets(f"p{p}-t0-0").values()) for p in (0, 1)}
             assert min(sent.values()) > SIZE // 2048 // 4, sent
+            # WatchEvents delivered every transition the agent recorded, in order.
+            _wait(lambda: events.qsize() >= len(agent.events.history), 10)
+            n_hist = len(agent.events.history)
         finally:
             ep_a.close(), ep_b.close()
             server.stop(0)
@@ -89,21 +92,22 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
                 cap.terminate(), cap.wait(10)
         # The SACKs' echoed EVs are the EVs that the dataplane chose: the SACK for PSN p
         # echoes the EV that a data packet with PSN p was sent on (retransmissions included).
-        sent, echoed = _evs_from_captures([tmp_path / f"plane{p}.pcap" for p in (0, 1)])
+        sent, echoed, probe_evs, probe_echoes = _evs_from_captures([tmp_path / f"plane{p}.pcap" for p in (0, 1)])
         assert len(echoed) > SIZE // 2048 // 2
+        # A PROBE's SACK (PR = 1) echoes the EV the PROBE went on.
+        assert probe_echoes <= probe_evs
         # tcpdump may miss frames on this busy machine; each missed data frame can leave at
         # most one SACK unmatched, so the unmatched count is bounded by the frames missed.
         bad = [(psn, ev) for psn, ev in echoed if ev not in sent.get(psn, ())]
         missed = qp.requestor.stats.packets - sum(len(evs) for evs in sent.values())
         assert len(bad) <= max(missed, 0), (len(bad), missed)
         assert all(ev in set().union(*sent.values()) for _, ev in bad)
-        time.sleep(0.3)
         got = []
         while not events.empty():
             got.append(events.get())
         hist = list(agent.events.history)
         assert [(e.ev, e.reason, e.new_state) for e in got] == \
-            [(e.ev, e.reason, e.new_state) for e in hist]
+            [(e.ev, e.reason, e.new_state) for e in hist][:len(got)] and len(got) >= n_hist
         for ev in dead:
             kinds = [(e.reason, e.new_state) for e in got if e.ev == ev]
             assert kinds[:3] == [("RTO_TIMEOUT", EvState.ASSUMED_BAD), ("REPLACED", EvState.ASSUMED_BAD),
@@ -121,10 +125,10 @@ def _capture(ns: str, ifname: str, path) -> subprocess.Popen:
 
 
 def _evs_from_captures(paths):
-    """(PSN -> EVs of the data packets sent with it, [(acked PSN, echoed EV)] of the SACKs),
-    read from pcap files: sent frames are encapsulated (EV = inner UDP sport << 16 | flow
+    """(PSN -> EVs of the data packets sent with it, [(acked PSN, echoed EV)] of the SACKs,
+    EVs of the PROBEs sent, EVs echoed by PROBE answers), read from pcap files: sent frames are encapsulated (EV = inner UDP sport << 16 | flow
     label); received SACKs are already decapsulated by XDP ingress."""
-    sent, echoed = {}, []
+    sent, echoed, probe_evs, probe_echoes = {}, [], set(), set()
     for path in paths:
         for frame in _pcap_frames(path):
             if frame[12:14] != b"\x86\xdd":
@@ -137,12 +141,18 @@ def _evs_from_captures(paths):
             ev = (int.from_bytes(frame[udp:udp + 2], "big") << 16) | int.from_bytes(frame[ip + 2:ip + 4], "big")
             if ip == 54 and Opcode.WRITE_FIRST <= opcode <= Opcode.WRITE_ONLY_IMM:
                 sent.setdefault(psn, set()).add(ev)
+            elif ip == 54 and opcode == Opcode.PROBE:
+                probe_evs.add(ev)
             elif ip == 14 and opcode == Opcode.SACK:
                 seth = bth + 12
+                echo = int.from_bytes(frame[seth + 4:seth + 8], "big")
+                if frame[seth + 1] & 0x10:  # PR: the answer to a PROBE
+                    probe_echoes.add(echo)
+                    continue
                 off = int.from_bytes(frame[seth + 2:seth + 4], "big", signed=True)
                 cack = int.from_bytes(frame[seth + 13:seth + 16], "big")
-                echoed.append(((cack + off) % (1 << 24), int.from_bytes(frame[seth + 4:seth + 8], "big")))
-    return sent, echoed
+                echoed.append(((cack + off) % (1 << 24), echo))
+    return sent, echoed, probe_evs, probe_echoes
 
 
 def _pcap_frames(path):
