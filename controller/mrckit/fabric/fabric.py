@@ -134,6 +134,8 @@ class Fabric:
             raise MrcError("--p4runtime-port is for the ebpf target; bmv2 serves on a unix socket")
         build.check_mtu(topology.mtu)
         nodes.check_ports(p4runtime_port, len(topology.switches))
+        if controller:
+            _check_pipeline(controller_args)
         compiled = compile_fabric(topology, target)
         fab = cls(FabricState(name, prefix, target, dumps_topology(topology)), topology, compiled)
         folder = state_dir(name)
@@ -347,6 +349,19 @@ class Fabric:
 
 CONTROLLER_READY = "ready:"
 """What ``mrc controller run`` prints once every switch is reconciled and every host configured."""
+
+
+def _check_pipeline(controller_args: tuple[str, ...]) -> None:
+    """Load the P4Info and device config the controller will load, before anything is built,
+    so a missing p4c output is an error in a second, not after the whole bring-up."""
+    from ..control import load_pipeline
+
+    args = list(controller_args)
+
+    def value(flag: str) -> str | None:
+        return args[args.index(flag) + 1] if flag in args[:-1] else None
+
+    load_pipeline(value("--p4info"), value("--device-config"))
 
 
 def _links(compiled: CompiledFabric):

@@ -56,8 +56,9 @@ def test_p4runtime_port_in_use_is_a_clear_error(need_root):
 
 def test_a_failure_late_in_bring_up_removes_everything(need_root):
     name = fabric_name("late")
-    with pytest.raises(MrcError, match="controller did not start"):
-        Fabric.up(tiny(), name=name, prefix=RUN_PREFIX, controller_args=("--p4info", "/nonexistent.txtpb"))
+    # The controller refuses an option: the last step fails, after every node is running.
+    with pytest.raises(MrcError, match="controller did not start.*no-such-option"):
+        Fabric.up(tiny(), name=name, prefix=RUN_PREFIX, controller_args=(*controller_args(), "--no-such-option"))
     assert leftovers(RUN_PREFIX + name, name) == {}
 
 
@@ -116,6 +117,13 @@ def test_sigterm_to_a_process_owning_a_running_fabric_tears_it_down(need_root):
             proc.kill()
         proc.communicate()
     assert proc.returncode == 128 + signal.SIGTERM
+    assert leftovers(RUN_PREFIX + name, name) == {}
+
+
+def test_missing_p4c_outputs_are_refused_before_anything_is_built(need_root):
+    name = fabric_name("nop4")
+    with pytest.raises(MrcError, match="P4Info /nonexistent.txtpb"):
+        Fabric.up(tiny(), name=name, prefix=RUN_PREFIX, controller_args=("--p4info", "/nonexistent.txtpb"))
     assert leftovers(RUN_PREFIX + name, name) == {}
 
 
