@@ -16,7 +16,7 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.option("--fail", "fail", type=click.Choice(["down", "flap", "loss", "blackhole"]), default="down",
               show_default=True, help="How the link p0/t0-1/t1-1 fails at a third of the transfer.")
 @click.option("--loss-percent", type=float, default=10.0, show_default=True, help="--fail loss: drop rate.")
-@click.option("--flap-hz", type=float, default=5.0, show_default=True, help="--fail flap: toggles per second.")
+@click.option("--flap-hz", type=float, default=2.0, show_default=True, help="--fail flap: down/up cycles per second.")
 @click.option("--json", "json_path", default=DEFAULT_JSON, show_default=True, help="Where to write the JSON report.")
 @click.option("--plot", "plot_path", default=DEFAULT_PLOT, show_default=True, help="Where to write the PNG plot.")
 @click.option("--name", default="", help="Fabric name (default demo<pid>).")

@@ -41,7 +41,7 @@ DEFAULT_SIZE = 32 << 20
 SENDER, RECEIVER = "h0-0", "h1-0"
 FAILED_PLANE, FAILED_LEAF, FAILED_SPINE = 0, 1, 1
 """The failed link p0/t0-1/t1-1: spine 1 of plane 0 to the receiver's leaf."""
-DEFAULT_LOSS_PERCENT, DEFAULT_FLAP_HZ = 10.0, 5.0
+DEFAULT_LOSS_PERCENT, DEFAULT_FLAP_HZ = 10.0, 2.0
 SAMPLE_S = 0.05
 PHASE_POLL_S = 0.01
 """How often the main loop checks the bytes placed against the fault and restore points."""
@@ -50,10 +50,16 @@ WRITE_TIMEOUT_S = 600.0
 LIFT_WAIT_S = 3.0
 """After the write, how long to wait for the controller to lift its DENY (for the report)."""
 QPN_SENDER, QPN_RECEIVER, RKEY, IMM = 0x100, 0x200, 0x1000, 0xD3E0
-AGENT_SETTINGS = Settings(rto_ns=50_000_000, probe_interval_ns=20_000_000, backups_per_plane=8, min_unacked=1,
+AGENT_SETTINGS = Settings(rto_ns=50_000_000, probe_interval_ns=20_000_000, backups_per_plane=8, min_unacked=4,
                           seed=10)
 """Host agents: an RTO of 50 ms, above the pure-Python endpoint's SACK delays on a busy
-2-core machine (2 ms retires healthy EVs), and a probe every 20 ms per probed EV."""
+2-core machine (2 ms retires healthy EVs); a probe every 20 ms per probed EV; 8 backups per
+plane, so that replacements cannot take every slot of the failed path: the EVs left in their
+slots as ASSUMED_BAD come back there when probes succeed, and the path carries data again
+after the restore (a retired EV that probes back goes to the backup pool, not to a slot).
+An EV is retired after 4 unacked sends (the agent's default is 8): the receiver's SACKs also
+cross the failed link, so 1 or 2 retire healthy EVs whose SACKs were lost, while 8 sends on
+one EV take most of a second at the pure-Python endpoint's rate."""
 
 
 class Observer:
