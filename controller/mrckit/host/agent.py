@@ -25,47 +25,25 @@ import socket
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import MrcError
 from ..wire.addressing import parse_link_name, parse_nic_address, path_da
-from ..wire.constants import EpOp, EpStatus, EvState
-from ..wire.ev import ev_pack, ev_unpack
-from . import probe as P
+from ..wire.ev import ev_unpack
 from .config import AgentConfig, _mac
 from .dataplane import HostDataplane, PortSetting
 from .events import EventHub, EvEvent, make_event
-from .evset import Template, build_template, fresh_ev
-from .maps import EvSet, Reason, state_name
+from .evset import Template, build_template
+from .maps import Reason, state_name
+from .ports import PortMixin, link_up
+from .probing import IPV6_FLOWINFO, ProbeMixin
+from .state import DENIED, GOOD, PeerState, ProbeTarget
+from .sweep import SweepMixin
 
 log = logging.getLogger("mrckit.host")
 
 RTMGRP_LINK = 1          # linux/rtnetlink.h: link state change notifications
 UDP_NO_CHECK6_RX = 102   # linux/udp.h: accept the zero UDP checksum of RoCEv2
-IPV6_FLOWINFO = 11       # linux/in6.h: deliver the flow label (the EV's low half) as a cmsg
-GOOD, SKIP, BAD, DENIED = (int(s) for s in EvState)
-
-
-@dataclass
-class ProbeTarget:
-    """A probed EV of one peer: consecutive answers and when it was last probed."""
-
-    streak: int = 0
-    last_probe_ns: int = 0
-    outstanding: int | None = None  # probe_id waiting for an answer
-    tx_packets: int = 0             # retired EVs: the slot's counters when it was retired
-    last_tx_ns: int = 0
-    acked: int = 0
-
-
-@dataclass
-class PeerState:
-    """What the agent keeps per live peer, beside the dataplane's EV set."""
-
-    backups: dict[int, list[int]]
-    retired: dict[int, ProbeTarget] = field(default_factory=dict)  # ASSUMED_BAD, out of the set
-    probes: dict[int, ProbeTarget] = field(default_factory=dict)   # probed EVs still in the set
-    dead_planes: set[int] = field(default_factory=set)             # from PORT_STATUS_UPDATE
 
 
 @dataclass
@@ -78,7 +56,7 @@ class ConfigureResult:
     warnings: list[str]
 
 
-class HostAgent:
+class HostAgent(SweepMixin, ProbeMixin, PortMixin):
     """The host agent. ``configure`` starts it; ``close`` stops it and detaches everything."""
 
     def __init__(self):
@@ -132,7 +110,7 @@ class HostAgent:
         dp.set_host(str(cfg.nic_address), cfg.locator, cfg.leaf, cfg.downlink,
                     max(p.plane for p in cfg.ports) + 1, s.agent_port)
         self._open_sockets(cfg)  # the link monitor first, so no change is missed
-        self._port_up = {p.plane: _link_up(p.ifname) for p in cfg.ports}
+        self._port_up = {p.plane: link_up(p.ifname) for p in cfg.ports}
         for p in cfg.ports:
             dp.set_port(PortSetting(p.plane, self._ifindex[p.plane], _mac(p.mac), _mac(p.neighbor_mac),
                                     p.address.packed, self._port_up[p.plane]))
@@ -239,298 +217,6 @@ class HostAgent:
     def _publish(self, event: EvEvent) -> None:
         self.counters[f"events_{event.reason.lower()}"] += 1
         self.events.publish(event)
-
-    # ================================================================ sweep of one peer ==
-    def _sweep_peer(self, peer, st: PeerState, evset: EvSet, now: int, budget: list[int]) -> None:
-        rto = self.cfg.settings.rto_ns
-        n = evset.n
-        slots = evset.slots
-        changed: set[int] = set()
-        # The latest send time known to be acked, per EV: a sibling acked for a packet sent
-        # after this EV's oldest unacked one is the evidence that this one was lost.
-        latest_sent = sorted((slots[i].acked_sent_ns for i in range(n)), reverse=True)[:2]
-        for i in range(n):
-            s = slots[i]
-            plane = s.ev >> 28
-            dead = self._plane_dead(st, plane)
-            # A lost SACK must not retire a working EV, so it takes several unacked sends.
-            if s.state == GOOD and s.pending_ns and now - s.pending_ns > rto and \
-                    s.unacked_tx >= self.cfg.settings.min_unacked:
-                # Paths reorder (other planes, other queues), so the sibling's packet must have
-                # left at least half an RTO after this EV's oldest unacked one.
-                other = latest_sent[1] if latest_sent[0] == s.acked_sent_ns else latest_sent[0]
-                if other > s.pending_ns + rto // 2:
-                    self._set_state(peer, s, BAD, Reason.RTO_TIMEOUT, now)
-                    changed.add(i)
-            if s.state == BAD and not dead and self._replace(peer, st, s, now):
-                changed.add(i)
-            elif s.state == SKIP and s.last_tx_ns and now - max(s.last_tx_ns, s.last_ack_ns) > rto:
-                # An idle peer never finishes its rotation; a SKIP also ends after an RTO.
-                self._set_state(peer, s, GOOD, Reason.SKIP_EXPIRED, now)
-                changed.add(i)
-        self.dp.merge_slots(peer, evset, changed)
-        self._probe_peer(peer, st, evset, now, budget)
-
-    def _plane_dead(self, st: PeerState, plane: int) -> bool:
-        return not self._port_up.get(plane, False) or plane in st.dead_planes
-
-    def _set_state(self, peer, slot, state: int, reason: Reason, now: int, **extra) -> None:
-        old = slot.state
-        slot.state, slot.reason, slot.skip_until_rot = state, min(int(reason), 255), 0
-        self._publish(make_event(str(peer), slot.ev, old, state, reason.name, ts_ns=now,
-                                 plane=slot.ev >> 28, **extra))
-
-    def _replace(self, peer, st: PeerState, slot, now: int) -> bool:
-        """Retire the ASSUMED_BAD EV of ``slot`` and put a backup EV of the same plane in."""
-        plane, t1, _ = ev_unpack(slot.ev)
-        pool = st.backups.get(plane, [])
-        if not pool:
-            return False
-        suspect = {t1} | {(ev >> 20) & 0xFF for ev in st.retired if ev >> 28 == plane}
-        pick = next((ev for ev in pool if (ev >> 20) & 0xFF not in suspect), pool[0])
-        pool.remove(pick)
-        old = slot.ev
-        st.retired[old] = ProbeTarget(tx_packets=slot.tx_packets, last_tx_ns=slot.last_tx_ns,
-                                      acked=slot.acked)
-        st.probes.pop(old, None)
-        slot.ev, slot.state, slot.reason = pick, GOOD, int(Reason.REPLACED)
-        for name in ("tx_packets", "tx_bytes", "last_tx_ns", "pending_ns", "last_ack_ns", "acked_sent_ns",
-                     "unacked_tx", "acked",
-                     "skips", "nacks", "skip_until_rot"):
-            setattr(slot, name, 0)
-        self.counters["replacements"] += 1
-        self._publish(make_event(str(peer), old, BAD, BAD, Reason.REPLACED.name, ts_ns=now,
-                                 replaced_by=pick, plane=plane))
-        return True
-
-    # ================================================================ probes =============
-    def _probe_peer(self, peer, st: PeerState, evset: EvSet, now: int, budget: list[int]) -> None:
-        interval = self.cfg.settings.probe_interval_ns
-        targets: list[tuple[int, ProbeTarget]] = [(ev, t) for ev, t in st.retired.items()]
-        in_set = set()
-        for i in range(evset.n):
-            s = evset.slots[i]
-            if s.state in (BAD, DENIED) or (s.state == GOOD and self._crosses_denied(peer, s.ev)):
-                in_set.add(s.ev)
-                targets.append((s.ev, st.probes.setdefault(s.ev, ProbeTarget())))
-        for ev in [ev for ev in st.probes if ev not in in_set]:
-            del st.probes[ev]
-        for ev, target in targets:
-            if budget[0] <= 0:
-                return
-            if target.outstanding is not None or now - target.last_probe_ns < interval:
-                continue
-            if not self._port_up.get(ev >> 28, False):
-                continue  # a down local port cannot carry the probe
-            if self._send_probe(peer, ev, target, now):
-                budget[0] -= 1
-
-    def _crosses_denied(self, peer, ev: int) -> bool:
-        if not self._denied_links:
-            return False
-        return bool(self._links_of(peer, ev) & self._denied_links)
-
-    def _links_of(self, peer, ev: int) -> set[str]:
-        """The link names on the path of ``ev`` toward ``peer`` (design 3.3)."""
-        loc = parse_nic_address(peer)
-        plane, t1, _ = ev_unpack(ev)
-        cfg = self.cfg
-        links = {f"p{plane}/t0-{cfg.leaf}/down-{cfg.downlink}", f"p{plane}/t0-{loc.leaf}/down-{loc.downlink}"}
-        if loc.leaf != cfg.leaf:
-            links |= {f"p{plane}/t0-{cfg.leaf}/t1-{t1}", f"p{plane}/t0-{loc.leaf}/t1-{t1}"}
-        return links
-
-    def _send_probe(self, peer, ev: int, target: ProbeTarget, now: int) -> bool:
-        pid = self._next_probe_id
-        self._next_probe_id = pid % 0xFFFF + 1
-        plane, t1, _ = ev_unpack(ev)
-        resp_ev = ev_pack(plane, t1, self._rng.randint(1, 0xFFFFF))
-        l4 = P.ep_request(EpOp.EV_PROBE, pid, self._port_mask(), resp_ev)
-        if not self._send_frame(peer, ev, l4):
-            return False
-        target.last_probe_ns, target.outstanding = now, pid
-        self._outstanding[pid] = (peer, ev, now)
-        self.counters["probes_sent"] += 1
-        return True
-
-    def _send_frame(self, peer, ev: int, l4: bytes) -> bool:
-        cfg, plane = self.cfg, ev >> 28
-        port = next((p for p in cfg.ports if p.plane == plane), None)
-        raw = self._raw.get(plane)
-        if port is None or raw is None:
-            return False
-        loc = parse_nic_address(peer)
-        frame = P.encapsulated_frame(P.PortView(_mac(port.mac), _mac(port.neighbor_mac), port.address),
-                                     cfg.locator, cfg.leaf, cfg.nic_address,
-                                     ipaddress.IPv6Address(peer), loc.leaf, loc.downlink, ev, l4)
-        try:
-            raw.send(frame)
-        except OSError as exc:  # a down port refuses: ENETDOWN
-            self.counters["send_errors"] += 1
-            log.debug("send on plane %d: %s", plane, exc)
-            return False
-        return True
-
-    def _expire_probes(self, now: int) -> None:
-        rto = self.cfg.settings.rto_ns
-        for pid, (peer, ev, sent) in list(self._outstanding.items()):
-            if now - sent > max(rto, self.cfg.settings.probe_interval_ns):
-                del self._outstanding[pid]
-                self.counters["probes_lost"] += 1
-                self._probe_result(peer, ev, ok=False, now=now)
-
-    def _probe_result(self, peer, ev: int, ok: bool, now: int) -> None:
-        st = self.peers.get(peer)
-        if st is None:
-            return
-        target = st.retired.get(ev) or st.probes.get(ev)
-        if target is None:
-            return
-        target.outstanding = None
-        target.streak = target.streak + 1 if ok else 0
-        need = self.cfg.settings.probe_successes
-        if ev in st.retired:
-            if target.streak >= need:
-                del st.retired[ev]
-                st.backups.setdefault(ev >> 28, []).append(ev)
-                self._publish(make_event(str(peer), ev, BAD, GOOD, Reason.PROBE_OK.name, ts_ns=now,
-                                         plane=ev >> 28, probe_ok=True))
-            return
-        self._probe_result_in_set(peer, st, ev, target, ok, now)
-
-    def _probe_result_in_set(self, peer, st: PeerState, ev: int, target: ProbeTarget, ok: bool,
-                             now: int) -> None:
-        evset = self.dp.peer_set(peer)
-        if evset is None:
-            return
-        index = next((i for i in range(evset.n) if evset.slots[i].ev == ev), None)
-        if index is None:
-            return
-        slot = evset.slots[index]
-        if slot.state == BAD and target.streak >= self.cfg.settings.probe_successes:
-            if self._plane_dead(st, ev >> 28):
-                return
-            self._set_state(peer, slot, GOOD, Reason.PROBE_OK, now, probe_ok=True)
-            st.probes.pop(ev, None)
-            self.dp.merge_slots(peer, evset, {index})
-        elif slot.state == DENIED or (slot.state == GOOD and self._crosses_denied(peer, ev)):
-            links = ",".join(sorted(self._links_of(peer, ev) & self._denied_links))
-            self._publish(make_event(str(peer), ev, slot.state, slot.state, Reason.PROBE_RESULT.name,
-                                     ts_ns=now, probe_ok=ok, plane=ev >> 28, link=links))
-
-    # ================================================================ receive ============
-    def _receive(self) -> None:
-        for _ in range(64):
-            try:
-                data, anc, _flags, addr = self._udp.recvmsg(2048, socket.CMSG_SPACE(4))
-            except BlockingIOError:
-                return
-            flow = 0
-            for level, ctype, cdata in anc:
-                if level == socket.IPPROTO_IPV6 and ctype == IPV6_FLOWINFO and len(cdata) >= 4:
-                    flow = int.from_bytes(cdata[:4], "big") & 0xFFFF
-            msg = P.parse_ep(data)
-            peer = ipaddress.IPv6Address(addr[0].split("%")[0])
-            req_ev = (addr[1] << 16) | flow
-            if isinstance(msg, P.EpRequest):
-                self._on_request(peer, msg, req_ev)
-            elif isinstance(msg, P.EpResponse):
-                self._on_response(peer, msg)
-            else:
-                self.counters["ep_malformed"] += 1
-
-    def _on_request(self, peer, req: P.EpRequest, req_ev: int) -> None:
-        now = time.monotonic_ns()
-        if req.op == EpOp.EV_PROBE:
-            self.counters["probes_answered"] += 1
-            l4 = P.ep_response(EpOp.EV_PROBE, EpStatus.OK, req.probe_id, req_ev, req.tx_timestamp,
-                               P.timestamp_units(time.monotonic_ns() - now))
-            self._send_frame(peer, req.resp_ev, l4)
-        elif req.op == EpOp.PORT_STATUS_UPDATE:
-            self.counters["port_status_received"] += 1
-            self._on_port_status(peer, req.port_status_mask, now)
-
-    def _on_response(self, peer, resp: P.EpResponse) -> None:
-        pending = self._outstanding.pop(resp.probe_id, None)
-        if pending is None or pending[0] != peer or pending[1] != resp.req_ev:
-            self.counters["probe_answers_unmatched"] += 1
-            return
-        self.counters["probes_ok"] += 1
-        self._probe_result(peer, resp.req_ev, ok=resp.status == EpStatus.OK, now=time.monotonic_ns())
-
-    def _on_port_status(self, peer, mask: int, now: int) -> None:
-        """A peer's ports changed: treat its down planes as ASSUMED_BAD toward it (design 5)."""
-        st = self.peers.setdefault(peer, self._new_peer_state())
-        evset = self.dp.peer_set(peer)
-        planes = set(self.template.planes())
-        down = {p for p in planes if not mask >> p & 1}
-        st.dead_planes = down
-        if evset is None:
-            return
-        changed = set()
-        for i in range(evset.n):
-            s = evset.slots[i]
-            if s.ev >> 28 in down and s.state in (GOOD, SKIP):
-                self._set_state(peer, s, BAD, Reason.PEER_PORT_DOWN, now)
-                changed.add(i)
-        self.dp.merge_slots(peer, evset, changed)
-
-    # ================================================================ ports ==============
-    def _link_messages(self) -> None:
-        try:
-            while self._ipr.recv(65536):
-                pass
-        except BlockingIOError:
-            pass
-        for port in self.cfg.ports:
-            try:
-                up = _link_up(port.ifname)
-            except OSError:
-                up = False  # the interface is gone
-            if up != self._port_up.get(port.plane):
-                self.set_port_state(port.plane, up)
-
-    def set_port_state(self, plane: int, up: bool) -> None:
-        """A local plane port went down (or up): on down, retire the plane's EVs at once; in
-        both cases, tell every live peer with an EP_REQ PORT_STATUS_UPDATE."""
-        with self._lock:
-            now = time.monotonic_ns()
-            self._port_up[plane] = up
-            self.dp.set_port_up(plane, up)
-            self._publish(make_event("", 0, GOOD if not up else BAD, BAD if not up else GOOD,
-                                     (Reason.PORT_DOWN if not up else Reason.PROBE_OK).name,
-                                     ts_ns=now, plane=plane, link=self._port_link(plane)))
-            for peer, evset in list(self.dp.peer_sets()):
-                self.peers.setdefault(peer, self._new_peer_state())
-                if not up:
-                    self._retire_plane(peer, evset, plane, now)
-            self._send_port_status()
-
-    def _port_link(self, plane: int) -> str:
-        return f"p{plane}/t0-{self.cfg.leaf}/down-{self.cfg.downlink}"
-
-    def _retire_plane(self, peer, evset: EvSet, plane: int, now: int) -> None:
-        changed = set()
-        for i in range(evset.n):
-            s = evset.slots[i]
-            if s.ev >> 28 == plane and s.state in (GOOD, SKIP):
-                self._set_state(peer, s, BAD, Reason.PORT_DOWN, now)
-                changed.add(i)
-        self.dp.merge_slots(peer, evset, changed)
-
-    def _port_mask(self) -> int:
-        return sum(1 << p for p, up in self._port_up.items() if up)
-
-    def _send_port_status(self) -> None:
-        mask = self._port_mask()
-        for peer, evset in list(self.dp.peer_sets()):
-            ev = next((evset.slots[i].ev for i in range(evset.n)
-                       if evset.slots[i].state == GOOD and self._port_up.get(evset.slots[i].ev >> 28)), None)
-            if ev is None:
-                self.counters["port_status_unsent"] += 1
-                continue
-            if self._send_frame(peer, ev, P.ep_request(EpOp.PORT_STATUS_UPDATE, 0, mask, 0)):
-                self.counters["port_status_sent"] += 1
 
     # ================================================================ API ================
 
@@ -652,14 +338,3 @@ def _ifindex(ifname: str, host: str) -> int:
         return socket.if_nametoindex(ifname)
     except OSError:
         raise MrcError(f"host {host}: interface {ifname} does not exist in this network namespace") from None
-
-
-def _link_up(ifname: str) -> bool:
-    from pyroute2 import IPRoute
-
-    with IPRoute() as ipr:
-        link = ipr.link("get", index=socket.if_nametoindex(ifname))[0]
-        return link.get_attr("IFLA_OPERSTATE") in _UP
-
-
-_UP = ("UP", "UNKNOWN")  # UNKNOWN: a driver that does not report operstate

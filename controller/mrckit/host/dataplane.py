@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ipaddress
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..bpf import _libbpf as L
@@ -19,7 +19,7 @@ from ..bpf.objects import BpfObject, Program
 from ..errors import MrcError
 from ..wire.constants import MAX_PLANES
 from .maps import (LINK_KIND, MAX_EVS, EvEvent, EvSet, EvSlot, HostConfigMap, LinkKey, PeerKey,
-                   PlanePort, N_STATS, Stat)
+                   PlanePort, Stat)
 
 OBJECT = "mrc_host"
 TC_PROG = "mrc_host_egress"

@@ -1,0 +1,198 @@
+"""The agent's probing and endpoint operations (design section 5): EV probes on the EV's own
+path, answers to the peers' probes, and PORT_STATUS_UPDATE received from peers. Mixed into
+:class:`~mrckit.host.agent.HostAgent`."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import time
+
+from ..wire.addressing import parse_nic_address
+from ..wire.constants import EpOp, EpStatus
+from ..wire.ev import ev_pack, ev_unpack
+from . import probe as P
+from .config import _mac
+from .events import make_event
+from .maps import EvSet, Reason
+from .state import BAD, DENIED, GOOD, SKIP, PeerState, ProbeTarget
+
+log = logging.getLogger("mrckit.host")
+IPV6_FLOWINFO = 11       # linux/in6.h: deliver the flow label (the EV's low half) as a cmsg
+
+
+class ProbeMixin:
+    """Probes, EP_REQ/EP_RESP handling; needs the agent's ``cfg``, ``dp``, ``counters``,
+    ``peers``, ``_udp``, ``_raw``, ``_rng``, ``_outstanding``, ``_port_up``, ``_denied_links``."""
+
+    def _probe_peer(self, peer, st: PeerState, evset: EvSet, now: int, budget: list[int]) -> None:
+        interval = self.cfg.settings.probe_interval_ns
+        targets: list[tuple[int, ProbeTarget]] = [(ev, t) for ev, t in st.retired.items()]
+        in_set = set()
+        for i in range(evset.n):
+            s = evset.slots[i]
+            if s.state in (BAD, DENIED) or (s.state == GOOD and self._crosses_denied(peer, s.ev)):
+                in_set.add(s.ev)
+                targets.append((s.ev, st.probes.setdefault(s.ev, ProbeTarget())))
+        for ev in [ev for ev in st.probes if ev not in in_set]:
+            del st.probes[ev]
+        for ev, target in targets:
+            if budget[0] <= 0:
+                return
+            if target.outstanding is not None or now - target.last_probe_ns < interval:
+                continue
+            if not self._port_up.get(ev >> 28, False):
+                continue  # a down local port cannot carry the probe
+            if self._send_probe(peer, ev, target, now):
+                budget[0] -= 1
+
+    def _crosses_denied(self, peer, ev: int) -> bool:
+        if not self._denied_links:
+            return False
+        return bool(self._links_of(peer, ev) & self._denied_links)
+
+    def _links_of(self, peer, ev: int) -> set[str]:
+        """The link names on the path of ``ev`` toward ``peer`` (design 3.3)."""
+        loc = parse_nic_address(peer)
+        plane, t1, _ = ev_unpack(ev)
+        cfg = self.cfg
+        links = {f"p{plane}/t0-{cfg.leaf}/down-{cfg.downlink}", f"p{plane}/t0-{loc.leaf}/down-{loc.downlink}"}
+        if loc.leaf != cfg.leaf:
+            links |= {f"p{plane}/t0-{cfg.leaf}/t1-{t1}", f"p{plane}/t0-{loc.leaf}/t1-{t1}"}
+        return links
+
+    def _send_probe(self, peer, ev: int, target: ProbeTarget, now: int) -> bool:
+        pid = self._next_probe_id
+        self._next_probe_id = pid % 0xFFFF + 1
+        plane, t1, _ = ev_unpack(ev)
+        resp_ev = ev_pack(plane, t1, self._rng.randint(1, 0xFFFFF))
+        l4 = P.ep_request(EpOp.EV_PROBE, pid, self._port_mask(), resp_ev)
+        if not self._send_frame(peer, ev, l4):
+            return False
+        target.last_probe_ns, target.outstanding = now, pid
+        self._outstanding[pid] = (peer, ev, now)
+        self.counters["probes_sent"] += 1
+        return True
+
+    def _send_frame(self, peer, ev: int, l4: bytes) -> bool:
+        cfg, plane = self.cfg, ev >> 28
+        port = next((p for p in cfg.ports if p.plane == plane), None)
+        raw = self._raw.get(plane)
+        if port is None or raw is None:
+            return False
+        loc = parse_nic_address(peer)
+        frame = P.encapsulated_frame(P.PortView(_mac(port.mac), _mac(port.neighbor_mac), port.address),
+                                     cfg.locator, cfg.leaf, cfg.nic_address,
+                                     ipaddress.IPv6Address(peer), loc.leaf, loc.downlink, ev, l4)
+        try:
+            raw.send(frame)
+        except OSError as exc:  # a down port refuses: ENETDOWN
+            self.counters["send_errors"] += 1
+            log.debug("send on plane %d: %s", plane, exc)
+            return False
+        return True
+
+    def _expire_probes(self, now: int) -> None:
+        rto = self.cfg.settings.rto_ns
+        for pid, (peer, ev, sent) in list(self._outstanding.items()):
+            if now - sent > max(rto, self.cfg.settings.probe_interval_ns):
+                del self._outstanding[pid]
+                self.counters["probes_lost"] += 1
+                self._probe_result(peer, ev, ok=False, now=now)
+
+    def _probe_result(self, peer, ev: int, ok: bool, now: int) -> None:
+        st = self.peers.get(peer)
+        if st is None:
+            return
+        target = st.retired.get(ev) or st.probes.get(ev)
+        if target is None:
+            return
+        target.outstanding = None
+        target.streak = target.streak + 1 if ok else 0
+        need = self.cfg.settings.probe_successes
+        if ev in st.retired:
+            if target.streak >= need:
+                del st.retired[ev]
+                st.backups.setdefault(ev >> 28, []).append(ev)
+                self._publish(make_event(str(peer), ev, BAD, GOOD, Reason.PROBE_OK.name, ts_ns=now,
+                                         plane=ev >> 28, probe_ok=True))
+            return
+        self._probe_result_in_set(peer, st, ev, target, ok, now)
+
+    def _probe_result_in_set(self, peer, st: PeerState, ev: int, target: ProbeTarget, ok: bool,
+                             now: int) -> None:
+        evset = self.dp.peer_set(peer)
+        if evset is None:
+            return
+        index = next((i for i in range(evset.n) if evset.slots[i].ev == ev), None)
+        if index is None:
+            return
+        slot = evset.slots[index]
+        if slot.state == BAD and target.streak >= self.cfg.settings.probe_successes:
+            if self._plane_dead(st, ev >> 28):
+                return
+            self._set_state(peer, slot, GOOD, Reason.PROBE_OK, now, probe_ok=True)
+            st.probes.pop(ev, None)
+            self.dp.merge_slots(peer, evset, {index})
+        elif slot.state == DENIED or (slot.state == GOOD and self._crosses_denied(peer, ev)):
+            links = ",".join(sorted(self._links_of(peer, ev) & self._denied_links))
+            self._publish(make_event(str(peer), ev, slot.state, slot.state, Reason.PROBE_RESULT.name,
+                                     ts_ns=now, probe_ok=ok, plane=ev >> 28, link=links))
+
+
+    def _receive(self) -> None:
+        for _ in range(64):
+            try:
+                data, anc, _flags, addr = self._udp.recvmsg(2048, socket.CMSG_SPACE(4))
+            except BlockingIOError:
+                return
+            flow = 0
+            for level, ctype, cdata in anc:
+                if level == socket.IPPROTO_IPV6 and ctype == IPV6_FLOWINFO and len(cdata) >= 4:
+                    flow = int.from_bytes(cdata[:4], "big") & 0xFFFF
+            msg = P.parse_ep(data)
+            peer = ipaddress.IPv6Address(addr[0].split("%")[0])
+            req_ev = (addr[1] << 16) | flow
+            if isinstance(msg, P.EpRequest):
+                self._on_request(peer, msg, req_ev)
+            elif isinstance(msg, P.EpResponse):
+                self._on_response(peer, msg)
+            else:
+                self.counters["ep_malformed"] += 1
+
+    def _on_request(self, peer, req: P.EpRequest, req_ev: int) -> None:
+        now = time.monotonic_ns()
+        if req.op == EpOp.EV_PROBE:
+            self.counters["probes_answered"] += 1
+            l4 = P.ep_response(EpOp.EV_PROBE, EpStatus.OK, req.probe_id, req_ev, req.tx_timestamp,
+                               P.timestamp_units(time.monotonic_ns() - now))
+            self._send_frame(peer, req.resp_ev, l4)
+        elif req.op == EpOp.PORT_STATUS_UPDATE:
+            self.counters["port_status_received"] += 1
+            self._on_port_status(peer, req.port_status_mask, now)
+
+    def _on_response(self, peer, resp: P.EpResponse) -> None:
+        pending = self._outstanding.pop(resp.probe_id, None)
+        if pending is None or pending[0] != peer or pending[1] != resp.req_ev:
+            self.counters["probe_answers_unmatched"] += 1
+            return
+        self.counters["probes_ok"] += 1
+        self._probe_result(peer, resp.req_ev, ok=resp.status == EpStatus.OK, now=time.monotonic_ns())
+
+    def _on_port_status(self, peer, mask: int, now: int) -> None:
+        """A peer's ports changed: treat its down planes as ASSUMED_BAD toward it (design 5)."""
+        st = self.peers.setdefault(peer, self._new_peer_state())
+        evset = self.dp.peer_set(peer)
+        planes = set(self.template.planes())
+        down = {p for p in planes if not mask >> p & 1}
+        st.dead_planes = down
+        if evset is None:
+            return
+        changed = set()
+        for i in range(evset.n):
+            s = evset.slots[i]
+            if s.ev >> 28 in down and s.state in (GOOD, SKIP):
+                self._set_state(peer, s, BAD, Reason.PEER_PORT_DOWN, now)
+                changed.add(i)
+        self.dp.merge_slots(peer, evset, changed)

@@ -1,0 +1,41 @@
+"""Per-peer state that the host agent keeps beside the dataplane's EV sets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..wire.constants import EvState
+
+GOOD, SKIP, BAD, DENIED = (int(s) for s in EvState)
+
+
+@dataclass
+class ProbeTarget:
+    """A probed EV of one peer: consecutive answers and when it was last probed."""
+
+    streak: int = 0
+    last_probe_ns: int = 0
+    outstanding: int | None = None  # probe_id waiting for an answer
+    tx_packets: int = 0             # retired EVs: the slot's counters when it was retired
+    last_tx_ns: int = 0
+    acked: int = 0
+
+
+@dataclass
+class PeerState:
+    """What the agent keeps per live peer, beside the dataplane's EV set."""
+
+    backups: dict[int, list[int]]
+    retired: dict[int, ProbeTarget] = field(default_factory=dict)  # ASSUMED_BAD, out of the set
+    probes: dict[int, ProbeTarget] = field(default_factory=dict)   # probed EVs still in the set
+    dead_planes: set[int] = field(default_factory=set)             # from PORT_STATUS_UPDATE
+
+
+@dataclass
+class ConfigureResult:
+    """What Configure did: XDP mode per port, template and backup sizes, warnings."""
+
+    ports: list[tuple[str, int, str]]
+    template_evs: int
+    backup_evs: int
+    warnings: list[str]

@@ -1,0 +1,76 @@
+"""The agent's sweep of one peer's EV set (design section 5): RTO retirement, replacement by
+a backup EV of the same plane, and SKIP expiry. Mixed into :class:`~mrckit.host.agent.HostAgent`."""
+
+from __future__ import annotations
+
+from ..wire.ev import ev_unpack
+from .events import make_event
+from .maps import EvSet, Reason
+from .state import BAD, GOOD, SKIP, PeerState, ProbeTarget
+
+
+class SweepMixin:
+    """EV state decisions of one sweep; needs the agent's ``cfg``, ``dp``, ``counters``,
+    ``_port_up``, ``_publish`` and ``_probe_peer``."""
+
+    def _sweep_peer(self, peer, st: PeerState, evset: EvSet, now: int, budget: list[int]) -> None:
+        rto = self.cfg.settings.rto_ns
+        n = evset.n
+        slots = evset.slots
+        changed: set[int] = set()
+        # The latest send time known to be acked, per EV: a sibling acked for a packet sent
+        # after this EV's oldest unacked one is the evidence that this one was lost.
+        latest_sent = sorted((slots[i].acked_sent_ns for i in range(n)), reverse=True)[:2]
+        for i in range(n):
+            s = slots[i]
+            plane = s.ev >> 28
+            dead = self._plane_dead(st, plane)
+            # A lost SACK must not retire a working EV, so it takes several unacked sends.
+            if s.state == GOOD and s.pending_ns and now - s.pending_ns > rto and \
+                    s.unacked_tx >= self.cfg.settings.min_unacked:
+                # Paths reorder (other planes, other queues), so the sibling's packet must have
+                # left at least half an RTO after this EV's oldest unacked one.
+                other = latest_sent[1] if latest_sent[0] == s.acked_sent_ns else latest_sent[0]
+                if other > s.pending_ns + rto // 2:
+                    self._set_state(peer, s, BAD, Reason.RTO_TIMEOUT, now)
+                    changed.add(i)
+            if s.state == BAD and not dead and self._replace(peer, st, s, now):
+                changed.add(i)
+            elif s.state == SKIP and s.last_tx_ns and now - max(s.last_tx_ns, s.last_ack_ns) > rto:
+                # An idle peer never finishes its rotation; a SKIP also ends after an RTO.
+                self._set_state(peer, s, GOOD, Reason.SKIP_EXPIRED, now)
+                changed.add(i)
+        self.dp.merge_slots(peer, evset, changed)
+        self._probe_peer(peer, st, evset, now, budget)
+
+    def _plane_dead(self, st: PeerState, plane: int) -> bool:
+        return not self._port_up.get(plane, False) or plane in st.dead_planes
+
+    def _set_state(self, peer, slot, state: int, reason: Reason, now: int, **extra) -> None:
+        old = slot.state
+        slot.state, slot.reason, slot.skip_until_rot = state, min(int(reason), 255), 0
+        self._publish(make_event(str(peer), slot.ev, old, state, reason.name, ts_ns=now,
+                                 plane=slot.ev >> 28, **extra))
+
+    def _replace(self, peer, st: PeerState, slot, now: int) -> bool:
+        """Retire the ASSUMED_BAD EV of ``slot`` and put a backup EV of the same plane in."""
+        plane, t1, _ = ev_unpack(slot.ev)
+        pool = st.backups.get(plane, [])
+        if not pool:
+            return False
+        suspect = {t1} | {(ev >> 20) & 0xFF for ev in st.retired if ev >> 28 == plane}
+        pick = next((ev for ev in pool if (ev >> 20) & 0xFF not in suspect), pool[0])
+        pool.remove(pick)
+        old = slot.ev
+        st.retired[old] = ProbeTarget(tx_packets=slot.tx_packets, last_tx_ns=slot.last_tx_ns,
+                                      acked=slot.acked)
+        st.probes.pop(old, None)
+        slot.ev, slot.state, slot.reason = pick, GOOD, int(Reason.REPLACED)
+        for name in ("tx_packets", "tx_bytes", "last_tx_ns", "pending_ns", "last_ack_ns", "acked_sent_ns",
+                     "unacked_tx", "acked",
+                     "skips", "nacks", "skip_until_rot"):
+            setattr(slot, name, 0)
+        self.counters["replacements"] += 1
+        self._publish(make_event(str(peer), old, BAD, BAD, Reason.REPLACED.name, ts_ns=now,
+                                 replaced_by=pick, plane=plane))
+        return True
