@@ -26,7 +26,7 @@ MRC = [str(Path(sys.executable).parent / "mrc")]
 
 
 def config(i: int, path: Path) -> Path:
-    doc = {"host": {"name": f"h{i}", "nic_address": str(nic_address(i, 0)), "leaf": i, "downlink": 0,
+    doc = {"host": {"name": f"mrct{os.getpid()}h{i}", "nic_address": str(nic_address(i, 0)), "leaf": i, "downlink": 0,
                     "nic_device": "nic0", "t1_per_plane": [4, 4],
                     "ports": [{"plane": p, "ifname": f"plane{p}", "address": str(port_address(p, i, 0)),
                                "mac": mac(i, p), "neighbor_mac": mac(1 - i, p)} for p in (0, 1)]},
@@ -117,6 +117,12 @@ def test_grpc_api_and_cli_against_running_agents(agents):
     links = netns.run(["ip", "link"], ns=ns[0]).stdout.decode()
     assert "xdp" not in links
     assert netns.run(["tc", "filter", "show", "dev", "nic0", "egress"], ns=ns[0]).stdout.strip() == b""
+
+    # `mrc host down CONFIG` stops the other agent through its pid file and detaches.
+    out = subprocess.run([*MRC, "host", "down", str(tmp / "h1.yaml")], capture_output=True, text=True)
+    assert out.returncode == 0 and f"stopped agent pid {procs[1].pid}" in out.stdout, out
+    assert procs[1].wait(10) == 0
+    assert "xdp" not in netns.run(["ip", "link"], ns=ns[1]).stdout.decode()
 
 
 def _pump(stream, q: queue.Queue) -> None:
