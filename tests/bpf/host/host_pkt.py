@@ -9,7 +9,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
 
-from mrckit.wire.addressing import nic_address, path_da, port_address
+from mrckit.wire.addressing import nic_address, path_da, port_address  # noqa: F401 (re-exported)
 from mrckit.wire.constants import QP_ENDPOINT_OPS, UDP_PORT_ROCEV2, Dscp, Ecn, Opcode
 
 # Host A (under test): leaf 0, downlink 0. Peer B: leaf 1, downlink 2. Peer C: leaf 0, downlink 5.
@@ -26,6 +26,11 @@ NEIGH = {0: "02:00:00:00:f0:00", 1: "02:00:00:00:f0:01"}
 NIC_DEV_MAC_SRC = "02:00:00:00:00:aa"
 NIC_DEV_MAC_DST = "02:00:00:00:00:bb"
 PORT_IFINDEX = 1  # test runs never redirect for real; any nonzero ifindex will do
+
+
+def ip(addr: str):
+    import ipaddress
+    return ipaddress.IPv6Address(addr)
 
 
 def port_addr(plane: int, leaf: int = A_LEAF, down: int = A_DOWN) -> str:

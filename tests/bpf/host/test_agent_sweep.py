@@ -1,0 +1,98 @@
+"""The agent's sweep rules on the real dataplane maps, driven with BPF_PROG_TEST_RUN packets and
+explicit times (design section 5): RTO retirement needs sibling evidence and several unacked
+sends, replacement stays in the plane and avoids the suspect spine, a dead plane is not
+replaced, and an idle SKIP ends after an RTO."""
+
+import time
+
+import host_pkt as pkt
+import pytest
+from host_pkt import Opcode
+
+from mrckit.host.agent import HostAgent
+from mrckit.host.config import AgentConfig, Port, Settings
+from mrckit.host.evset import build_template
+from mrckit.wire.addressing import port_address
+from mrckit.wire.constants import EvState
+from mrckit.wire.ev import ev_unpack
+
+RTO = 10_000_000
+
+
+@pytest.fixture
+def agent(dp):
+    ports = tuple(Port(p, f"plane{p}", port_address(p, 0, 0), pkt.MAC[p], pkt.NEIGH[p]) for p in (0, 1))
+    cfg = AgentConfig("a", pkt.nic_address(0, 0), 0, 0, "nic0", ports, (4, 4),
+                      settings=Settings(rto_ns=RTO, min_unacked=8, backups_per_plane=8, seed=4))
+    a = HostAgent()
+    a.cfg, a.dp, a._port_up = cfg, dp, {0: True, 1: True}
+    a.template = build_template(cfg.t1_counts(), 128, 8, seed=4)
+    dp.set_template(a.template.active)
+    yield a
+    a.dp = None  # the fixture closes the dataplane
+
+
+def send(dp, rotations=1):
+    frame = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(payload=b"x" * 8))
+    for _ in range(128 * rotations):
+        assert dp.egress.test_run(frame).retval == 7
+
+
+def sack_all_but(dp, victim):
+    for ev in (e["ev"] for e in rows_of(dp)):
+        if ev != victim:
+            frame = pkt.encapped(pkt.NIC_B, pkt.NIC_A, pkt.bth(Opcode.SACK) + pkt.seth(ev), ev=1,
+                                 outer_tc=0, inner_tc=0)
+            assert dp.ingress.test_run(frame).retval == 2
+
+
+def rows_of(dp):
+    s = dp.peer_set(pkt.NIC_B)
+    return [dict(ev=s.slots[i].ev, state=s.slots[i].state) for i in range(s.n)]
+
+
+def test_rto_retires_and_replaces_in_plane_avoiding_the_suspect_spine(agent):
+    dp = agent.dp
+    send(dp, 8)
+    victim = rows_of(dp)[3]["ev"]
+    sack_all_but(dp, victim)
+    agent.sweep(now=time.monotonic_ns() + 2 * RTO)
+    assert all(r["state"] == EvState.GOOD for r in rows_of(dp)), "no sibling sent later: no evidence yet"
+    time.sleep(RTO / 2e9 + 0.002)
+    send(dp, 1)
+    sack_all_but(dp, victim)
+    agent.sweep(now=time.monotonic_ns() + 2 * RTO)
+    events = [(e.ev, e.reason) for e in agent.events.history]
+    assert events[:2] == [(victim, "RTO_TIMEOUT"), (victim, "REPLACED")]
+    new = rows_of(dp)[3]
+    assert new["state"] == EvState.GOOD and new["ev"] != victim
+    assert ev_unpack(new["ev"]).plane == ev_unpack(victim).plane
+    assert ev_unpack(new["ev"]).t1 != ev_unpack(victim).t1
+    assert victim in agent.peers[pkt.ip(pkt.NIC_B)].retired
+    assert sum(r["state"] != EvState.GOOD for r in rows_of(dp)) == 0
+
+
+def test_few_unacked_sends_do_not_retire(agent):
+    dp = agent.dp
+    send(dp, 1)
+    victim = rows_of(dp)[0]["ev"]
+    time.sleep(RTO / 2e9 + 0.002)
+    send(dp, 1)
+    sack_all_but(dp, victim)
+    agent.sweep(now=time.monotonic_ns() + 2 * RTO)
+    assert [e for e in agent.events.history if e.reason == "RTO_TIMEOUT"] == []  # 2 sends < 8
+
+
+def test_dead_plane_is_not_replaced_and_idle_skip_expires(agent):
+    dp = agent.dp
+    send(dp, 1)
+    rows = rows_of(dp)
+    plane1 = next(i for i, r in enumerate(rows) if r["ev"] >> 28 == 1)
+    dp.write_slot(pkt.NIC_B, plane1, state=EvState.ASSUMED_BAD)
+    dp.write_slot(pkt.NIC_B, 0, state=EvState.SKIP)
+    agent._port_up[1] = False
+    agent.sweep(now=time.monotonic_ns() + 2 * RTO)
+    after = rows_of(dp)
+    assert after[plane1] == dict(ev=rows[plane1]["ev"], state=EvState.ASSUMED_BAD)
+    assert after[0]["state"] == EvState.GOOD
+    assert [e.reason for e in agent.events.history] == ["SKIP_EXPIRED"]
