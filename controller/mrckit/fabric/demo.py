@@ -2,7 +2,8 @@
 restored, every byte verified (issue 10). See ``docs/demo.md``.
 
 :func:`run_demo` brings the fabric up (``mrckit.fabric.Fabric``: switches, host agents and the
-controller), runs the software endpoint (``mrckit.endpoint``) in two hosts' namespaces, samples
+controller), runs the software endpoint (``mrckit.endpoint``) as two processes in two hosts' namespaces
+(``demo_worker.py``), samples (``observe.py``)
 the sender's per-EV counters while the write runs, injects the fault at a third of the bytes and
 restores it at two thirds (:class:`~mrckit.fabric.scenario.Phases`), then tears everything down
 and returns the analysed :class:`~mrckit.fabric.report.DemoReport`. It prints nothing: progress
@@ -12,37 +13,29 @@ and phases go to an :class:`Observer`.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import random
-import subprocess
-import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import grpc
-
 from ..errors import MrcError
 from ..host.config import Settings
-from ..proto import host_agent_pb2 as pb
-from ..proto import host_agent_pb2_grpc as pbg
 from ..topology import Role, generate_clos
 from ..topology.plan import switch_name
 from ..wire.addressing import t1_link_name
 from .report import FAIL_KINDS, ByteCounts, DemoReport, EndpointCounts, FaultInfo, SwitchCounts
-from .scenario import AgentEvent, ControllerEvent, Phases, RunRecord, analyze
-from .demo_worker import demo_data
+from .demo_worker import WorkerProcess, demo_data
+from .observe import EventWatcher, EvTableSampler, controller_events, switch_counts
+from .scenario import Phases, RunRecord, analyze
 from .series import Recorder
 
-DEFAULT_SIZE = 32 << 20
+DEFAULT_SIZE = 64 << 20
 """Bytes written by default: a few seconds for the pure-Python endpoint on a small machine."""
 SENDER, RECEIVER = "h0-0", "h1-0"
 FAILED_PLANE, FAILED_LEAF, FAILED_SPINE = 0, 1, 1
 """The failed link p0/t0-1/t1-1: spine 1 of plane 0 to the receiver's leaf."""
 DEFAULT_LOSS_PERCENT, DEFAULT_FLAP_HZ = 10.0, 2.0
-SAMPLE_S = 0.05
 PHASE_POLL_S = 0.01
 """How often the main loop checks the bytes placed against the fault and restore points."""
 """Sampling period of the sender's EV counters and the responder's placed bytes."""
@@ -93,8 +86,8 @@ class DemoOptions:
         if self.fail not in FAIL_KINDS:
             raise MrcError(f"--fail {self.fail!r}: use one of {', '.join(FAIL_KINDS)}")
         if not 1 << 20 <= self.size <= 1 << 30:
-            raise MrcError(f"--size {self.size}: use 1 MiB .. 1 GiB (the responder's memory region is "
-                           "allocated in this process)")
+            raise MrcError(f"--size {self.size}: use 1 MiB .. 1 GiB (the data and the responder's region "
+                           "are held in memory)")
         if not 0 < self.loss_percent <= 100:
             raise MrcError(f"--loss-percent {self.loss_percent}: must be within (0, 100]")
         if not 0 < self.flap_hz <= 50:
@@ -119,7 +112,6 @@ def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
             ``--target bmv2``); the write failed (QP error) or timed out.
     """
     from .fabric import Fabric
-
     from .nodes import check_target
 
     opts.check()
@@ -136,7 +128,7 @@ def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
         obs.phase(f"fabric {fab.name} is up and programmed")
         run = _Run(fab, opts, obs)
         record = run.execute()
-        record.switches = _switch_counts(fab, p4info)
+        record.switches = switch_counts(fab, p4info)
     finally:
         if opts.logs:
             _keep_logs(fab, Path(opts.logs))
@@ -160,8 +152,8 @@ class _Run:
         self.obs.phase(text)
 
     def execute(self) -> RunRecord:
-        watchers = [_EventWatcher(self.fab.host(h)) for h in self.fab.hosts()]
-        workers: list[_Worker] = []
+        watchers = [EventWatcher(self.fab.host(h)) for h in self.fab.hosts()]
+        workers: list[WorkerProcess] = []
         try:
             return self._transfer(watchers, workers)
         finally:
@@ -173,10 +165,10 @@ class _Run:
     def _transfer(self, watchers, workers) -> RunRecord:
         size, seed = self.opts.size, random.getrandbits(32)
         common = ["--size", str(size), "--seed", str(seed), "--rkey", str(RKEY)]
-        rx = _Worker(self.b, ["respond", "--nic", self.b.nic_address, "--peer", self.a.nic_address,
+        rx = WorkerProcess(self.b, ["respond", "--nic", self.b.nic_address, "--peer", self.a.nic_address,
                               "--qpn", str(QPN_RECEIVER), "--remote-qpn", str(QPN_SENDER), *common])
         workers.append(rx)
-        tx = _Worker(self.a, ["write", "--nic", self.a.nic_address, "--peer", self.b.nic_address,
+        tx = WorkerProcess(self.a, ["write", "--nic", self.a.nic_address, "--peer", self.b.nic_address,
                               "--qpn", str(QPN_SENDER), "--remote-qpn", str(QPN_RECEIVER), "--imm", str(IMM), *common])
         workers.append(tx)
         rx.wait("ready", 60)
@@ -185,7 +177,7 @@ class _Run:
         phases = Phases(size)
         rec = Recorder(time.monotonic_ns(), [(p, s) for p in range(self.fab.topology.planes)
                                              for s in range(_spines(self.fab.topology, p))])
-        sampler = _Sampler(self.a, self.b.nic_address, rec, lambda: rx.state.get("placed", 0))
+        sampler = EvTableSampler(self.a, self.b.nic_address, rec, lambda: rx.state.get("placed", 0))
         self.say(f"RDMA WRITE of {size} B from {SENDER} [{self.a.nic_address}] to {RECEIVER} "
                  f"[{self.b.nic_address}], sprayed over every plane and spine")
         tx.send("go")
@@ -225,7 +217,7 @@ class _Run:
             bytes=ByteCounts(sent=size, placed=rs["placed_bytes"], verified=verified,
                              sha256_sent=sha_sent, sha256_received=sha_got, hash_match=sha_got == sha_sent),
             endpoint=_endpoint_counts(rq, rs), switches=SwitchCounts(),
-            events=events, controller=_controller_events(self.fab), fault_log=self.fault_log,
+            events=events, controller=controller_events(self.fab), fault_log=self.fault_log,
             demo_log=self.demo_log, fault_rows=marks["fault_rows"], restore_rows=marks["restore_rows"])
 
     def _step(self, sampler, placed: int, phases: Phases, marks: dict) -> None:
@@ -261,106 +253,11 @@ class _Run:
             return
         end = time.monotonic() + LIFT_WAIT_S
         while time.monotonic() < end:
-            events = _controller_events(self.fab)
+            events = controller_events(self.fab)
             denied = any(c.what == "DENY" for c in events)
             if not denied or any(c.what == "LIFT" and c.t_ns >= t_restore for c in events):
                 return
             time.sleep(0.1)
-
-
-class _Sampler:
-    """A thread that reads the sender's EV table toward one peer over the agent's gRPC API
-    every ``SAMPLE_S`` and records it with ``placed()`` into ``rec``; a slow read never holds
-    up the fault and restore, which the main loop fires."""
-
-    def __init__(self, host, peer: str, rec: Recorder, placed):
-        self.peer, self.rec, self.placed = peer, rec, placed
-        self.channel = grpc.insecure_channel(host.agent_address)
-        self.stub = pbg.HostAgentStub(self.channel)
-        self.last_rows: list[dict] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="demo-sampler", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                self.sample()
-                self._stop.wait(SAMPLE_S)
-        except grpc.RpcError:
-            pass  # the agent went away; the demo fails on the write, not here
-
-    def sample(self) -> None:
-        """Read the EV table once and record it."""
-        rows = self.rows()
-        self.rec.record(time.monotonic_ns(), self.placed(), rows)
-        self.last_rows = rows
-
-    def rows(self) -> list[dict]:
-        stats = self.stub.GetStats(pb.GetStatsRequest(include_evs=True, peer=self.peer), timeout=10)
-        return [dict(ev=e.ev, plane=e.plane, t1=e.t1, state=pb.EvState.Name(e.state), tx_packets=e.tx_packets,
-                     last_tx_ns=e.last_tx_ns, retired=e.retired)
-                for p in stats.peers for e in p.evs]
-
-    def stop(self) -> None:
-        """Stop the thread, take a last sample, close the channel (idempotent)."""
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        self._thread.join(15)
-        try:
-            self.sample()
-        except grpc.RpcError:
-            pass  # the agent went away (an error is being raised already): keep the samples we have
-        self.channel.close()
-
-
-class _EventWatcher:
-    """Collects one host agent's WatchEvents stream in a thread."""
-
-    def __init__(self, host):
-        self.host = host.name
-        self.channel = grpc.insecure_channel(host.agent_address)
-        self.events: list[AgentEvent] = []
-        self._lock = threading.Lock()
-        self.stream = pbg.HostAgentStub(self.channel).WatchEvents(pb.WatchEventsRequest())
-        self.thread = threading.Thread(target=self._pump, name=f"demo-events-{host.name}", daemon=True)
-        self.thread.start()
-
-    def _pump(self) -> None:
-        try:
-            for e in self.stream:
-                event = AgentEvent(self.host, e.timestamp_ns, e.peer, e.ev, pb.EvState.Name(e.old_state),
-                                   pb.EvState.Name(e.new_state), e.reason, e.plane, e.link, e.probe_ok,
-                                   e.replaced_by)
-                with self._lock:
-                    self.events.append(event)
-        except grpc.RpcError:
-            pass  # cancelled by stop(), or the agent went away
-
-    def snapshot(self) -> list[AgentEvent]:
-        with self._lock:
-            return list(self.events)
-
-    def stop(self) -> None:
-        self.stream.cancel()
-        self.thread.join(2)
-        self.channel.close()
-
-
-def _controller_events(fab) -> list[ControllerEvent]:
-    """The controller's timeline (wall-clock marks) on the monotonic clock of the samples."""
-    from ..control.status import read_status, status_path
-
-    try:
-        status = read_status(status_path(fab.name))
-    except MrcError:
-        return []
-    offset = time.time_ns() - time.monotonic_ns()
-    kinds = {"deny_all_hosts": "DENY", "lifted": "LIFT", "localised": "LOCALISED"}
-    return [ControllerEvent(int(m["time_ns"]) - offset, kinds.get(m["kind"], m["kind"]), tuple(m.get("links", ())),
-                            m.get("detail", ""))
-            for m in status.get("timeline", []) if m.get("kind") in kinds]
 
 
 def _keep_logs(fab, folder: Path) -> None:
@@ -400,15 +297,6 @@ def pipeline_files(target: str) -> tuple[Path, Path]:
     return handwritten, Path(os.devnull)
 
 
-def _switch_counts(fab, p4info: Path) -> SwitchCounts:
-    from ..control.pipeline import load_pipeline
-    from .counters import fabric_counts, read_counters
-
-    schema = load_pipeline(p4info, b"").schema
-    return fabric_counts(fab.topology, lambda name: read_counters(
-        fab.switch_address(name), fab.state.device_ids[name], schema))
-
-
 def _spines(topology, plane: int) -> int:
     return sum(1 for s in topology.switches if s.role == Role.T1 and s.plane == plane)
 
@@ -428,66 +316,3 @@ def _endpoint_counts(rq: dict, rs: dict) -> EndpointCounts:
         sacks=rq["sacks"], nacks={str(k): v for k, v in rq["nacks"].items()}, timeouts=rq["timeouts"],
         probes=rq["probes"], responder_packets=rs["packets"], responder_duplicates=rs["duplicates"],
         responder_trimmed=rs["trimmed"], responder_ce_marked=rs["ce_marked"])
-
-
-class _Worker:
-    """One endpoint process (``mrckit.fabric.demo_worker``) in a host's namespace: its JSON
-    lines are merged into ``state``; :meth:`wait` blocks until a key appears."""
-
-    def __init__(self, host, argv: list[str]):
-        self.name = f"{argv[0]} on {host.name}"
-        self.proc = host.popen([sys.executable, "-m", "mrckit.fabric.demo_worker", *argv], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.state: dict = {}
-        self._cv = threading.Condition()
-        self._reader = threading.Thread(target=self._read, name=f"demo-{argv[0]}", daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            with self._cv:
-                self.state.update(msg)
-                self._cv.notify_all()
-        with self._cv:
-            self.state.setdefault("exited", True)
-            self._cv.notify_all()
-
-    def wait(self, key: str, timeout: float) -> dict:
-        """The state once ``key`` is in it. Raises MrcError if the process exits or times out."""
-        with self._cv:
-            self._cv.wait_for(lambda: key in self.state or "exited" in self.state or "error" in self.state, timeout)
-            if key in self.state:
-                return dict(self.state)
-        why = self.state.get("error") or ("exited" if "exited" in self.state else f"no {key!r} in {timeout:.0f} s")
-        raise MrcError(f"the {self.name} process: {why}{self._stderr()}")
-
-    def check_alive(self) -> None:
-        """Raises MrcError if the process died before finishing."""
-        if "exited" in self.state and "done" not in self.state and "error" not in self.state:
-            raise MrcError(f"the {self.name} process exited early{self._stderr()}")
-
-    def _stderr(self) -> str:
-        if self.proc.poll() is None:
-            return ""
-        tail = (self.proc.stderr.read() or "").strip().splitlines()[-3:]
-        return (": " + " | ".join(tail)) if tail else ""
-
-    def send(self, line: str) -> None:
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def close(self) -> None:
-        """Close its stdin (the responder's cue to exit); terminate it if it lingers."""
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.terminate()
-            self.proc.wait(5)

@@ -16,6 +16,8 @@ The processes talk JSON lines on stdout; the demo writes commands on stdin:
   "finished_ns": ..., "stats": {...}}`` or ``{"error": TEXT}``.
 
 The data is ``random.Random(seed).randbytes(size)``: both sides and the demo derive it.
+:class:`WorkerProcess` is the demo's side: it starts one of these in a host's namespace and
+follows its lines.
 """
 
 from __future__ import annotations
@@ -25,12 +27,16 @@ import dataclasses
 import hashlib
 import json
 import random
+import subprocess
 import sys
 import threading
 import time
 
 import numpy as np
 
+from ..errors import MrcError
+
+MODULE = "mrckit.fabric.demo_worker"
 SACK_EVERY_PACKET = 1
 """Responder SACK coalescing, bytes: a SACK (and so an echoed EV) per packet, which is what
 the host agent's per-EV ack times need."""
@@ -106,6 +112,69 @@ def write(args) -> int:
     finally:
         ep.close()
     return 0
+
+
+class WorkerProcess:
+    """One endpoint process (``mrckit.fabric.demo_worker``) in a host's namespace: its JSON
+    lines are merged into ``state``; :meth:`wait` blocks until a key appears."""
+
+    def __init__(self, host, argv: list[str]):
+        self.name = f"{argv[0]} on {host.name}"
+        self.proc = host.popen([sys.executable, "-m", MODULE, *argv], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.state: dict = {}
+        self._cv = threading.Condition()
+        self._reader = threading.Thread(target=self._read, name=f"demo-{argv[0]}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            with self._cv:
+                self.state.update(msg)
+                self._cv.notify_all()
+        with self._cv:
+            self.state.setdefault("exited", True)
+            self._cv.notify_all()
+
+    def wait(self, key: str, timeout: float) -> dict:
+        """The state once ``key`` is in it. Raises MrcError if the process exits or times out."""
+        with self._cv:
+            self._cv.wait_for(lambda: key in self.state or "exited" in self.state or "error" in self.state, timeout)
+            if key in self.state:
+                return dict(self.state)
+        why = self.state.get("error") or ("exited" if "exited" in self.state else f"no {key!r} in {timeout:.0f} s")
+        raise MrcError(f"the {self.name} process: {why}{self._stderr()}")
+
+    def check_alive(self) -> None:
+        """Raises MrcError if the process died before finishing."""
+        if "exited" in self.state and "done" not in self.state and "error" not in self.state:
+            raise MrcError(f"the {self.name} process exited early{self._stderr()}")
+
+    def _stderr(self) -> str:
+        if self.proc.poll() is None:
+            return ""
+        tail = (self.proc.stderr.read() or "").strip().splitlines()[-3:]
+        return (": " + " | ".join(tail)) if tail else ""
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        """Close its stdin (the responder's cue to exit); terminate it if it lingers."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            self.proc.wait(5)
 
 
 def main(argv: list[str] | None = None) -> int:

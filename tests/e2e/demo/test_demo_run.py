@@ -9,7 +9,7 @@ import sys
 import pytest
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
-SIZE = "32M"
+SIZE = "64M"
 LOSS_NEEDS_AGENT = pytest.mark.xfail(
     strict=True,
     reason="the host agent retires an EV after several unacked sends and an RTO without an ack; on a "
@@ -37,7 +37,7 @@ def _paths(report):
 
 def _common(proc, report, tmp_path, fail):
     b = report["bytes"]
-    assert b["sent"] == 32 << 20
+    assert b["sent"] == 64 << 20
     assert b["verified"] == b["sent"] == b["placed"] and b["hash_match"], b
     assert (tmp_path / f"{fail}.png").read_bytes()[:4] == b"\x89PNG"
     dead, healthy = _paths(report)
