@@ -31,10 +31,12 @@ class PathCounter:
     """Cumulative data packets per EV and per path, from successive EV-table reads.
 
     Feed every read to :meth:`update` (rows as ``mrckit.host.agent.HostAgent.ev_table`` or the
-    gRPC ``EvInfo`` give them: ``ev``, ``plane``, ``t1``, ``tx_packets``). A row whose count is
-    below the last one seen for that EV starts a new life of the EV: the old count is kept.
-    A life that ends and restarts between two reads, and exceeds its old count by then, is
-    undercounted; reads every few tens of ms make that rare.
+    gRPC ``EvInfo`` give them: ``ev``, ``plane``, ``t1``, ``tx_packets``, ``retired``). A slot
+    row whose count is below the last one seen for that EV starts a new life of the EV: the old
+    count is kept. A retired row is the agent's copy of the slot's count when the EV left it,
+    which may predate the last packets the slot counted: it can raise the count, never start a
+    new life. A life that ends and restarts between two reads, and exceeds its old count by
+    then, is undercounted; reads every few tens of ms make that rare.
     """
 
     def __init__(self):
@@ -47,6 +49,9 @@ class PathCounter:
             ev, tx = int(row["ev"]), int(row["tx_packets"])
             count = self._evs.setdefault(ev, _EvCount())
             self._path[ev] = (int(row["plane"]), int(row["t1"]))
+            if row.get("retired"):
+                count.last = max(count.last, tx)
+                continue
             if tx < count.last:
                 count.base += count.last
             count.last = tx

@@ -42,6 +42,17 @@ def test_path_counter_keeps_counts_across_replacement_and_return():
     assert pc.per_path() == {(0, 1): 18, (0, 0): 4}
 
 
+def test_path_counter_takes_a_retired_snapshot_as_the_same_life():
+    pc = PathCounter()
+    a = 0x0010_0001
+    pc.update([dict(ev=a, plane=0, t1=1, tx_packets=8)])                     # in its slot
+    pc.update([dict(ev=a, plane=0, t1=1, tx_packets=6, retired=True)])       # agent's older copy
+    assert pc.per_ev() == {a: 8}
+    pc.update([dict(ev=a, plane=0, t1=1, tx_packets=9, retired=True)])       # a later copy
+    pc.update([dict(ev=a, plane=0, t1=1, tx_packets=2)])                     # back in a slot
+    assert pc.per_ev() == {a: 11}
+
+
 @pytest.mark.parametrize("kind", ["down", "blackhole"])
 def test_down_run_passes_with_silent_dead_path(kind):
     report = analyze(synthetic_run(kind))
