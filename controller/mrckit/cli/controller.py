@@ -13,13 +13,11 @@ import time
 
 import click
 
-from ..control import (
-    DEFAULT_DEVICE_ID, Controller, format_marks, load_pipeline, read_status, status_path, targets_from_topology,
-)
-from ..control.hosts import agent_settings
-from ..control.reactor import SETTLE_NS
-from ..control.status import STATUS_DIR
-from ..topology import load_topology
+# Defaults shown in --help. They equal mrckit.control.reactor.SETTLE_NS and
+# mrckit.control.status.STATUS_DIR (tests/unit/cli checks); importing those here would load
+# finsy, grpc and numpy for every ``mrc`` command.
+SETTLE_MS = 100.0
+STATUS_DIR = "/run/mrckit/controller"
 
 
 def _override(spec: str, what: str) -> tuple[str, str, int | None]:
@@ -42,11 +40,13 @@ def _settings(specs: tuple[str, ...]) -> dict:
             raise click.BadParameter(f"{spec!r}: expected FIELD=VALUE", param_hint="--agent-setting")
         out[key] = int(value) if value.isdigit() else value
     if out:
+        from ..control.hosts import agent_settings
+
         agent_settings(out)  # an unknown field or a bad value: MrcError naming it, before any work
     return out
 
 
-def _print_counts(ctl: Controller) -> None:
+def _print_counts(ctl) -> None:
     for name, st in ctl.switches.items():
         c = st.last
         if c is not None:
@@ -55,7 +55,7 @@ def _print_counts(ctl: Controller) -> None:
                        f"delete {c.deleted:>3}  write requests {c.write_requests}")
 
 
-async def _run(ctl: Controller, once: bool, reconfigure: bool) -> None:
+async def _run(ctl, once: bool, reconfigure: bool) -> None:
     if once:
         await ctl.program_switches()
         click.echo(f"programmed {len(ctl.switches)} switches:")
@@ -87,6 +87,8 @@ async def _run(ctl: Controller, once: bool, reconfigure: bool) -> None:
 
 
 def _status_lines(st: dict) -> list[str]:
+    from ..control import format_marks
+
     out = [f"controller {st['name']}: {'running, pid ' + str(st['pid']) if st['running'] else 'not running'}; "
            f"{st['topology']}; {'ready' if st.get('ready') else 'not ready'}",
            f"pipeline cookie {st['pipeline']['cookie']:#x} ({st['pipeline']['p4info']})", "switches:"]
@@ -138,9 +140,9 @@ def register(main: click.Group) -> None:
                        "e.g. rto_ns=50000000. Repeatable.")
     @click.option("--reconfigure-hosts", is_flag=True,
                   help="Configure agents that have a config already (resets their dataplane).")
-    @click.option("--settle-ms", type=float, default=SETTLE_NS / 1e6, show_default=True,
+    @click.option("--settle-ms", type=float, default=SETTLE_MS, show_default=True,
                   help="Evidence gathering time before localising a failure.")
-    @click.option("--status-dir", type=click.Path(file_okay=False), default=str(STATUS_DIR), show_default=True)
+    @click.option("--status-dir", type=click.Path(file_okay=False), default=STATUS_DIR, show_default=True)
     @click.option("--once", is_flag=True, help="Program and configure once, print write counts, exit.")
     @click.option("-v", "--verbose", is_flag=True, help="Log every decision.")
     def run_cmd(topo, name, target, p4info, device_config, switch_specs, host_specs, device_id, nic_device,
@@ -148,6 +150,9 @@ def register(main: click.Group) -> None:
         """Program every switch and configure every host agent of TOPO, then keep them so and
         react to failures until Ctrl-C. Works on any P4Runtime server (bmv2, the eBPF target,
         hardware) and agent that the topology or --switch/--host name."""
+        from ..control import DEFAULT_DEVICE_ID, Controller, load_pipeline, targets_from_topology
+        from ..topology import load_topology
+
         logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(message)s")
         logging.getLogger("mrckit.control.controller").setLevel(logging.INFO)
@@ -166,10 +171,12 @@ def register(main: click.Group) -> None:
 
     @controller_group.command("status")
     @click.option("--name", default="default", show_default=True)
-    @click.option("--status-dir", type=click.Path(file_okay=False), default=str(STATUS_DIR), show_default=True)
+    @click.option("--status-dir", type=click.Path(file_okay=False), default=STATUS_DIR, show_default=True)
     @click.option("--json", "as_json", is_flag=True, help="The raw status.")
     def status_cmd(name, status_dir, as_json):
         """Show a running controller's switches, hosts, links believed down, denials and timeline."""
+        from ..control import read_status, status_path
+
         st = read_status(status_path(name, status_dir))
         if as_json:
             click.echo(json.dumps(st, indent=1, sort_keys=True))

@@ -12,9 +12,6 @@ import re
 import time
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TransferSpeedColumn
-from rich.table import Table
 
 from ..errors import MrcError
 
@@ -62,9 +59,23 @@ def _endpoint(addr: str, **kw):
                        "interface of this network namespace, and the port free?)") from None
 
 
-def _progress(console: Console) -> Progress:
+def _progress(console):
+    """A rich byte-count progress bar on ``console`` (rich is imported here: ``mrc`` starts fast)."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TransferSpeedColumn
+
     return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(binary_units=True),
                     TransferSpeedColumn(), TimeElapsedColumn(), console=console, transient=False)
+
+
+def _print_summary(title: str, rows) -> None:
+    """Print ``(name, value)`` rows as a rich table on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False)
+    for k, v in rows:
+        table.add_row(k, v)
+    Console().print(table)
 
 
 def _goodput(nbytes: int, seconds: float) -> str:
@@ -95,7 +106,9 @@ def _counter(c) -> str:
 def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp, linear_retries, exp_retries, timeout):
     """Write SIZE random bytes (e.g. 64M) from NIC address SRC into the region of the MRC
     listener at NIC address DST, as one WRITE_WITH_IMM, and print a summary."""
-    from ..endpoint import QpConfig, RetryConfig
+    from rich.console import Console
+
+    from ..endpoint import QpConfig, QpError, RetryConfig
 
     nbytes = parse_size(size)
     config = QpConfig(mtu=mtu, mpr=mpr, retry=RetryConfig(rto_exp, linear_retries, exp_retries))
@@ -117,21 +130,16 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
         seconds = (comp.finished_ns - comp.started_ns) / 1e9
     except TimeoutError:
         raise MrcError(f"the write did not complete within {timeout} s (is `mrc listen {dst}` running?)") from None
-    except Exception as exc:
-        from ..endpoint import QpError
-        if isinstance(exc, QpError):
-            hint = f" (is `mrc listen {dst}` running, with matching QP numbers?)" if "retry counter" in str(exc) else ""
-            raise MrcError(f"{exc}{hint}") from None
-        raise
+    except QpError as exc:
+        hint = f" (is `mrc listen {dst}` running, with matching QP numbers?)" if "retry counter" in str(exc) else ""
+        raise MrcError(f"{exc}{hint}") from None
     finally:
         ep.close()
-    table = Table(title=f"mrc write {src} -> {dst}", show_header=False)
-    for k, v in (("bytes", f"{nbytes}"), ("duration", f"{seconds:.3f} s"), ("goodput", _goodput(nbytes, seconds)),
-                 ("packets sent", f"{stats.packets}"), ("retransmits", _counter(stats.retransmits)),
-                 ("NACKs received", _counter(stats.nacks)), ("SACKs received", f"{stats.sacks} ({stats.ecn_sacks} with ECN)"),
-                 ("timeouts", f"{stats.timeouts}"), ("final cwnd", f"{qp.requestor.cc.cwnd / 1024:.0f} KiB")):
-        table.add_row(k, v)
-    Console().print(table)
+    _print_summary(f"mrc write {src} -> {dst}", (
+        ("bytes", f"{nbytes}"), ("duration", f"{seconds:.3f} s"), ("goodput", _goodput(nbytes, seconds)),
+        ("packets sent", f"{stats.packets}"), ("retransmits", _counter(stats.retransmits)),
+        ("NACKs received", _counter(stats.nacks)), ("SACKs received", f"{stats.sacks} ({stats.ecn_sacks} with ECN)"),
+        ("timeouts", f"{stats.timeouts}"), ("final cwnd", f"{qp.requestor.cc.cwnd / 1024:.0f} KiB")))
     click.echo(f"sha256 {hashlib.sha256(data).hexdigest()}")
 
 
@@ -148,6 +156,8 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
 def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout):
     """Run an MRC responder on NIC address ADDR with one memory region, until COUNT
     WRITE_WITH_IMM completions arrive; print a summary with the region's SHA-256."""
+    from rich.console import Console
+
     nbytes = parse_size(size)
     console = Console(stderr=True)
     ep = _endpoint(addr)
@@ -173,14 +183,12 @@ def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout):
     finally:
         ep.close()
     seconds = got[-1][1] - t_start if t_start else 0.0
-    table = Table(title=f"mrc listen {ep.nic_addr}", show_header=False)
-    for k, v in (("bytes placed", f"{st.placed_bytes}"), ("duration", f"{seconds:.3f} s (first packet to last completion)"),
-                 ("goodput", _goodput(st.placed_bytes, seconds)), ("packets", f"{st.packets}"),
-                 ("duplicates", f"{st.duplicates}"), ("trimmed arrivals", f"{st.trimmed}"),
-                 ("bad ICRC", f"{st.bad_icrc} of {st.icrc_checked} checked"), ("SACKs sent", f"{st.sacks}"),
-                 ("NACKs sent", _counter(st.nacks)), ("immediates", ", ".join(f"{c.imm:#x}" for c, _ in got))):
-        table.add_row(k, v)
-    Console().print(table)
+    _print_summary(f"mrc listen {ep.nic_addr}", (
+        ("bytes placed", f"{st.placed_bytes}"), ("duration", f"{seconds:.3f} s (first packet to last completion)"),
+        ("goodput", _goodput(st.placed_bytes, seconds)), ("packets", f"{st.packets}"),
+        ("duplicates", f"{st.duplicates}"), ("trimmed arrivals", f"{st.trimmed}"),
+        ("bad ICRC", f"{st.bad_icrc} of {st.icrc_checked} checked"), ("SACKs sent", f"{st.sacks}"),
+        ("NACKs sent", _counter(st.nacks)), ("immediates", ", ".join(f"{c.imm:#x}" for c, _ in got))))
     click.echo(f"sha256 {mr.sha256()}")
 
 

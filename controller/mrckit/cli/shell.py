@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from ..control.lookup import looks_like_address, resolve_switch
 from ..errors import PrerequisiteError
 
 SHELL_ENV = "MRC_P4RT_PYTHON"
@@ -64,6 +63,8 @@ def register(main: click.Group) -> None:
         parts = election_id.split(",")
         if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
             raise click.BadParameter(f"{election_id!r}: expected HIGH,LOW, e.g. 0,1", param_hint="--election-id")
+        from ..control.lookup import looks_like_address, resolve_switch
+
         device_id = 1 if device_id is None and looks_like_address(address) else device_id
         if not looks_like_address(address):
             target = resolve_switch(address, topo)

@@ -9,16 +9,14 @@ import sys
 
 import click
 
-from ..topology import generate as gen
-from ..topology.compile import TARGETS, compile_fabric
-from ..topology.entries import HostConfig, SwitchConfig
-from ..topology.model import TopologyError
-from ..topology.paths import ev_classes_for_link, path_for_ev, paths
-from ..topology.plan import mac_str
-from ..topology.walk import Trace, walk
-from ..topology.yamlio import dump_topology, dumps_topology, load_topology
 from ..wire.ev import ev_unpack
 from ..wire.usid import DEFAULT_LOCATOR
+
+# Defaults shown in --help. mrckit.topology imports numpy, which `mrc` must not load just to
+# start, so these repeat mrckit.topology.generate's DEFAULT_* and compile.TARGETS
+# (tests/unit/cli checks that they agree).
+DEFAULT_PLANES, DEFAULT_SPINES, DEFAULT_LEAVES, DEFAULT_HOSTS_PER_LEAF, DEFAULT_MTU = 2, 2, 3, 2, 3500
+TARGETS = ("ebpf", "bmv2")
 
 
 class _IntType(click.ParamType):
@@ -54,18 +52,20 @@ def topo_group() -> None:
 
 
 @topo_group.command("gen")
-@click.option("--planes", type=int, default=gen.DEFAULT_PLANES, show_default=True, help="planes (1..16)")
-@click.option("--spines", type=int, default=gen.DEFAULT_SPINES, show_default=True, help="T1 per plane (1..256)")
-@click.option("--leaves", type=int, default=gen.DEFAULT_LEAVES, show_default=True, help="T0 per plane (1..1024)")
-@click.option("--hosts-per-leaf", type=int, default=gen.DEFAULT_HOSTS_PER_LEAF, show_default=True,
+@click.option("--planes", type=int, default=DEFAULT_PLANES, show_default=True, help="planes (1..16)")
+@click.option("--spines", type=int, default=DEFAULT_SPINES, show_default=True, help="T1 per plane (1..256)")
+@click.option("--leaves", type=int, default=DEFAULT_LEAVES, show_default=True, help="T0 per plane (1..1024)")
+@click.option("--hosts-per-leaf", type=int, default=DEFAULT_HOSTS_PER_LEAF, show_default=True,
               help="hosts per leaf, each with one port per plane")
 @click.option("--locator", default=str(ipaddress.IPv6Network((DEFAULT_LOCATOR << 96, 32))), show_default=True,
               help="uSID block, a /32")
-@click.option("--mtu", type=int, default=gen.DEFAULT_MTU, show_default=True, help="fabric link MTU, bytes")
+@click.option("--mtu", type=int, default=DEFAULT_MTU, show_default=True, help="fabric link MTU, bytes")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="file to write (default stdout)")
 def topo_gen(planes, spines, leaves, hosts_per_leaf, locator, mtu, output) -> None:
     """Generate a rail-aligned multi-plane two-tier Clos as YAML."""
-    topo = gen.generate_clos(planes, spines, leaves, hosts_per_leaf, locator=_locator(locator), mtu=mtu)
+    from ..topology import dump_topology, dumps_topology, generate_clos
+
+    topo = generate_clos(planes, spines, leaves, hosts_per_leaf, locator=_locator(locator), mtu=mtu)
     if output:
         dump_topology(topo, output)
         click.echo(f"wrote {output}: {topo.summary()}", err=True)
@@ -77,10 +77,15 @@ def topo_gen(planes, spines, leaves, hosts_per_leaf, locator, mtu, output) -> No
 @click.argument("topo_file", metavar="TOPO")
 def topo_check(topo_file) -> None:
     """Validate TOPO and print a one-line summary."""
+    from ..topology import load_topology
+
     click.echo(f"{topo_file}: ok: {load_topology(topo_file).summary()}")
 
 
-def _print_switch(cfg: SwitchConfig) -> None:
+def _print_switch(cfg) -> None:
+    """A :class:`mrckit.topology.SwitchConfig`: ports and table entries, one per line."""
+    from ..topology import mac_str
+
     click.echo(f"{cfg.name}: {cfg.role} {cfg.index} of plane {cfg.plane}, uSID 0x{cfg.usid:04x}")
     for p in cfg.ports:
         click.echo(f"  port {p.number:3d} {p.ifname:<10} {mac_str(p.mac)} -> {p.peer}:{p.peer_ifname} "
@@ -89,7 +94,10 @@ def _print_switch(cfg: SwitchConfig) -> None:
         click.echo(f"  {e}")
 
 
-def _print_host(cfg: HostConfig) -> None:
+def _print_host(cfg) -> None:
+    """A :class:`mrckit.topology.HostConfig`: addresses and ports, one per line."""
+    from ..topology import mac_str
+
     click.echo(f"{cfg.name}: NIC {cfg.nic_address}, leaf {cfg.leaf}, downlink {cfg.downlink}, mtu {cfg.mtu} "
                f"(NIC device {cfg.nic_mtu}), T1 per plane {list(cfg.t1_per_plane)}")
     for p in cfg.ports:
@@ -97,7 +105,7 @@ def _print_host(cfg: HostConfig) -> None:
                    f"{p.link}")
 
 
-def _json_switch(cfg: SwitchConfig) -> dict:
+def _json_switch(cfg) -> dict:
     return {"name": cfg.name, "role": cfg.role, "plane": cfg.plane, "index": cfg.index, "usid": cfg.usid,
             "ports": {p.number: p.ifname for p in cfg.ports},
             "entries": [{"table": e.table, "match": e.match, "action": e.action, "params": e.params}
@@ -112,6 +120,8 @@ def _json_switch(cfg: SwitchConfig) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="switch entries as JSON, one object per line")
 def topo_compile(topo_file, target, switches, hosts, as_json) -> None:
     """Compile TOPO and print switch tables and host configs (all, unless --switch/--host)."""
+    from ..topology import compile_fabric, load_topology
+
     fabric = compile_fabric(load_topology(topo_file), target)
     names = list(switches) or ([] if hosts else [s.name for s in fabric.topology.switches])
     for name in names:
@@ -128,6 +138,8 @@ def topo_compile(topo_file, target, switches, hosts, as_json) -> None:
 @click.argument("link")
 def topo_link(topo_file, link) -> None:
     """The EV classes whose paths cross LINK (e.g. p0/t0-1/t1-0), as patterns."""
+    from ..topology import ev_classes_for_link, load_topology
+
     for cls in ev_classes_for_link(load_topology(topo_file), link):
         click.echo(str(cls))
 
@@ -139,6 +151,8 @@ def topo_link(topo_file, link) -> None:
 def paths_cmd(topo_file, src, dst) -> None:
     """Every path from host SRC to host DST (names or NIC addresses): plane, spine, the EVs
     that take it, the uSID DA and the links it crosses."""
+    from ..topology import load_topology, paths
+
     topo = load_topology(topo_file)
     found = paths(topo, src, dst)
     s, d = topo.host(src), topo.host(dst)
@@ -149,7 +163,7 @@ def paths_cmd(topo_file, src, dst) -> None:
         click.echo(f"{p.plane:>5}  {spine:>5}  {p.ev_pattern():<10}  {str(p.da):<34}  {' '.join(p.links)}")
 
 
-def _print_trace(tr: Trace, planned: list[str] | None) -> None:
+def _print_trace(tr, planned: list[str] | None) -> None:
     plane, t1, salt = ev_unpack(tr.ev)
     click.echo(f"{tr.src} -> {tr.dst}, EV 0x{tr.ev:08x} (plane {plane}, T1 {t1}, salt 0x{salt:05x}), DA {tr.da}")
     click.echo(f"  {tr.src} sends on plane{plane} over {tr.links[0]}")
@@ -179,6 +193,8 @@ def _print_trace(tr: Trace, planned: list[str] | None) -> None:
 @click.option("--target", type=click.Choice(TARGETS), default="ebpf", show_default=True)
 def trace_cmd(topo_file, src, dst, ev, target) -> None:
     """Walk one packet from SRC to DST with EV through the compiled tables, hop by hop."""
+    from ..topology import TopologyError, compile_fabric, load_topology, path_for_ev, walk
+
     topo = load_topology(topo_file)
     tr = walk(compile_fabric(topo, target), src, dst, ev)
     try:
