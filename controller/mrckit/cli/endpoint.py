@@ -14,6 +14,7 @@ import time
 import click
 
 from ..errors import MrcError
+from .params import INT
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.I)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -30,23 +31,6 @@ def parse_size(text: str) -> int:
     if not m:
         raise MrcError(f"size {text!r} is not a number of bytes such as 4096, 64M or 1GiB")
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not an integer (decimal or 0x hex)") from None
-
-
-class _Int(click.ParamType):
-    name = "int"
-
-    def convert(self, value, param, ctx):
-        return value if isinstance(value, int) else _int(value)
-
-
-INT = _Int()
 
 
 def _endpoint(addr: str, **kw):

@@ -11,29 +11,13 @@ import click
 
 from ..wire.ev import ev_unpack
 from ..wire.usid import DEFAULT_LOCATOR
+from .params import INT
 
 # Defaults shown in --help. mrckit.topology imports numpy, which `mrc` must not load just to
 # start, so these repeat mrckit.topology.generate's DEFAULT_* and compile.TARGETS
 # (tests/unit/cli checks that they agree).
 DEFAULT_PLANES, DEFAULT_SPINES, DEFAULT_LEAVES, DEFAULT_HOSTS_PER_LEAF, DEFAULT_MTU = 2, 2, 3, 2, 3500
 TARGETS = ("ebpf", "bmv2")
-
-
-class _IntType(click.ParamType):
-    """An integer in decimal or with a 0x/0o/0b prefix (EVs are easier to read in hex)."""
-
-    name = "INT"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        try:
-            return int(value, 0)
-        except ValueError:
-            self.fail(f"{value!r} is not an integer (decimal or 0x...)", param, ctx)
-
-
-INT = _IntType()
 
 
 def _locator(text: str) -> int:

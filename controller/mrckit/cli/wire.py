@@ -6,22 +6,7 @@ import ipaddress
 
 import click
 
-
-def _int(text: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not an integer (decimal or 0x...)") from None
-
-
-class _IntType(click.ParamType):
-    name = "INT"
-
-    def convert(self, value, param, ctx):
-        return value if isinstance(value, int) else _int(value)
-
-
-INT = _IntType()
+from .params import INT
 
 
 @click.group()
