@@ -29,13 +29,3 @@ class PeerState:
     retired: dict[int, ProbeTarget] = field(default_factory=dict)  # ASSUMED_BAD, out of the set
     probes: dict[int, ProbeTarget] = field(default_factory=dict)   # probed EVs still in the set
     dead_planes: set[int] = field(default_factory=set)             # from PORT_STATUS_UPDATE
-
-
-@dataclass
-class ConfigureResult:
-    """What Configure did: XDP mode per port, template and backup sizes, warnings."""
-
-    ports: list[tuple[str, int, str]]
-    template_evs: int
-    backup_evs: int
-    warnings: list[str]
