@@ -333,6 +333,7 @@ struct pick_ctx {
 	__u32 dst_down;
 	__u32 slot;
 	__u32 found;
+	struct plane_port *pp; /* the accepted slot's port, so egress need not look it up again */
 };
 
 /* One scan position: consume it and accept its slot if the EV is usable. */
@@ -372,6 +373,7 @@ static long pick_one(__u32 i, void *data)
 		return 0;
 	c->slot = slot;
 	c->found = 1;
+	c->pp = pp;
 	return 1;
 }
 
@@ -487,7 +489,7 @@ static __always_inline void tx_account(struct ev_slot *s, __u32 len, __u64 now)
 SEC("tc")
 int mrc_host_egress(struct __sk_buff *skb)
 {
-	__u32 zero = 0, dst_leaf, dst_down, plane, n;
+	__u32 zero = 0, dst_leaf, dst_down, n;
 	struct pick_ctx pc = {};
 	struct host_config *cfg;
 	struct plane_port *pp;
@@ -558,17 +560,12 @@ int mrc_host_egress(struct __sk_buff *skb)
 	 * whose 2n positions always include one whole rotation, so every slot is tried once. */
 	if (!pick_one(0, &pc) || !pc.found)
 		bpf_loop(2 * n, pick_one, &pc, 0);
-	if (!pc.found || pc.slot >= HOST_MAX_EVS) {
+	pp = pc.pp;
+	if (!pc.found || pc.slot >= HOST_MAX_EVS || !pp) {
 		count(STAT_TX_DROP_NO_GOOD_EV);
 		return TC_ACT_SHOT;
 	}
 	s = &set->slots[SLOT_IDX(pc.slot)];
-	plane = (s->ev >> MRC_EV_PLANE_SHIFT) & MRC_EV_PLANE_MASK;
-	pp = bpf_map_lookup_elem(&plane_ports, &plane);
-	if (!pp) {
-		count(STAT_TX_DROP_NO_GOOD_EV);
-		return TC_ACT_SHOT;
-	}
 	if (tx_mark_inner(skb, s->ev, tclass) ||
 	    tx_push_outer(skb, cfg, pp, s->ev, tclass, dst_leaf, dst_down, inner_plen)) {
 		count(STAT_TX_DROP_ENCAP_FAILED);
