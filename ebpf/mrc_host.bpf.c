@@ -423,10 +423,16 @@ static __always_inline __u8 tx_dscp(__u8 opcode, __u8 bth_flags, __u8 *ecn)
 	return MRC_DSCP_CONTROL;
 }
 
-/* Write the EV into the inner header (UDP sport, flow label) and set the inner class. */
-static __always_inline int tx_mark_inner(struct __sk_buff *skb, __u32 ev, __u8 tclass)
+/* The first IPv6 word (version, traffic class, flow label = low 20 bits of the EV): the
+ * inner and the outer header carry the same one (design 3.1). */
+static __always_inline __be32 tx_word0(__u32 ev, __u8 tclass)
 {
-	__be32 word = bpf_htonl((6u << 28) | ((__u32)tclass << 20) | (ev & MRC_EV_FLOW_LABEL_MASK));
+	return bpf_htonl((6u << 28) | ((__u32)tclass << 20) | (ev & MRC_EV_FLOW_LABEL_MASK));
+}
+
+/* Write the EV into the inner header (UDP sport, flow label) and set the inner class. */
+static __always_inline int tx_mark_inner(struct __sk_buff *skb, __u32 ev, __be32 word)
+{
 	__be16 old_sport, csum, new_sport = bpf_htons(ev >> MRC_EV_SPORT_SHIFT);
 	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
 	__u8 *ip = data + OFF_IP6, *udp = data + OFF_IP6 + MRC_IPV6_LEN;
@@ -446,13 +452,12 @@ static __always_inline int tx_mark_inner(struct __sk_buff *skb, __u32 ev, __u8 t
 }
 
 static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_config *cfg,
-					 struct plane_port *pp, __u32 ev, __u8 tclass,
+					 struct plane_port *pp, __u32 ev, __be32 w0,
 					 __u32 dst_leaf, __u32 dst_down, __u16 inner_plen)
 {
 	__u8 hdr[MRC_ETH_LEN + MRC_IPV6_LEN];
 	__u32 plane = (ev >> MRC_EV_PLANE_SHIFT) & MRC_EV_PLANE_MASK;
 	__u32 t1 = (ev >> MRC_EV_T1_SHIFT) & MRC_EV_T1_MASK;
-	__be32 w0 = bpf_htonl((6u << 28) | ((__u32)tclass << 20) | (ev & MRC_EV_FLOW_LABEL_MASK));
 	__be16 plen = bpf_htons(inner_plen + MRC_IPV6_LEN);
 	void *data, *data_end;
 
@@ -498,6 +503,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 	__u8 src[16], dst[16], tclass, ecn;
 	__u8 *p, *data, *data_end;
 	__u16 inner_plen;
+	__be32 word0;
 
 	if (skb->protocol != bpf_htons(MRC_ETHERTYPE_IPV6))
 		goto other;
@@ -566,8 +572,9 @@ int mrc_host_egress(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 	s = &set->slots[SLOT_IDX(pc.slot)];
-	if (tx_mark_inner(skb, s->ev, tclass) ||
-	    tx_push_outer(skb, cfg, pp, s->ev, tclass, dst_leaf, dst_down, inner_plen)) {
+	word0 = tx_word0(s->ev, tclass);
+	if (tx_mark_inner(skb, s->ev, word0) ||
+	    tx_push_outer(skb, cfg, pp, s->ev, word0, dst_leaf, dst_down, inner_plen)) {
 		count(STAT_TX_DROP_ENCAP_FAILED);
 		return TC_ACT_SHOT;
 	}
