@@ -18,7 +18,12 @@ STATUS_DIR = Path("/run/mrckit/controller")
 
 
 def status_path(name: str, directory: Path | str = STATUS_DIR) -> Path:
-    """Where the controller called ``name`` keeps its status."""
+    """Where the controller called ``name`` keeps its status: ``directory/<name>.json``.
+
+    Raises:
+        MrcError: ``name`` is empty, holds a ``/`` or starts with ``.`` (it would leave
+            ``directory`` or hide the file).
+    """
     if not name or "/" in name or name.startswith("."):
         raise MrcError(f"controller name {name!r}: use letters, digits, '-' or '_'")
     return Path(directory) / f"{name}.json"
