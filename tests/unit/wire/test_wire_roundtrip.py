@@ -123,9 +123,13 @@ def test_truncated_frames_parse(case, data):
 @SETTINGS
 @given(frames(), st.binary(min_size=1, max_size=40))
 def test_garbage_after_udp_parses(case, garbage):
-    raw = bytes(case[0])
-    udp_end = raw.index(bytes.fromhex("12b7")) + 6
-    parse_frame(raw[:udp_end] + garbage)  # must not raise
+    frame = case[0]
+    raw = bytes(frame)
+    udp_end = len(raw) - len(bytes(frame[UDP].payload))
+    data = raw[:udp_end] + garbage
+    parsed = parse_frame(data)  # any bytes after UDP :4791 parse: short headers become Raw
+    assert parsed[UDP].dport == 4791 and bytes(parsed[UDP].payload) == garbage
+    assert bytes(parsed) == data
 
 
 def test_truncated_header_errors_name_the_header():
