@@ -12,7 +12,7 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.command("demo")
 @click.option("--target", type=click.Choice(["ebpf", "bmv2"]), default="ebpf", show_default=True,
               help="Switch target of the emulated fabric.")
-@click.option("--size", default="64M", show_default=True, help="Bytes to write, e.g. 16M, 64MiB, 1G.")
+@click.option("--size", default="96M", show_default=True, help="Bytes to write, e.g. 16M, 64MiB, 1G.")
 @click.option("--fail", "fail", type=click.Choice(["down", "flap", "loss", "blackhole"]), default="down",
               show_default=True, help="How the link p0/t0-1/t1-1 fails at a third of the transfer.")
 @click.option("--loss-percent", type=float, default=10.0, show_default=True, help="--fail loss: drop rate.")

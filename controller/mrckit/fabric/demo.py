@@ -30,12 +30,15 @@ from .observe import EventWatcher, EvTableSampler, controller_events, switch_cou
 from .scenario import Phases, RunRecord, analyze
 from .series import Recorder
 
-DEFAULT_SIZE = 64 << 20
+DEFAULT_SIZE = 96 << 20
 """Bytes written by default: a few seconds for the pure-Python endpoint on a small machine."""
 SENDER, RECEIVER = "h0-0", "h1-0"
 FAILED_PLANE, FAILED_LEAF, FAILED_SPINE = 0, 1, 1
 """The failed link p0/t0-1/t1-1: spine 1 of plane 0 to the receiver's leaf."""
 DEFAULT_LOSS_PERCENT, DEFAULT_FLAP_HZ = 10.0, 2.0
+MIN_FAULT_S = 1.5
+"""The fault lasts at least this long (unless 80 % of the bytes are placed first): the flap
+process must start, the agents detect and the controller deny, whatever the write's speed."""
 PHASE_POLL_S = 0.01
 """How often the main loop checks the bytes placed against the fault and restore points."""
 """Sampling period of the sender's EV counters and the responder's placed bytes."""
@@ -174,7 +177,7 @@ class _Run:
         rx.wait("ready", 60)
         tx.wait("ready", 60)
         sha_sent = hashlib.sha256(demo_data(seed, size)).hexdigest()
-        phases = Phases(size)
+        phases = Phases(size, min_fault_ns=int(MIN_FAULT_S * 1e9))
         rec = Recorder(time.monotonic_ns(), [(p, s) for p in range(self.fab.topology.planes)
                                              for s in range(_spines(self.fab.topology, p))])
         sampler = EvTableSampler(self.a, self.b.nic_address, rec, lambda: rx.state.get("placed", 0))
@@ -222,7 +225,7 @@ class _Run:
 
     def _step(self, sampler, placed: int, phases: Phases, marks: dict) -> None:
         self.obs.progress(min(placed, self.opts.size), self.opts.size)
-        action = phases.due(placed)
+        action = phases.due(placed, time.monotonic_ns())
         rows = sampler.last_rows
         if action == "fail":
             marks["fault_rows"] = rows

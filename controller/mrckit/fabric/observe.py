@@ -48,8 +48,11 @@ class EvTableSampler:
 
     def sample(self) -> None:
         """Read the EV table once and record it."""
+        # Stamped before the read: the counts are at least as new as the stamp, so a sample
+        # stamped after an event never holds counts from before it.
+        t_ns, placed = time.monotonic_ns(), self.placed()
         rows = self.rows()
-        self.rec.record(time.monotonic_ns(), self.placed(), rows)
+        self.rec.record(t_ns, placed, rows)
         self.last_rows = rows
 
     def rows(self) -> list[dict]:

@@ -16,7 +16,7 @@ from .report import DemoReport, path_name
 _MARKS = (  # failover field, label, colour, line style
     ("t_fault_s", "fault injected", "red", "--"),
     ("t_first_assumed_bad_s", "first EV ASSUMED_BAD", "darkorange", ":"),
-    ("t_failover_s", "failed path bypassed", "purple", "-."),
+    ("t_failover_s", "failover complete", "purple", "-."),
     ("t_deny_s", "controller DENY", "saddlebrown", ":"),
     ("t_restore_s", "fault restored", "green", "--"),
     ("t_deny_lifted_s", "DENY lifted", "olive", ":"),

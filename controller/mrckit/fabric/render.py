@@ -51,7 +51,8 @@ def failover(r: DemoReport) -> Table:
         ("fault", f"{r.fault.describe()} on {r.fault.link} at {_s(t0)}; "
                   f"the sender's path p{r.fault.plane}/s{r.fault.spine} crosses it"),
         ("first EV ASSUMED_BAD", _ms_after(f.t_first_assumed_bad_s, t0)),
-        ("failed path bypassed", _ms_after(f.t_failover_s, t0)),
+        ("path out of service", _ms_after(f.t_out_of_service_s, t0)),
+        ("failover complete", _ms_after(f.t_failover_s, t0)),
         ("last data packet on it", _ms_after(f.t_last_dead_tx_s, t0)),
         ("controller DENY", _ms_after(f.t_deny_s, t0) + (f"  {', '.join(f.deny_links)}" if f.deny_links else "")),
         ("restored", _s(f.t_restore_s)),

@@ -92,6 +92,7 @@ class Failover(BaseModel):
     t_fault_s: float
     t_restore_s: float
     t_first_assumed_bad_s: float | None = None
+    t_out_of_service_s: float | None = None
     t_failover_s: float | None = None
     t_last_dead_tx_s: float | None = None
     t_deny_s: float | None = None

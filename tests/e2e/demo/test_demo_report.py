@@ -30,6 +30,17 @@ def test_phases_fire_once_at_a_third_and_two_thirds():
         Phases(0)
 
 
+def test_restore_waits_for_the_minimum_fault_but_not_past_the_latest_fraction():
+    ph = Phases(1000, min_fault_ns=100, latest_restore=0.8)
+    assert ph.due(400, now_ns=10) == "fail"
+    assert ph.due(700, now_ns=50) is None          # two thirds, but the fault is 40 ns old
+    assert ph.due(750, now_ns=110) == "restore"    # 100 ns of fault
+    ph = Phases(1000, min_fault_ns=100, latest_restore=0.8)
+    assert ph.due(340, now_ns=0) == "fail"
+    assert ph.due(799, now_ns=20) is None
+    assert ph.due(800, now_ns=30) == "restore"     # 80 % of the bytes: restore anyway
+
+
 def test_path_counter_keeps_counts_across_replacement_and_return():
     pc = PathCounter()
     a, b = 0x0010_0001, 0x0000_0002
@@ -60,7 +71,8 @@ def test_down_run_passes_with_silent_dead_path(kind):
     f = report.failover
     assert f.t_fault_s == pytest.approx(1.0) and f.t_restore_s == pytest.approx(2.0)
     assert f.t_first_assumed_bad_s == pytest.approx(1.005)
-    assert f.t_failover_s == pytest.approx(1.005)      # every dead EV retired by then
+    assert f.t_out_of_service_s == pytest.approx(1.005)  # every dead EV retired by then
+    assert f.t_failover_s == pytest.approx(1.005)        # and its last packet (1.0 s) had left
     assert f.t_deny_s == pytest.approx(1.031) and f.deny_links == ["p0/t0-1/t1-1"]
     assert f.t_deny_lifted_s == pytest.approx(2.040)
     assert f.t_last_dead_tx_s == pytest.approx(1.0)
