@@ -135,11 +135,6 @@ def fault_dir(ns: str, ifname: str, hook: str = "xdp") -> str:
     return bpf.pin_path("fault", ns, ifname, hook)
 
 
-def is_attached(ns: str, ifname: str, *, hook: str = "xdp") -> bool:
-    """Whether a fault program of ours is recorded at (ns, ifname, hook)."""
-    return os.path.exists(os.path.join(fault_dir(ns, ifname, hook), "cfg"))
-
-
 def attach(ns: str, ifname: str, fault: Fault = Fault(), *, hook: str = "xdp") -> None:
     """Put a fault program on ``ifname`` in ``ns`` at ``hook``, configured with ``fault``.
 

@@ -75,11 +75,3 @@ def _unique_salts(rng: random.Random, n: int):
         if salt not in seen:
             seen.add(salt)
             yield salt
-
-
-def fresh_ev(plane: int, t1: int, used: set[int], rng: random.Random) -> int:
-    """A new EV on (plane, t1) whose salt differs from every EV in ``used``."""
-    while True:
-        ev = ev_pack(plane, t1, rng.randint(1, SALT_MASK))
-        if ev not in used:
-            return ev

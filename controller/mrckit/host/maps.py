@@ -71,7 +71,6 @@ class Stat(IntEnum):
     EVENTS_LOST = 25
 
 
-N_STATS = len(Stat)
 TX_DROPS = tuple(s for s in Stat if s.name.startswith("TX_DROP_"))
 RX_DROPS = tuple(s for s in Stat if s.name.startswith("RX_DROP_"))
 

@@ -38,8 +38,3 @@ def create_nic_device(nic_dev: str, nic_address: str | ipaddress.IPv6Address, po
     run(["ip", "-6", "addr", "add", f"{ipaddress.IPv6Address(nic_address)}/128", "dev", nic_dev, "nodad"], ns=ns)
     run(["ip", "-6", "neigh", "replace", GATEWAY, "lladdr", GATEWAY_MAC, "dev", nic_dev, "nud", "permanent"], ns=ns)
     run(["ip", "-6", "route", "replace", NIC_PREFIX, "via", GATEWAY, "dev", nic_dev], ns=ns)
-
-
-def delete_nic_device(nic_dev: str, ns: str | None = None) -> None:
-    """Remove the NIC device pair (quiet if absent)."""
-    run(["ip", "link", "del", nic_dev], ns=ns, check=False)
