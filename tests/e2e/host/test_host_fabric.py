@@ -1,35 +1,13 @@
 """The host dataplane and agents on a 2-plane, 2-spine Clos of eBPF switches (design 5)."""
 
-import socket
-import time
-
 import pytest
 from fabric import clos
+from host_helpers import udp_socket, wait_for
 
-from mrckit import netns
 from mrckit.host.config import Settings
 from mrckit.wire.constants import EvState
 
 pytestmark = pytest.mark.root
-SO_RCVBUFFORCE = 33
-
-
-def udp_socket(ns: str, addr: str, port: int) -> socket.socket:
-    with netns.enter(ns):
-        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
-        s.bind((addr, port))
-    s.settimeout(3)
-    return s
-
-
-def wait_for(cond, timeout=5.0, step=0.005):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(step)
-    return bool(cond())
 
 
 def test_socket_traffic_crosses_every_plane_and_spine_intact(make_netns):

@@ -1,34 +1,11 @@
 """Two hosts wired port to port: the dataplane and the agent over real veth, sockets and XDP."""
 
-import socket
-import time
-
 import pytest
+from host_helpers import udp_socket, wait_for
 from hostpair import host_pair
 
-from mrckit import netns
 from mrckit.host.maps import Reason
 from mrckit.wire.constants import EvState
-
-SO_RCVBUFFORCE = 33  # asm-generic/socket.h; root may exceed rmem_max
-
-
-def udp_socket(ns: str, addr: str, port: int) -> socket.socket:
-    with netns.enter(ns):
-        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
-        s.bind((addr, port))
-    s.settimeout(2)
-    return s
-
-
-def wait_for(cond, timeout=5.0, step=0.01):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(step)
-    return cond()
 
 
 def test_ordinary_socket_traffic_arrives_intact_over_both_planes(make_netns):
