@@ -51,9 +51,10 @@ def test_every_enum_member_is_generated(enum, prefix):
 
 def test_every_length_and_port_is_generated():
     consts = all_constants()
-    for name in dir(k):
-        if name.endswith("_LEN") or name.startswith(("UDP_PORT", "BTH_FLAG", "MAX_")):
-            assert consts[f"MRC_{name}"] == getattr(k, name), name
+    names = [n for n in dir(k) if n.endswith("_LEN") or n.startswith(("UDP_PORT", "BTH_FLAG", "MAX_"))]
+    assert {"BTH_LEN", "UDP_PORT_ROCEV2", "MAX_PLANES"} <= set(names)  # the filter still finds them
+    for name in names:
+        assert consts[f"MRC_{name}"] == getattr(k, name), name
 
 
 def _p4_consts(text: str) -> dict[str, tuple[int, int]]:
