@@ -169,10 +169,11 @@ class _Run:
         size, seed = self.opts.size, random.getrandbits(32)
         common = ["--size", str(size), "--seed", str(seed), "--rkey", str(RKEY)]
         rx = WorkerProcess(self.b, ["respond", "--nic", self.b.nic_address, "--peer", self.a.nic_address,
-                              "--qpn", str(QPN_RECEIVER), "--remote-qpn", str(QPN_SENDER), *common])
+                                    "--qpn", str(QPN_RECEIVER), "--remote-qpn", str(QPN_SENDER), *common])
         workers.append(rx)
         tx = WorkerProcess(self.a, ["write", "--nic", self.a.nic_address, "--peer", self.b.nic_address,
-                              "--qpn", str(QPN_SENDER), "--remote-qpn", str(QPN_RECEIVER), "--imm", str(IMM), *common])
+                                    "--qpn", str(QPN_SENDER), "--remote-qpn", str(QPN_RECEIVER),
+                                    "--imm", str(IMM), *common])
         workers.append(tx)
         rx.wait("ready", 60)
         tx.wait("ready", 60)
@@ -185,15 +186,8 @@ class _Run:
                  f"[{self.b.nic_address}], sprayed over every plane and spine")
         tx.send("go")
         marks = dict(t_fault=None, t_restore=None, fault_rows=[], restore_rows=[])
-        deadline = time.monotonic() + WRITE_TIMEOUT_S
         try:
-            while "done" not in tx.state and "error" not in tx.state:
-                tx.check_alive()
-                if time.monotonic() > deadline:
-                    raise MrcError(f"the write did not complete in {WRITE_TIMEOUT_S:.0f} s "
-                                   f"({rx.state.get('placed', 0)} of {size} B placed)")
-                self._step(sampler, rx.state.get("placed", 0), phases, marks)
-                time.sleep(PHASE_POLL_S)
+            self._drive(tx, rx, sampler, phases, marks)
             if "error" in tx.state:
                 raise MrcError(f"the write failed: {tx.state['error']}")
             sampler.stop()  # before the responder's verification, which takes a while
@@ -222,6 +216,17 @@ class _Run:
             endpoint=_endpoint_counts(rq, rs), switches=SwitchCounts(),
             events=events, controller=controller_events(self.fab), fault_log=self.fault_log,
             demo_log=self.demo_log, fault_rows=marks["fault_rows"], restore_rows=marks["restore_rows"])
+
+    def _drive(self, tx, rx, sampler, phases: Phases, marks: dict) -> None:
+        """Until the writer reports, fire the fault and the restore as the bytes come in."""
+        deadline = time.monotonic() + WRITE_TIMEOUT_S
+        while "done" not in tx.state and "error" not in tx.state:
+            tx.check_alive()
+            if time.monotonic() > deadline:
+                raise MrcError(f"the write did not complete in {WRITE_TIMEOUT_S:.0f} s "
+                               f"({rx.state.get('placed', 0)} of {self.opts.size} B placed)")
+            self._step(sampler, rx.state.get("placed", 0), phases, marks)
+            time.sleep(PHASE_POLL_S)
 
     def _step(self, sampler, placed: int, phases: Phases, marks: dict) -> None:
         self.obs.progress(min(placed, self.opts.size), self.opts.size)
