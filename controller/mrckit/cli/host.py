@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from datetime import datetime
 
@@ -68,14 +69,21 @@ def _stub(target: str):
     return pbg.HostAgentStub(grpc.insecure_channel(address)), address
 
 
-def _call(fn, *args, **kw):
+@contextlib.contextmanager
+def _agent_errors():
+    """A failed RPC (agent down, bad request) as one line on stderr and exit status 2."""
     import grpc
 
     try:
-        return fn(*args, **kw)
+        yield
     except grpc.RpcError as exc:
         click.echo(f"mrc: error: host agent: {exc.code().name}: {exc.details()}", err=True)
         sys.exit(2)
+
+
+def _call(fn, *args, **kw):
+    with _agent_errors():
+        return fn(*args, **kw)
 
 
 @host.command()
@@ -113,12 +121,10 @@ def ev(target, peer, state) -> None:
 @click.option("--replay", is_flag=True, help="First print the events kept since the agent started.")
 def events(target, replay) -> None:
     """Stream HOST's EV events (state changes and probe results) until Ctrl-C."""
-    import grpc
-
     from ..proto import host_agent_pb2 as pb
 
     stub, _ = _stub(target)
-    try:
+    with _agent_errors():
         for e in stub.WatchEvents(pb.WatchEventsRequest(replay=replay)):
             when = datetime.fromtimestamp(e.wall_time_ns / 1e9).strftime("%H:%M:%S.%f")
             what = f"{pb.EvState.Name(e.old_state)} -> {pb.EvState.Name(e.new_state)}"
@@ -126,9 +132,6 @@ def events(target, replay) -> None:
             extra += f" probe_ok={e.probe_ok}" if e.reason == "PROBE_RESULT" else ""
             extra += f" link={e.link}" if e.link else ""
             click.echo(f"{when} {e.peer or '-'} ev=0x{e.ev:08x} plane={e.plane} {what} {e.reason}{extra}")
-    except grpc.RpcError as exc:
-        click.echo(f"mrc: error: host agent: {exc.code().name}: {exc.details()}", err=True)
-        sys.exit(2)
 
 
 @host.command()
