@@ -28,8 +28,8 @@ def test_help_loads_no_heavy_package():
 
 
 def test_probe_sees_heavy_imports():
-    # The probe itself must be able to fail: a module that does import numpy is reported.
-    assert _loaded_after("import mrckit.topology") == ["numpy"]
+    # The probe itself must be able to fail: a heavy import is reported.
+    assert "numpy" in _loaded_after("import numpy")
 
 
 def test_controller_defaults_match_library():
