@@ -54,12 +54,13 @@ def usid(value: int | None, plane: int | None, role: str, index: int) -> None:
 @click.option("--src-leaf", type=INT, required=True)
 @click.option("--dst-leaf", type=INT, required=True)
 @click.option("--downlink", type=INT, required=True, help="Downlink of the destination host.")
-@click.option("--locator", default="fcbb:bb00::", show_default=True, help="uSID block (/32).")
-def path(plane: int, t1: int, src_leaf: int, dst_leaf: int, downlink: int, locator: str) -> None:
+@click.option("--locator", default="fcbb:bb00::", show_default=True, callback=lambda c, p, v: _locator(v),
+              help="uSID block (/32).")
+def path(plane: int, t1: int, src_leaf: int, dst_leaf: int, downlink: int, locator: int) -> None:
     """Show the outer DA of a path and how each switch shifts it (RFC 9800 uN)."""
     from ..wire import active_prefix, path_da, path_usids, to_ipv6, un_shift, usid_unpack
 
-    loc = int(ipaddress.IPv6Address(locator)) >> 96
+    loc = locator
     hops = path_usids(plane, t1, src_leaf, dst_leaf, downlink)
     da = int(path_da(plane, t1, src_leaf, dst_leaf, downlink, locator=loc))
     click.echo(f"{'sent':<16} {str(to_ipv6(da)):<40} -> {_name(usid_unpack(hops[0]))}")
@@ -70,6 +71,18 @@ def path(plane: int, t1: int, src_leaf: int, dst_leaf: int, downlink: int, locat
                    f"FIB key 0x{active_prefix(da):012x} -> {nxt}")
 
 
+def _locator(text: str) -> int:
+    """The top 32 bits of a uSID block given as ``fcbb:bb00::`` or ``fcbb:bb00::/32``; bits
+    below /32 would be cut off silently by the shift, so they are an error."""
+    try:
+        net = ipaddress.IPv6Network(text if "/" in text else f"{text}/32", strict=True)
+    except ValueError as exc:
+        raise click.BadParameter(f"{text!r}: {exc}") from None
+    if net.prefixlen != 32:
+        raise click.BadParameter(f"{text!r} is not a /32 uSID block")
+    return int(net.network_address) >> 96
+
+
 def _name(fields) -> str:
     return f"{fields.role.name}({fields.plane},{fields.index})"
 
@@ -78,11 +91,17 @@ def _name(fields) -> str:
 @click.argument("pcap", type=click.Path(exists=True, dir_okay=False))
 def decode(pcap: str) -> None:
     """List the MRC packets of a capture: opcode, QP, PSN, flags, EV, DSCP, ICRC."""
+    from scapy.error import Scapy_Exception
     from scapy.utils import PcapReader
 
+    from ..errors import MrcError
     from ..wire.packet import describe, parse_frame
 
-    with PcapReader(pcap) as reader:
+    try:
+        reader = PcapReader(pcap)
+    except Scapy_Exception as exc:
+        raise MrcError(f"{pcap}: not a pcap or pcapng capture ({exc})") from None
+    with reader:
         for number, packet in enumerate(reader, 1):
             try:
                 info = describe(parse_frame(bytes(packet)))

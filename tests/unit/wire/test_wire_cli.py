@@ -62,3 +62,20 @@ def test_decode_lists_a_capture(tmp_path):
     assert "flags R" in lines[3] and "icrc none" in lines[3] and "dscp 11" in lines[3]
     assert lines[4].split()[1] == "PROBE" and lines[4].endswith("icrc bad")
     assert lines[5].split() == ["6", "not", "MRC"]
+
+
+def test_decode_of_a_file_that_is_no_capture_is_one_line(tmp_path):
+    for name, content in (("text.pcap", b"hello\n"), ("empty.pcap", b"")):
+        (tmp_path / name).write_bytes(content)
+        result = run("decode", str(tmp_path / name))
+        assert result.exit_code == 2, result.output
+        assert result.output.startswith(f"mrc: error: {tmp_path / name}: not a pcap or pcapng capture")
+        assert result.output.count("\n") == 1
+
+
+def test_path_locator_must_be_a_32_bit_block():
+    args = ["path", "--plane", "0", "--src-leaf", "0", "--dst-leaf", "1", "--downlink", "0", "--locator"]
+    assert run(*args, "fcbb:bb00::/32").output.split()[1] == "fcbb:bb00:400:800:401:c00::"
+    for bad in ("fcbb:bb00:1::", "fcbb:bb00::/48", "garbage"):
+        result = run(*args, bad)
+        assert result.exit_code == 2 and "--locator" in result.output, (bad, result.output)
