@@ -71,14 +71,9 @@ async def finsy_batch(address: str, n: int, device_id: int, blob: bytes, base: i
         start = time.perf_counter()
         await sw.insert(entries)
         elapsed = time.perf_counter() - start
-        keys = {next(iter(e.match.values())) async for e in _read_fib(sw)}
+        keys = {next(iter(e.match.values())) async for e in sw.read(finsy.P4TableEntry("usid_fib"))}
         assert all(base + i in keys for i in range(n)), "entries missing on read-back"
     return elapsed
-
-
-async def _read_fib(sw):
-    async for e in sw.read(finsy.P4TableEntry("usid_fib")):
-        yield e
 
 
 def shell_one_by_one(address: str, n: int, base: int) -> float | None:
