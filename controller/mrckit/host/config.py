@@ -154,6 +154,13 @@ def to_proto(cfg: AgentConfig) -> pb.ConfigureRequest:
                                   seed=s.seed, min_unacked=s.min_unacked))
 
 
+def _address(host: str, field: str, text: str) -> ipaddress.IPv6Address:
+    try:
+        return ipaddress.IPv6Address(text)
+    except ValueError:
+        raise MrcError(f"host {host}: {field} {text!r} is not an IPv6 address") from None
+
+
 def from_proto(req: pb.ConfigureRequest) -> AgentConfig:
     """An :class:`AgentConfig` from a ``ConfigureRequest`` (zero settings take defaults).
 
@@ -161,12 +168,9 @@ def from_proto(req: pb.ConfigureRequest) -> AgentConfig:
         MrcError: an address that does not parse (validate() checks the rest).
     """
     h, s, d = req.host, req.settings, Settings()
-    try:
-        ports = tuple(Port(p.plane, p.ifname, ipaddress.IPv6Address(p.address), p.mac,
-                           p.neighbor_mac, p.link) for p in h.ports)
-        nic = ipaddress.IPv6Address(h.nic_address)
-    except ValueError as exc:
-        raise MrcError(f"host {h.name}: {exc}") from None
+    ports = tuple(Port(p.plane, p.ifname, _address(h.name, f"ports[{i}].address", p.address), p.mac,
+                       p.neighbor_mac, p.link) for i, p in enumerate(h.ports))
+    nic = _address(h.name, "nic_address", h.nic_address)
     settings = Settings(
         ev_count=s.ev_count or d.ev_count,
         backups_per_plane=s.backups_per_plane or d.backups_per_plane,

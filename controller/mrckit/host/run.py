@@ -37,21 +37,34 @@ def pid_file(name: str) -> Path:
 
 
 def load_config(path: str | os.PathLike) -> AgentConfig:
-    """Read a host config file (YAML). Raises MrcError naming the file and the bad field."""
+    """Read a host config file (YAML). Raises MrcError naming the file and the bad field, in
+    one line (a YAML error gives its line)."""
     try:
         doc = yaml.safe_load(Path(path).read_text())
+    except UnicodeDecodeError as exc:
+        raise MrcError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
     except yaml.YAMLError as exc:
-        raise MrcError(f"{path}: not valid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise MrcError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
     if not isinstance(doc, dict):
         raise MrcError(f"{path}: expected a mapping with 'host:' (and optionally 'settings:')")
     if "host" not in doc:
         doc = {"host": doc}
-    if isinstance(doc["host"].get("locator"), str):
-        doc["host"]["locator"] = int(doc["host"]["locator"], 0)
+    for key in ("host", "settings"):
+        if key in doc and not isinstance(doc[key], dict):
+            raise MrcError(f"{path}: '{key}' must be a mapping, got {type(doc[key]).__name__}")
+    locator = doc["host"].get("locator")
+    if isinstance(locator, str):
+        try:
+            doc["host"]["locator"] = int(locator, 0)
+        except ValueError:
+            raise MrcError(f"{path}: host.locator {locator!r} is not an integer (e.g. 0xfcbbbb00)") from None
     try:
         req = json_format.ParseDict(doc, pb.ConfigureRequest())
     except json_format.ParseError as exc:
-        raise MrcError(f"{path}: {exc}") from None
+        # protobuf appends a second line listing the fields in JSON (camelCase) spelling.
+        raise MrcError(f"{path}: {str(exc).splitlines()[0]}") from None
     cfg = from_proto(req)
     cfg.validate()
     return cfg

@@ -121,3 +121,31 @@ def test_encapsulated_frame_follows_the_evs_path():
     assert (outer.nh, outer.tc >> 2, outer.fl, inner.fl) == (41, 46, 0x4321, 0x4321)
     assert (inner[UDP].sport, inner[UDP].dport, inner[UDP].chksum) == (ev >> 16, 4791, 0)
     assert icrc_check(bytes(inner)) and bytes(inner[UDP].payload)[:-4] == l4
+
+
+@pytest.mark.parametrize("text, message", [
+    ("host: [1, 2]\n", r"'host' must be a mapping, got list"),
+    ("host: foo\n", r"'host' must be a mapping, got str"),
+    ("host: {name: x}\nsettings: 5\n", r"'settings' must be a mapping, got int"),
+    ("host: {name: x, locator: zz}\n", r"host.locator 'zz' is not an integer"),
+    ("host: {name: x, nic_address: 8.8.8.8}\n", r"host x: nic_address '8.8.8.8' is not an IPv6 address"),
+    ("host: {name: x, bogus: 1}\n", r"has no field named \"bogus\""),
+    ("host:\n  name: [\n", r"c.yaml:3: not valid YAML"),
+])
+def test_config_file_mistakes_are_one_line_errors(tmp_path, text, message):
+    from mrckit.host.run import load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(MrcError, match=message) as info:
+        load_config(path)
+    assert "\n" not in str(info.value)
+
+
+def test_config_file_that_is_not_text(tmp_path):
+    from mrckit.host.run import load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_bytes(b"\xff\xfe")
+    with pytest.raises(MrcError, match="not a UTF-8 text file"):
+        load_config(path)
