@@ -43,6 +43,15 @@ def _endpoint(addr: str, **kw):
                        "interface of this network namespace, and the port free?)") from None
 
 
+def _allocate(size: str, nbytes: int, make):
+    """``make(nbytes)``, with running out of memory reported as a user mistake (a size such
+    as 1T is accepted by the parser but cannot be held in this process)."""
+    try:
+        return make(nbytes)
+    except (MemoryError, OverflowError):
+        raise MrcError(f"size {size} ({nbytes} B) does not fit in this machine's memory") from None
+
+
 def _progress(console):
     """A rich byte-count progress bar on ``console`` (rich is imported here: ``mrc`` starts fast)."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TransferSpeedColumn
@@ -72,7 +81,7 @@ def _counter(c) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(c.items())) or "none"
 
 
-@click.command("write")
+@click.command("write", short_help="Write SIZE random bytes from SRC into the listener at DST.")
 @click.argument("src")
 @click.argument("dst")
 @click.argument("size")
@@ -95,8 +104,10 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
     from ..endpoint import QpConfig, QpError, RetryConfig
 
     nbytes = parse_size(size)
+    if timeout <= 0:
+        raise MrcError(f"--timeout {timeout}: must be a positive number of seconds")
     config = QpConfig(mtu=mtu, mpr=mpr, retry=RetryConfig(rto_exp, linear_retries, exp_retries))
-    data = os.urandom(nbytes)
+    data = _allocate(size, nbytes, os.urandom)
     console = Console(stderr=True)
     ep = _endpoint(src)
     try:
@@ -143,11 +154,15 @@ def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout):
     from rich.console import Console
 
     nbytes = parse_size(size)
+    if count < 1:
+        raise MrcError(f"--count {count}: must be at least 1")
+    if timeout is not None and timeout <= 0:
+        raise MrcError(f"--timeout {timeout}: must be a positive number of seconds")
     console = Console(stderr=True)
     ep = _endpoint(addr)
     got = []
     try:
-        mr = ep.register_mr(nbytes, base_va=va, rkey=rkey)
+        mr = _allocate(size, nbytes, lambda n: ep.register_mr(n, base_va=va, rkey=rkey))
         ep.create_qp(peer, qpn=qpn, remote_qpn=remote_qpn)
         console.print(f"listening on [{ep.nic_addr}]:4791 QP {qpn:#x} rkey {rkey:#x} VA {va:#x} size {nbytes}")
         st = ep.responder.stats

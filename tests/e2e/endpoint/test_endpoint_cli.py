@@ -41,6 +41,10 @@ def test_listen_and_write(netns_pair):
     (["write", ADDR_A, ADDR_B, "12X"], "size '12X'"),
     (["write", ADDR_A, "not-an-address", "1M"], "not an IPv6 NIC address"),
     (["listen", "2001:db8:ffff::1"], "cannot bind"),
+    (["write", ADDR_A, ADDR_B, "1T"], "size 1T (1099511627776 B) does not fit in this machine's memory"),
+    (["listen", ADDR_A, "--size", "1T"], "size 1T (1099511627776 B) does not fit in this machine's memory"),
+    (["listen", ADDR_A, "--count", "0"], "--count 0: must be at least 1"),
+    (["write", ADDR_A, ADDR_B, "1M", "--timeout", "0"], "--timeout 0.0: must be a positive number"),
 ])
 def test_user_mistakes_are_one_line(netns_pair, args, message):
     proc = _mrc(netns_pair.ns_a, *args)
