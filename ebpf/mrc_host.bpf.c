@@ -13,6 +13,12 @@
  *
  * The per-peer EV set lives in an LRU map seeded from the template on the first packet to a
  * peer; the agent (controller/mrckit/host) owns the maps and mirrors these structs with ctypes.
+ *
+ * Loss retirement (MRC path health, mrc-facts section 1; docs/host.md): tc egress records the
+ * EV of every data packet by (peer, PSN) in tx_records; XDP ingress marks a record when a NACK
+ * echoes that PSN and EV (the packet reached the receiver, trimmed or refused); a retransmission
+ * of a PSN whose record is unmarked means its EV lost the packet outright, so tc egress makes
+ * that EV ASSUMED_BAD before it picks one for the retransmission.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -39,6 +45,7 @@ enum ev_reason {
 	REASON_NACK_TRIMMED = 2,
 	REASON_SACK_ALWAYS_SKIP = 3,
 	REASON_SKIP_EXPIRED = 4,
+	REASON_LOSS = 5,
 };
 
 /* Counter indexes of host_stats; mirrored by mrckit.host.maps.Stat. Every XDP_DROP and
@@ -70,6 +77,12 @@ enum host_stat {
 	STAT_FB_UNKNOWN_EV,
 	STAT_FB_SHORT,
 	STAT_EVENTS_LOST,
+	STAT_RTX_SEEN,          /* data retransmissions that tc egress looked up */
+	STAT_RTX_UNKNOWN_PSN,   /* ... with no record (evicted, or another QP's PSN) */
+	STAT_RTX_AFTER_NACK,    /* ... whose original was NACKed: reached the receiver, no penalty */
+	STAT_LOSS_RETIRED,      /* ... whose original EV became ASSUMED_BAD (reason LOSS) */
+	STAT_LOSS_EV_GONE,      /* ... whose original EV was already replaced, not GOOD/SKIP */
+	STAT_NACK_MARKED,       /* NACKs that matched a tx record (PSN and echoed EV) */
 	STAT_MAX,
 };
 
@@ -136,6 +149,23 @@ struct link_key {
 #define LINK_T1 1
 #define LINK_DOWN 2
 
+/* Key of tx_records: one data PSN sent to one peer. The QP cannot be part of the key: the
+ * data packet's BTH names the responder's QP, the NACK's BTH the requestor's own. */
+struct tx_key {
+	__u8 peer[16];       /* peer NIC address, network order */
+	__u32 psn;           /* BTH PSN (24 bits), host order */
+};
+
+/* Which EV carried the last transmission of a PSN. */
+struct tx_rec {
+	__u32 ev;
+	__u16 slot;          /* slot of the peer's EV set that held ev */
+	__u8 nacked;         /* a NACK echoed this PSN and EV: not lost on the path */
+	__u8 pad;
+	__u32 dqpn;          /* the data packet's destination QP: guards against another QP's PSN */
+};
+#define HOST_TX_RECORDS 65536
+
 /* A dataplane EV state change, pushed to the agent through ev_events. */
 struct ev_event {
 	__u8 peer[16];
@@ -191,6 +221,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } host_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, HOST_TX_RECORDS);
+	__type(key, struct tx_key);
+	__type(value, struct tx_rec);
+} tx_records SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -491,11 +528,52 @@ static __always_inline void tx_account(struct ev_slot *s, __u32 len, __u64 now)
 		s->pending_ns = now;
 }
 
+static __always_inline int is_data(__u8 opcode)
+{
+	return opcode >= MRC_OP_WRITE_FIRST && opcode <= MRC_OP_WRITE_ONLY_IMM;
+}
+
+/* A retransmission of PSN key->psn: if the EV that carried the previous transmission was not
+ * answered by a NACK, that packet was lost outright and the EV is retired (mrc-facts 1). */
+static __always_inline void rtx_verdict(struct tx_key *key, __u32 dqpn, struct ev_set *set,
+					__u64 now)
+{
+	struct tx_rec *r = bpf_map_lookup_elem(&tx_records, key);
+	struct ev_slot *s;
+
+	count(STAT_RTX_SEEN);
+	if (!r || r->dqpn != dqpn) {
+		count(STAT_RTX_UNKNOWN_PSN);
+		return;
+	}
+	if (r->nacked) {
+		count(STAT_RTX_AFTER_NACK);
+		return;
+	}
+	s = &set->slots[SLOT_IDX(r->slot)];
+	if (r->slot >= set->n || s->ev != r->ev ||
+	    (s->state != MRC_EV_STATE_GOOD && s->state != MRC_EV_STATE_SKIP)) {
+		count(STAT_LOSS_EV_GONE);
+		return;
+	}
+	count(STAT_LOSS_RETIRED);
+	emit(key->peer, s, MRC_EV_STATE_ASSUMED_BAD, REASON_LOSS, now);
+}
+
+static __always_inline void tx_record(struct tx_key *key, __u32 dqpn, struct ev_slot *s,
+				      __u32 slot)
+{
+	struct tx_rec r = { .ev = s->ev, .slot = slot, .dqpn = dqpn };
+
+	bpf_map_update_elem(&tx_records, key, &r, BPF_ANY);
+}
+
 SEC("tc")
 int mrc_host_egress(struct __sk_buff *skb)
 {
 	__u32 zero = 0, dst_leaf, dst_down, n;
 	struct pick_ctx pc = {};
+	struct tx_key key = {};
 	struct host_config *cfg;
 	struct plane_port *pp;
 	struct ev_set *set;
@@ -503,7 +581,9 @@ int mrc_host_egress(struct __sk_buff *skb)
 	__u8 src[16], dst[16], tclass, ecn;
 	__u8 *p, *data, *data_end;
 	__u16 inner_plen;
+	__u32 dqpn = 0;
 	__be32 word0;
+	int data_pkt;
 
 	if (skb->protocol != bpf_htons(MRC_ETHERTYPE_IPV6))
 		goto other;
@@ -539,6 +619,11 @@ int mrc_host_egress(struct __sk_buff *skb)
 		count(STAT_TX_DROP_MALFORMED);
 		return TC_ACT_SHOT;
 	}
+	data_pkt = is_data(p[48]);
+	if (data_pkt) {
+		dqpn = ((__u32)p[53] << 16) | ((__u32)p[54] << 8) | p[55];
+		key.psn = ((__u32)p[57] << 16) | ((__u32)p[58] << 8) | p[59];
+	}
 	tclass = tx_dscp(p[48], p[56], &ecn);
 	tclass = (tclass << MRC_IPV6_DSCP_SHIFT) | ecn;
 	if (!parse_nic(dst, &dst_leaf, &dst_down)) {
@@ -555,10 +640,16 @@ int mrc_host_egress(struct __sk_buff *skb)
 		count(STAT_TX_DROP_NO_GOOD_EV);
 		return TC_ACT_SHOT;
 	}
+	pc.now = bpf_ktime_get_ns();
+	if (data_pkt) {
+		__builtin_memcpy(key.peer, dst, 16);
+		/* Before the pick, so the retransmission itself avoids the retired EV. */
+		if (p[56] & MRC_BTH_FLAG_RTX)
+			rtx_verdict(&key, dqpn, set, pc.now);
+	}
 	pc.set = set;
 	pc.cfg = cfg;
 	pc.peer = dst;
-	pc.now = bpf_ktime_get_ns();
 	pc.n = n;
 	pc.dst_leaf = dst_leaf;
 	pc.dst_down = dst_down;
@@ -579,6 +670,8 @@ int mrc_host_egress(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 	tx_account(s, skb->len, pc.now);
+	if (data_pkt)
+		tx_record(&key, dqpn, s, pc.slot);
 	count(STAT_TX_ENCAP);
 	return bpf_redirect(pp->ifindex, 0);
 other:
@@ -639,6 +732,23 @@ static __always_inline void skip_slot(const __u8 *peer, struct ev_set *set, stru
 	emit(peer, s, MRC_EV_STATE_SKIP, reason, now);
 }
 
+/* A NACK names a PSN that reached the receiver (trimmed or refused): its EV did not lose it,
+ * so the coming retransmission must not retire that EV. The echoed EV must match the record,
+ * which keeps another QP's NACK for the same PSN from clearing it. */
+static __always_inline void mark_nacked(const __u8 *peer, const __u8 *neth, __u32 ev)
+{
+	struct tx_key key = {};
+	struct tx_rec *r;
+
+	__builtin_memcpy(key.peer, peer, 16);
+	key.psn = ((__u32)neth[13] << 16) | ((__u32)neth[14] << 8) | neth[15];
+	r = bpf_map_lookup_elem(&tx_records, &key);
+	if (r && r->ev == ev) {
+		r->nacked = 1;
+		count(STAT_NACK_MARKED);
+	}
+}
+
 /* Apply a SACK or NACK's echoed EV to the sender's EV state (design 5). */
 static __always_inline void feedback(__u8 *data, void *data_end, __u8 opcode)
 {
@@ -659,6 +769,8 @@ static __always_inline void feedback(__u8 *data, void *data_end, __u8 opcode)
 		return;
 	}
 	ev = ((__u32)ext[4] << 24) | ((__u32)ext[5] << 16) | ((__u32)ext[6] << 8) | ext[7];
+	if (opcode == MRC_OP_NACK)
+		mark_nacked(peer, ext, ev);
 	set = bpf_map_lookup_elem(&peer_evs, peer);
 	if (!set) {
 		count(STAT_FB_UNKNOWN_PEER);

@@ -24,7 +24,7 @@ SHARE_RATIO = 0.8
 """loss/flap: the failing path's share of data packets during the fault must stay below this
 fraction of its healthiest-but-smallest sibling's share ("clearly smaller", ours)."""
 OUT_OF_SERVICE = ("ASSUMED_BAD", "DENIED")
-RETIRE_REASONS = ("RTO_TIMEOUT", "PORT_DOWN", "PEER_PORT_DOWN", "SACK_ALWAYS_SKIP")
+RETIRE_REASONS = ("RTO_TIMEOUT", "LOSS", "PORT_DOWN", "PEER_PORT_DOWN", "SACK_ALWAYS_SKIP")
 
 
 class Phases:

@@ -27,6 +27,7 @@ class Reason(IntEnum):
     NACK_TRIMMED = 2
     SACK_ALWAYS_SKIP = 3
     SKIP_EXPIRED = 4
+    LOSS = 5
     RTO_TIMEOUT = 16
     REPLACED = 17
     PROBE_OK = 18
@@ -69,6 +70,12 @@ class Stat(IntEnum):
     FB_UNKNOWN_EV = 23
     FB_SHORT = 24
     EVENTS_LOST = 25
+    RTX_SEEN = 26
+    RTX_UNKNOWN_PSN = 27
+    RTX_AFTER_NACK = 28
+    LOSS_RETIRED = 29
+    LOSS_EV_GONE = 30
+    NACK_MARKED = 31
 
 
 TX_DROPS = tuple(s for s in Stat if s.name.startswith("TX_DROP_"))
@@ -113,6 +120,19 @@ class LinkKey(ctypes.Structure):
 
 
 LINK_KIND = {"t1": 1, "down": 2}
+
+
+class TxKey(ctypes.Structure):
+    """``struct tx_key``: key of ``tx_records`` (peer NIC address, BTH PSN)."""
+
+    _fields_ = [("peer", U8 * 16), ("psn", U32)]
+
+
+class TxRec(ctypes.Structure):
+    """``struct tx_rec``: the EV (and its slot) that carried a PSN's last transmission,
+    whether a NACK answered it, and the data packet's destination QP."""
+
+    _fields_ = [("ev", U32), ("slot", U16), ("nacked", U8), ("pad", U8), ("dqpn", U32)]
 
 
 class EvEvent(ctypes.Structure):

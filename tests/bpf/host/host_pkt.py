@@ -41,18 +41,19 @@ def bth(opcode: int, dqpn: int = 0x11, psn: int = 7, flags: int = 0) -> bytes:
     return struct.pack(">BBHII", opcode, 0, 0xFFFF, dqpn & 0xFFFFFF, (flags << 24) | psn)
 
 
-def write_payload(opcode: int = Opcode.WRITE_ONLY, flags: int = 0, payload: bytes = b"\xab" * 64) -> bytes:
+def write_payload(opcode: int = Opcode.WRITE_ONLY, flags: int = 0, payload: bytes = b"\xab" * 64,
+                  psn: int = 7, dqpn: int = 0x11) -> bytes:
     meth = struct.pack(">HH", 1, 1)
     reth = struct.pack(">QII", 0x1000, 0x55, len(payload))
-    return bth(opcode, flags=flags) + meth + reth + payload + b"\x00" * 4
+    return bth(opcode, dqpn=dqpn, psn=psn, flags=flags) + meth + reth + payload + b"\x00" * 4
 
 
 def seth(ev: int, m: int = 0) -> bytes:
     return struct.pack(">HhIHHIBBhQ", m << 5, 0, ev, 1, 2, 9, 0, 4, 0, 0) + struct.pack(">HHI", 0, 0, 0)
 
 
-def neth(ev: int, reason: int) -> bytes:
-    return struct.pack(">HBBIHHIBBH", 0, reason, 0, ev, 1, 2, 9, 0, 0, 0)
+def neth(ev: int, reason: int, psn: int = 9) -> bytes:
+    return struct.pack(">HBBIHHIBBH", 0, reason, 0, ev, 1, 2, psn & 0xFFFFFF, 0, 0, 0)
 
 
 def plain(src: str, dst: str, l4: bytes, sport: int = 0x1234, dport: int = UDP_PORT_ROCEV2,
