@@ -33,7 +33,26 @@ def default_address(name: str) -> str:
 
 
 def pid_file(name: str) -> Path:
+    """``/run/mrckit/host-<name>.pid``, found by ``mrc host down`` from any namespace."""
     return RUN_DIR / f"host-{name}.pid"
+
+
+def _release_pid_file(path: Path, pid: int) -> None:
+    """Remove ``path`` only if it still names ``pid``: never another agent's file."""
+    try:
+        if path.read_text().strip() == str(pid):
+            path.unlink()
+    except OSError:
+        pass
+
+
+def _is_agent(pid: int) -> bool:
+    """Whether ``pid`` is a running ``mrc host up`` (a pid file left by a crash may name a
+    process that reused the pid since)."""
+    try:
+        return b"\0host\0up\0" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def load_config(path: str | os.PathLike) -> AgentConfig:
@@ -104,7 +123,7 @@ def run_agent(cfg: AgentConfig, listen: str | None = None, *, create_nic: bool =
         if server is not None:
             server.stop(1)
         agent.close()
-        pid_file(cfg.name).unlink(missing_ok=True)
+        _release_pid_file(pid_file(cfg.name), os.getpid())
         if address.startswith("unix:"):
             Path(address[5:]).unlink(missing_ok=True)
 
@@ -122,7 +141,13 @@ def stop_agent(cfg: AgentConfig, timeout: float = 10.0) -> list[str]:
     done = []
     pf = pid_file(cfg.name)
     if pf.exists():
-        pid = int(pf.read_text())
+        text = pf.read_text().strip()
+        pid = int(text) if text.isdigit() else 0
+        if not _is_agent(pid):
+            pf.unlink(missing_ok=True)
+            done.append(f"removed a stale pid file ({pf}: pid {text or '?'} is no agent)")
+            pf = None
+    if pf is not None and pf.exists():
         try:
             os.kill(pid, signal.SIGTERM)
             done.append(f"stopped agent pid {pid}")

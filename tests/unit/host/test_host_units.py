@@ -149,3 +149,37 @@ def test_config_file_that_is_not_text(tmp_path):
     path.write_bytes(b"\xff\xfe")
     with pytest.raises(MrcError, match="not a UTF-8 text file"):
         load_config(path)
+
+
+def test_host_down_never_signals_a_process_that_is_no_agent(tmp_path, monkeypatch):
+    """A pid file left by a crashed (or another namespace's) agent may name any process now:
+    `mrc host down` removes the file and leaves that process alone."""
+    import subprocess
+
+    from mrckit.host import run
+
+    monkeypatch.setattr(run, "RUN_DIR", tmp_path)
+    bystander = subprocess.Popen(["sleep", "30"])
+    try:
+        cfg = _config(ports=(), name="hx", nic_device="mrcnosuch0")
+        run.pid_file("hx").write_text(str(bystander.pid))
+        done = run.stop_agent(cfg, timeout=0.5)
+        assert bystander.poll() is None, "stop_agent signalled a process that is not an agent"
+        assert not run.pid_file("hx").exists()
+        assert any("stale pid file" in line for line in done)
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_an_agent_removes_only_its_own_pid_file(tmp_path, monkeypatch):
+    from mrckit.host import run
+
+    monkeypatch.setattr(run, "RUN_DIR", tmp_path)
+    path = run.pid_file("hy")
+    assert path == tmp_path / "host-hy.pid"
+    path.write_text("4242")  # another agent of the same name took the file since
+    run._release_pid_file(path, 1234)
+    assert path.read_text() == "4242"
+    run._release_pid_file(path, 4242)
+    assert not path.exists()
