@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from datetime import datetime
 
@@ -66,6 +67,10 @@ def _stub(target: str):
     from ..proto import host_agent_pb2_grpc as pbg
 
     address = target if (":" in target or "/" in target) else default_address(target)
+    if address != target and not os.path.exists(address.removeprefix("unix:")):
+        from ..control.lookup import resolve_host
+
+        address = resolve_host(target)  # an agent of a fabric (or any controller's topology)
     return pbg.HostAgentStub(grpc.insecure_channel(address)), address
 
 

@@ -40,3 +40,23 @@ def resolve_switch(name: str, topo: str | Path | None = None, status_dir: str | 
             return SwitchTarget(name, entry["address"], int(entry["device_id"]))
     raise MrcError(f"no running controller (status in {status_dir}) manages a switch named {name!r}; "
                    f"give its address (unix:/path or host:port) or --topo TOPO")
+
+
+def resolve_host(name: str, status_dir: str | Path = STATUS_DIR) -> str:
+    """The agent address of host ``name`` from the first running controller (status files in
+    ``status_dir``) that configures it: how ``mrc host ev h0-0`` finds a fabric's agent, whose
+    socket is ``/run/mrckit/<fabric>/host-<name>.sock`` rather than the standalone default.
+
+    Raises:
+        MrcError: no running controller knows the host, saying where it looked.
+    """
+    for path in sorted(Path(status_dir).glob("*.json")):
+        try:
+            status = read_status(path)
+        except MrcError:
+            continue
+        entry = status.get("hosts", {}).get(name)
+        if status["running"] and entry and entry.get("address"):
+            return entry["address"]
+    raise MrcError(f"no agent named {name!r}: no socket at /run/mrckit/host-{name}.sock and no running "
+                   f"controller (status in {status_dir}) configures it; give its address (unix:/path or host:port)")

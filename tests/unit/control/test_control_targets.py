@@ -134,3 +134,16 @@ def test_cli_user_errors_are_one_line(tmp_path, args, message):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_host_lookup_in_a_running_controllers_status(tmp_path):
+    from mrckit.control.lookup import resolve_host
+
+    path = status_path("fab1", tmp_path)
+    write_status(path, {"pid": os.getpid(), "hosts": {"h0-0": {"address": "unix:/run/mrckit/fab1/host-h0-0.sock"}}})
+    assert resolve_host("h0-0", status_dir=tmp_path) == "unix:/run/mrckit/fab1/host-h0-0.sock"
+    with pytest.raises(MrcError, match="no agent named 'h9-9'"):
+        resolve_host("h9-9", status_dir=tmp_path)
+    write_status(path, {"pid": 0, "hosts": {"h0-0": {"address": "unix:/x.sock"}}})
+    with pytest.raises(MrcError, match="no running controller"):
+        resolve_host("h0-0", status_dir=tmp_path)
