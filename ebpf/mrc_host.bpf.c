@@ -46,6 +46,7 @@ enum ev_reason {
 	REASON_SACK_ALWAYS_SKIP = 3,
 	REASON_SKIP_EXPIRED = 4,
 	REASON_LOSS = 5,
+	REASON_LOSS_UNDONE = 6,
 };
 
 /* Counter indexes of host_stats; mirrored by mrckit.host.maps.Stat. Every XDP_DROP and
@@ -83,6 +84,7 @@ enum host_stat {
 	STAT_LOSS_RETIRED,      /* ... whose original EV became ASSUMED_BAD (reason LOSS) */
 	STAT_LOSS_EV_GONE,      /* ... whose original EV was already replaced, not GOOD/SKIP */
 	STAT_NACK_MARKED,       /* NACKs that matched a tx record (PSN and echoed EV) */
+	STAT_LOSS_UNDONE,       /* LOSS retirements undone: a SACK showed the original arrived */
 	STAT_MAX,
 };
 
@@ -163,6 +165,7 @@ struct tx_rec {
 	__u8 nacked;         /* a NACK echoed this PSN and EV: not lost on the path */
 	__u8 pad;
 	__u32 dqpn;          /* the data packet's destination QP: guards against another QP's PSN */
+	__u32 blamed_ev;     /* the EV this PSN's retransmission retired (LOSS); 0 = none */
 };
 #define HOST_TX_RECORDS 65536
 
@@ -535,8 +538,8 @@ static __always_inline int is_data(__u8 opcode)
 
 /* A retransmission of PSN key->psn: if the EV that carried the previous transmission was not
  * answered by a NACK, that packet was lost outright and the EV is retired (mrc-facts 1). */
-static __always_inline void rtx_verdict(struct tx_key *key, __u32 dqpn, struct ev_set *set,
-					__u64 now)
+static __always_inline __u32 rtx_verdict(struct tx_key *key, __u32 dqpn, struct ev_set *set,
+					 __u64 now)
 {
 	struct tx_rec *r = bpf_map_lookup_elem(&tx_records, key);
 	struct ev_slot *s;
@@ -544,26 +547,27 @@ static __always_inline void rtx_verdict(struct tx_key *key, __u32 dqpn, struct e
 	count(STAT_RTX_SEEN);
 	if (!r || r->dqpn != dqpn) {
 		count(STAT_RTX_UNKNOWN_PSN);
-		return;
+		return 0;
 	}
 	if (r->nacked) {
 		count(STAT_RTX_AFTER_NACK);
-		return;
+		return 0;
 	}
 	s = &set->slots[SLOT_IDX(r->slot)];
 	if (r->slot >= set->n || s->ev != r->ev ||
 	    (s->state != MRC_EV_STATE_GOOD && s->state != MRC_EV_STATE_SKIP)) {
 		count(STAT_LOSS_EV_GONE);
-		return;
+		return 0;
 	}
 	count(STAT_LOSS_RETIRED);
 	emit(key->peer, s, MRC_EV_STATE_ASSUMED_BAD, REASON_LOSS, now);
+	return s->ev;
 }
 
 static __always_inline void tx_record(struct tx_key *key, __u32 dqpn, struct ev_slot *s,
-				      __u32 slot)
+				      __u32 slot, __u32 blamed_ev)
 {
-	struct tx_rec r = { .ev = s->ev, .slot = slot, .dqpn = dqpn };
+	struct tx_rec r = { .ev = s->ev, .slot = slot, .dqpn = dqpn, .blamed_ev = blamed_ev };
 
 	bpf_map_update_elem(&tx_records, key, &r, BPF_ANY);
 }
@@ -581,7 +585,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 	__u8 src[16], dst[16], tclass, ecn;
 	__u8 *p, *data, *data_end;
 	__u16 inner_plen;
-	__u32 dqpn = 0;
+	__u32 dqpn = 0, blamed_ev = 0;
 	__be32 word0;
 	int data_pkt;
 
@@ -645,7 +649,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 		__builtin_memcpy(key.peer, dst, 16);
 		/* Before the pick, so the retransmission itself avoids the retired EV. */
 		if (p[56] & MRC_BTH_FLAG_RTX)
-			rtx_verdict(&key, dqpn, set, pc.now);
+			blamed_ev = rtx_verdict(&key, dqpn, set, pc.now);
 	}
 	pc.set = set;
 	pc.cfg = cfg;
@@ -671,7 +675,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 	}
 	tx_account(s, skb->len, pc.now);
 	if (data_pkt)
-		tx_record(&key, dqpn, s, pc.slot);
+		tx_record(&key, dqpn, s, pc.slot, blamed_ev);
 	count(STAT_TX_ENCAP);
 	return bpf_redirect(pp->ifindex, 0);
 other:
@@ -749,6 +753,29 @@ static __always_inline void mark_nacked(const __u8 *peer, const __u8 *neth, __u3
 	}
 }
 
+/* A SACK whose trigger (ack_psn, echoed EV) is a packet that a retransmission blamed on that
+ * EV: the original arrived after all (reordered, or a spurious RTO), so the LOSS retirement is
+ * undone. Only SACKs echoing an EV retired for LOSS pay for the lookup. */
+static __always_inline void undo_loss(const __u8 *peer, const __u8 *seth, struct ev_slot *s,
+				      __u64 now)
+{
+	struct tx_key key = {};
+	struct tx_rec *r;
+	__s16 off = (__s16)(((__u16)seth[2] << 8) | seth[3]);
+	__u32 cack = ((__u32)seth[13] << 16) | ((__u32)seth[14] << 8) | seth[15];
+
+	if (s->state != MRC_EV_STATE_ASSUMED_BAD || s->reason != REASON_LOSS)
+		return;
+	__builtin_memcpy(key.peer, peer, 16);
+	key.psn = (cack + off) & (MRC_PSN_MOD - 1);
+	r = bpf_map_lookup_elem(&tx_records, &key);
+	if (!r || r->blamed_ev != s->ev)
+		return;
+	r->blamed_ev = 0;
+	count(STAT_LOSS_UNDONE);
+	emit(peer, s, MRC_EV_STATE_GOOD, REASON_LOSS_UNDONE, now);
+}
+
 /* Apply a SACK or NACK's echoed EV to the sender's EV state (design 5). */
 static __always_inline void feedback(__u8 *data, void *data_end, __u8 opcode)
 {
@@ -792,6 +819,7 @@ static __always_inline void feedback(__u8 *data, void *data_end, __u8 opcode)
 			s->acked_sent_ns = s->pending_ns;
 		s->pending_ns = 0;
 		s->unacked_tx = 0;
+		undo_loss(peer, ext, s, now);
 		if (m == MRC_M_SKIP_ONCE) {
 			count(STAT_FB_SKIP_ONCE);
 			skip_slot(peer, set, s, REASON_SACK_SKIP_ONCE, now);

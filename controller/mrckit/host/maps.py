@@ -28,6 +28,7 @@ class Reason(IntEnum):
     SACK_ALWAYS_SKIP = 3
     SKIP_EXPIRED = 4
     LOSS = 5
+    LOSS_UNDONE = 6
     RTO_TIMEOUT = 16
     REPLACED = 17
     PROBE_OK = 18
@@ -76,6 +77,7 @@ class Stat(IntEnum):
     LOSS_RETIRED = 29
     LOSS_EV_GONE = 30
     NACK_MARKED = 31
+    LOSS_UNDONE = 32
 
 
 TX_DROPS = tuple(s for s in Stat if s.name.startswith("TX_DROP_"))
@@ -130,9 +132,11 @@ class TxKey(ctypes.Structure):
 
 class TxRec(ctypes.Structure):
     """``struct tx_rec``: the EV (and its slot) that carried a PSN's last transmission,
-    whether a NACK answered it, and the data packet's destination QP."""
+    whether a NACK answered it, the data packet's destination QP, and the EV that the
+    retransmission retired for LOSS (0 = none)."""
 
-    _fields_ = [("ev", U32), ("slot", U16), ("nacked", U8), ("pad", U8), ("dqpn", U32)]
+    _fields_ = [("ev", U32), ("slot", U16), ("nacked", U8), ("pad", U8), ("dqpn", U32),
+                ("blamed_ev", U32)]
 
 
 class EvEvent(ctypes.Structure):

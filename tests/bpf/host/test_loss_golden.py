@@ -2,6 +2,8 @@
 tc egress records each data PSN's EV, a NACK marks the record, and a retransmission of an
 unmarked PSN makes the EV that carried the original ASSUMED_BAD at once."""
 
+import struct
+
 import host_pkt as pkt
 from host_pkt import Dscp, Ecn, Opcode
 import pytest
@@ -138,3 +140,44 @@ def test_retransmission_keeps_trimmable_retx_class(lp):
     l4 = pkt.write_payload(flags=BTH_FLAG_RTX, psn=PSN, dqpn=DQPN)
     out = Ether(lp.egress.test_run(pkt.plain(pkt.NIC_A, pkt.NIC_B, l4)).data)
     assert out.payload.tc == pkt.tclass(Dscp.TRIMMABLE_RETX, Ecn.ECT0)
+
+
+def sack(dp, ev: int, ack_psn: int) -> None:
+    """A SACK triggered by ``ack_psn`` on ``ev``: cack_psn 3 below it, ack_psn_offset +3."""
+    seth = struct.pack(">HhIHHIBBhQ", 0, 3, ev, 0, 0, (ack_psn - 3) & 0xFFFFFF, 0, 4, 0, 0)
+    l4 = pkt.bth(Opcode.SACK, dqpn=0x77) + seth + bytes(8)
+    frame = pkt.encapped(pkt.NIC_B, pkt.NIC_A, l4, ev=PEER_EV, outer_tc=pkt.tclass(Dscp.CONTROL),
+                         inner_tc=pkt.tclass(Dscp.CONTROL))
+    assert dp.ingress.test_run(frame).retval == XDP_PASS
+
+
+def test_sack_of_the_blamed_original_undoes_the_retirement(lp):
+    first = send(lp)
+    second = send(lp, rtx=True)
+    assert lp.tx_record(pkt.NIC_B, PSN).blamed_ev == first
+    sack(lp, first, PSN + 1)   # another PSN on the retired EV proves nothing about PSN's loss
+    sack(lp, second, PSN)      # the retransmission's own SACK neither
+    assert state(lp, first) == (EvState.ASSUMED_BAD, Reason.LOSS)
+    lp.poll_events()
+    sack(lp, first, PSN)       # the original arrived after all: the retirement was spurious
+    assert state(lp, first) == (EvState.GOOD, Reason.LOSS_UNDONE)
+    [event] = lp.poll_events()
+    assert (event.ev, event.old_state, event.new_state, event.reason) == \
+        (first, EvState.ASSUMED_BAD, EvState.GOOD, Reason.LOSS_UNDONE)
+    assert lp.stat_values()["LOSS_UNDONE"] == 1
+    sack(lp, first, PSN)       # once only
+    assert lp.stat_values()["LOSS_UNDONE"] == 1
+
+
+def test_sack_does_not_lift_other_assumed_bad_reasons(lp):
+    first = send(lp)
+    send(lp, rtx=True)
+    s = lp.peer_set(pkt.NIC_B)
+    index = next(i for i in range(s.n) if s.slots[i].ev == first)
+    lp.write_slot(pkt.NIC_B, index, state=EvState.ASSUMED_BAD)  # e.g. the agent's RTO_TIMEOUT
+    s = lp.peer_set(pkt.NIC_B)
+    s.slots[index].reason = Reason.RTO_TIMEOUT
+    lp.put_peer_set(pkt.NIC_B, s)
+    sack(lp, first, PSN)
+    assert state(lp, first) == (EvState.ASSUMED_BAD, Reason.RTO_TIMEOUT)
+    assert lp.stat_values()["LOSS_UNDONE"] == 0
