@@ -128,7 +128,8 @@ control MrcVerifyChecksum(inout mrc_headers_t hdr, inout mrc_meta_t meta) {
 control MrcIngress(inout mrc_headers_t hdr, inout mrc_meta_t meta,
                    inout standard_metadata_t standard_metadata) {
 
-    action drop_at_ingress(bit<32> reason) {
+    /* @hidden: internal helpers stay out of the P4Info, whose actions are the contract's. */
+    @hidden action drop_at_ingress(bit<32> reason) {
         meta.dropped = 1;
         meta.drop_reason = reason;
         mark_to_drop(standard_metadata);
@@ -224,7 +225,7 @@ control MrcEgress(inout mrc_headers_t hdr, inout mrc_meta_t meta,
 
     /* Cut the write after its last header (RETH, or ImmDt, with TSETH when ts = 1) so payload
      * and ICRC go, fix the three length fields, and mark the outer DSCP (design section 4.5). */
-    action trim(bit<32> frame_len) {
+    @hidden action trim(bit<32> frame_len) {
         truncate(frame_len);
         hdr.outer_ipv6.payload_len = (bit<16>) (frame_len - OFF_INNER_IPV6);
         hdr.inner_ipv6.payload_len = (bit<16>) (frame_len - OFF_UDP);
