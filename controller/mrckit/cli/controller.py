@@ -28,6 +28,8 @@ def _override(spec: str, what: str) -> tuple[str, str, int | None]:
     head, at, dev = address.rpartition("@")
     if at and dev.isdigit():
         return name, head, int(dev)
+    if at and head and "/" not in dev:  # "@x" ending a unix path is part of the path
+        raise click.BadParameter(f"{spec!r}: device id {dev!r} after '@' is not a number", param_hint=what)
     return name, address, None
 
 
@@ -157,12 +159,14 @@ def register(main: click.Group) -> None:
                             format="%(asctime)s %(levelname)s %(message)s")
         logging.getLogger("mrckit.control.controller").setLevel(logging.INFO)
         logging.getLogger("finsy").setLevel(logging.WARNING)
+        if settle_ms < 0:
+            raise click.BadParameter(f"{settle_ms}: must be 0 or more", param_hint="--settle-ms")
+        settings = _settings(agent_settings)
         topology = load_topology(topo)
         switches, hosts = targets_from_topology(
             topology, {n: (a, d) for n, a, d in (_override(x, "--switch") for x in switch_specs)},
             {n: a for n, a, _ in (_override(x, "--host") for x in host_specs)},
             device_id=DEFAULT_DEVICE_ID if device_id is None else device_id, nic_device=nic_device)
-        settings = _settings(agent_settings)
         hosts = [dataclasses.replace(h, settings=settings) for h in hosts]
         pipeline = load_pipeline(p4info, device_config)
         ctl = Controller(topology, switches, hosts, pipeline, target=target, name=name, status_dir=status_dir,

@@ -39,7 +39,8 @@ def agent_settings(settings: dict) -> pb.AgentSettings:
     try:
         return json_format.ParseDict(settings, pb.AgentSettings())
     except json_format.ParseError as exc:
-        raise MrcError(f"agent settings: {exc}") from None
+        # protobuf adds a second line listing the fields in JSON (camelCase) spelling.
+        raise MrcError(f"agent settings: {str(exc).splitlines()[0]}") from None
 
 
 @dataclass

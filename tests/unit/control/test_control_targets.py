@@ -123,6 +123,9 @@ def test_status_file_and_switch_lookup(tmp_path):
     (["controller", "run", "{topo}"], "no P4Runtime address for switch p0-t0-0"),
     (["controller", "run", "{topo}", "--switch", "nope=unix:/x"], "no switch named 'nope'"),
     (["controller", "run", "{topo}", "--switch", "broken"], "expected NAME=ADDRESS"),
+    (["controller", "run", "{topo}", "--switch", "p0-t0-0=127.0.0.1:1@zz"], "device id 'zz' after '@' is not a number"),
+    (["controller", "run", "{topo}", "--settle-ms", "-5"], "--settle-ms"),
+    (["controller", "run", "{topo}", "--agent-setting", "bogus=1"], "has no field named \"bogus\""),
     (["controller", "status", "--name", "nope", "--status-dir", "{dir}"], "no controller status"),
     (["controller", "status", "--name", "../x", "--status-dir", "{dir}"], "controller name '../x'"),
     (["shell", "p0-t0-0", "--topo", "{topo}"], "switch p0-t0-0 has no p4runtime address"),
@@ -134,6 +137,7 @@ def test_cli_user_errors_are_one_line(tmp_path, args, message):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
+    assert "camelCase" not in result.output and "Available Fields" not in result.output
 
 
 def test_host_lookup_in_a_running_controllers_status(tmp_path):
