@@ -57,6 +57,15 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
 
 
+def _cli_env(cli: str) -> dict[str, str]:
+    """The environment for bmv2's Python CLI: its modules live under the install prefix."""
+    prefix = Path(cli).resolve().parent.parent
+    extra = [str(p) for p in sorted(prefix.glob("lib/python3*/*-packages"))]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(extra + [env["PYTHONPATH"]] if env.get("PYTHONPATH") else extra)
+    return env
+
+
 class Bmv2Switch:
     """One ``simple_switch_grpc`` process serving one switch.
 
@@ -222,8 +231,9 @@ class Bmv2Switch:
         cli = find_tool("simple_switch_CLI")
         if cli is None:
             raise MrcError(f"simple_switch_CLI not found on PATH or in {P4TOOLS_BIN}")
-        proc = netns.run([cli, "--thrift-port", str(THRIFT_PORT)], ns=self.netns, check=False,
-                         input=(line + "\n").encode())
+        proc = subprocess.run(["nsenter", f"--net={netns.NETNS_DIR}/{self.netns}", "--", cli,
+                               "--thrift-port", str(THRIFT_PORT)], input=(line + "\n").encode(),
+                              capture_output=True, env=_cli_env(cli), timeout=30)
         out = (proc.stdout + proc.stderr).decode(errors="replace")
         if proc.returncode != 0 or "Error" in out or "Invalid" in out:
             raise MrcError(f"switch {self.name}: bmv2 CLI refused {line!r}: {out.strip()}")
