@@ -151,13 +151,24 @@ def deny(target, ev_value, peer, link, allow) -> None:
 
     if bool(ev_value) == bool(link):
         raise click.UsageError("give exactly one of --ev and --link")
+    ev = _ev(ev_value) if ev_value else 0  # checked before connecting: a typo is not an agent error
     stub, _ = _stub(target)
     if link:
         req = pb.SetEvStateRequest(link=link, denied=not allow)
     else:
-        req = pb.SetEvStateRequest(ev=pb.EvTarget(peer=peer, ev=int(ev_value, 0)), denied=not allow)
+        req = pb.SetEvStateRequest(ev=pb.EvTarget(peer=peer, ev=ev), denied=not allow)
     res = _call(stub.SetEvState, req, timeout=10)
     click.echo(f"{res.evs_changed} EVs affected" + (", denied-links map changed" if res.link_changed else ""))
+
+
+def _ev(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an EV (0x... or decimal)", param_hint="--ev") from None
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise click.BadParameter(f"{text!r} is not a 32-bit EV", param_hint="--ev")
+    return value
 
 
 def register(main) -> None:

@@ -183,3 +183,13 @@ def test_an_agent_removes_only_its_own_pid_file(tmp_path, monkeypatch):
     assert path.read_text() == "4242"
     run._release_pid_file(path, 4242)
     assert not path.exists()
+
+
+@pytest.mark.parametrize("ev, message", [("zz", "'zz' is not an EV"), ("0x1ffffffff", "is not a 32-bit EV")])
+def test_host_deny_checks_the_ev_before_connecting(ev, message):
+    from click.testing import CliRunner
+
+    from mrckit.cli import main
+
+    result = CliRunner().invoke(main, ["host", "deny", "unix:/nonexistent.sock", "--ev", ev])
+    assert result.exit_code == 2 and message in result.output and "--ev" in result.output, result.output
