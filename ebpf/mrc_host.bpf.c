@@ -85,6 +85,7 @@ enum host_stat {
 	STAT_LOSS_EV_GONE,      /* ... whose original EV was already replaced, not GOOD/SKIP */
 	STAT_NACK_MARKED,       /* NACKs that matched a tx record (PSN and echoed EV) */
 	STAT_LOSS_UNDONE,       /* LOSS retirements undone: a SACK showed the original arrived */
+	STAT_RTX_AFTER_ACK,     /* rtx whose original a SACK had already acked: spurious, no penalty */
 	STAT_MAX,
 };
 
@@ -162,12 +163,14 @@ struct tx_key {
 struct tx_rec {
 	__u32 ev;
 	__u16 slot;          /* slot of the peer's EV set that held ev */
-	__u8 nacked;         /* a NACK echoed this PSN and EV: not lost on the path */
+	__u8 flags;          /* TXR_*: a NACK or SACK answered this PSN on this EV */
 	__u8 pad;
 	__u32 dqpn;          /* the data packet's destination QP: guards against another QP's PSN */
 	__u32 blamed_ev;     /* the EV this PSN's retransmission retired (LOSS); 0 = none */
 };
 #define HOST_TX_RECORDS 65536
+#define TXR_NACKED 1         /* a NACK echoed this PSN and EV: reached the receiver */
+#define TXR_ACKED 2          /* a SACK triggered by this PSN echoed this EV: delivered */
 
 /* A dataplane EV state change, pushed to the agent through ev_events. */
 struct ev_event {
@@ -549,8 +552,12 @@ static __always_inline __u32 rtx_verdict(struct tx_key *key, __u32 dqpn, struct 
 		count(STAT_RTX_UNKNOWN_PSN);
 		return 0;
 	}
-	if (r->nacked) {
+	if (r->flags & TXR_NACKED) {
 		count(STAT_RTX_AFTER_NACK);
+		return 0;
+	}
+	if (r->flags & TXR_ACKED) {
+		count(STAT_RTX_AFTER_ACK);
 		return 0;
 	}
 	s = &set->slots[SLOT_IDX(r->slot)];
@@ -748,30 +755,35 @@ static __always_inline void mark_nacked(const __u8 *peer, const __u8 *neth, __u3
 	key.psn = ((__u32)neth[13] << 16) | ((__u32)neth[14] << 8) | neth[15];
 	r = bpf_map_lookup_elem(&tx_records, &key);
 	if (r && r->ev == ev) {
-		r->nacked = 1;
+		r->flags |= TXR_NACKED;
 		count(STAT_NACK_MARKED);
 	}
 }
 
-/* A SACK whose trigger (ack_psn, echoed EV) is a packet that a retransmission blamed on that
- * EV: the original arrived after all (reordered, or a spurious RTO), so the LOSS retirement is
- * undone. Only SACKs echoing an EV retired for LOSS pay for the lookup. */
-static __always_inline void undo_loss(const __u8 *peer, const __u8 *seth, struct ev_slot *s,
-				      __u64 now)
+/* A SACK names its trigger (ack_psn, echoed EV): that transmission was delivered. Its record
+ * is marked, so a retransmission that the endpoint sends before it has read this SACK does not
+ * retire the EV; and if a retransmission already blamed this EV for that PSN, the original
+ * arrived after all (reordered, or a spurious RTO) and the LOSS retirement is undone. */
+static __always_inline void sack_answers(const __u8 *peer, const __u8 *seth, struct ev_slot *s,
+					 __u64 now)
 {
 	struct tx_key key = {};
 	struct tx_rec *r;
 	__s16 off = (__s16)(((__u16)seth[2] << 8) | seth[3]);
 	__u32 cack = ((__u32)seth[13] << 16) | ((__u32)seth[14] << 8) | seth[15];
 
-	if (s->state != MRC_EV_STATE_ASSUMED_BAD || s->reason != REASON_LOSS)
-		return;
 	__builtin_memcpy(key.peer, peer, 16);
 	key.psn = (cack + off) & (MRC_PSN_MOD - 1);
 	r = bpf_map_lookup_elem(&tx_records, &key);
-	if (!r || r->blamed_ev != s->ev)
+	if (!r)
+		return;
+	if (r->ev == s->ev)
+		r->flags |= TXR_ACKED;
+	if (r->blamed_ev != s->ev)
 		return;
 	r->blamed_ev = 0;
+	if (s->state != MRC_EV_STATE_ASSUMED_BAD || s->reason != REASON_LOSS)
+		return;
 	count(STAT_LOSS_UNDONE);
 	emit(peer, s, MRC_EV_STATE_GOOD, REASON_LOSS_UNDONE, now);
 }
@@ -819,7 +831,7 @@ static __always_inline void feedback(__u8 *data, void *data_end, __u8 opcode)
 			s->acked_sent_ns = s->pending_ns;
 		s->pending_ns = 0;
 		s->unacked_tx = 0;
-		undo_loss(peer, ext, s, now);
+		sack_answers(peer, ext, s, now);
 		if (m == MRC_M_SKIP_ONCE) {
 			count(STAT_FB_SKIP_ONCE);
 			skip_slot(peer, set, s, REASON_SACK_SKIP_ONCE, now);

@@ -78,6 +78,7 @@ class Stat(IntEnum):
     LOSS_EV_GONE = 30
     NACK_MARKED = 31
     LOSS_UNDONE = 32
+    RTX_AFTER_ACK = 33
 
 
 TX_DROPS = tuple(s for s in Stat if s.name.startswith("TX_DROP_"))
@@ -130,12 +131,16 @@ class TxKey(ctypes.Structure):
     _fields_ = [("peer", U8 * 16), ("psn", U32)]
 
 
+TXR_NACKED, TXR_ACKED = 1, 2
+"""``tx_rec.flags``: a NACK (TRIMMED or any other) / a SACK triggered by this PSN echoed its EV."""
+
+
 class TxRec(ctypes.Structure):
     """``struct tx_rec``: the EV (and its slot) that carried a PSN's last transmission,
-    whether a NACK answered it, the data packet's destination QP, and the EV that the
-    retransmission retired for LOSS (0 = none)."""
+    whether a NACK or SACK answered it (``flags``: :data:`TXR_NACKED`, :data:`TXR_ACKED`), the
+    data packet's destination QP, and the EV that the retransmission retired for LOSS (0 = none)."""
 
-    _fields_ = [("ev", U32), ("slot", U16), ("nacked", U8), ("pad", U8), ("dqpn", U32),
+    _fields_ = [("ev", U32), ("slot", U16), ("flags", U8), ("pad", U8), ("dqpn", U32),
                 ("blamed_ev", U32)]
 
 

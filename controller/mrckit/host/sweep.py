@@ -58,8 +58,7 @@ class SweepMixin:
         pool = st.backups.get(plane, [])
         if not pool:
             return False
-        suspect = {t1} | {(ev >> 20) & 0xFF for ev in st.retired if ev >> 28 == plane}
-        pick = next((ev for ev in pool if (ev >> 20) & 0xFF not in suspect), pool[0])
+        pick = min(pool, key=lambda ev: _suspicion(st, plane, t1, (ev >> 20) & 0xFF))
         pool.remove(pick)
         old = slot.ev
         st.retired[old] = ProbeTarget(tx_packets=slot.tx_packets, last_tx_ns=slot.last_tx_ns,
@@ -74,3 +73,17 @@ class SweepMixin:
         self._publish(make_event(str(peer), old, BAD, BAD, Reason.REPLACED.name, ts_ns=now,
                                  replaced_by=pick, plane=plane))
         return True
+
+
+OWN_SPINE_WEIGHT = 4
+"""The spine whose EV just failed counts as this many retirements (ours): loss retirement
+(LOSS) also retires a healthy spine's EV now and then, for a single drop, so a few retirements
+elsewhere must not send the replacement back onto the spine that is failing right now."""
+
+
+def _suspicion(st: PeerState, plane: int, failed_t1: int, t1: int) -> tuple[int, bool]:
+    """How suspect spine ``t1`` of ``plane`` is: its retired EVs, plus
+    :data:`OWN_SPINE_WEIGHT` for the spine of the EV being replaced (which also loses ties).
+    The least suspect spine wins; further ties keep the pool's order (``min`` is stable)."""
+    retired = sum(1 for ev in st.retired if ev >> 28 == plane and (ev >> 20) & 0xFF == t1)
+    return retired + OWN_SPINE_WEIGHT * (t1 == failed_t1), t1 == failed_t1

@@ -10,7 +10,7 @@ import pytest
 from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
 
-from mrckit.host.maps import Reason
+from mrckit.host.maps import TXR_ACKED, TXR_NACKED, Reason
 from mrckit.wire.constants import BTH_FLAG_RTX, EvState, NackReason
 from mrckit.wire.ev import ev_pack
 
@@ -51,7 +51,7 @@ def state(dp, ev: int) -> tuple[int, int]:
 def test_data_packet_is_recorded_with_its_ev_and_slot(lp):
     ev = send(lp)
     rec = lp.tx_record(pkt.NIC_B, PSN)
-    assert (rec.ev, rec.nacked, rec.dqpn) == (ev, 0, DQPN)
+    assert (rec.ev, rec.flags, rec.dqpn, rec.blamed_ev) == (ev, 0, DQPN, 0)
     assert lp.peer_set(pkt.NIC_B).slots[rec.slot].ev == ev
     assert lp.tx_record(pkt.NIC_B, PSN + 1) is None
 
@@ -87,7 +87,7 @@ def test_rtx_of_an_unanswered_psn_retires_the_original_ev(lp):
 def test_rtx_after_a_nack_does_not_retire(lp, reason, stat):
     first = send(lp)
     nack(lp, first, reason)
-    assert lp.tx_record(pkt.NIC_B, PSN).nacked == 1
+    assert lp.tx_record(pkt.NIC_B, PSN).flags == TXR_NACKED
     lp.poll_events()
     send(lp, rtx=True)
     # TRIMMED still SKIPs its EV (congestion), the others leave it GOOD; none retires it
@@ -103,7 +103,7 @@ def test_nack_for_another_ev_or_psn_does_not_mark(lp):
     other = next(ev for ev in EVS if ev != first)
     nack(lp, other, NackReason.TRIMMED)          # same PSN, echoed EV differs
     nack(lp, first, NackReason.TRIMMED, PSN + 1)  # same EV, PSN never sent
-    assert lp.tx_record(pkt.NIC_B, PSN).nacked == 0
+    assert lp.tx_record(pkt.NIC_B, PSN).flags == 0
     assert lp.stat_values()["NACK_MARKED"] == 0
     send(lp, rtx=True)
     assert state(lp, first) == (EvState.ASSUMED_BAD, Reason.LOSS)
@@ -181,3 +181,15 @@ def test_sack_does_not_lift_other_assumed_bad_reasons(lp):
     sack(lp, first, PSN)
     assert state(lp, first) == (EvState.ASSUMED_BAD, Reason.RTO_TIMEOUT)
     assert lp.stat_values()["LOSS_UNDONE"] == 0
+
+
+def test_rtx_of_a_psn_already_sacked_does_not_retire(lp):
+    """The endpoint may retransmit before it has read a SACK that XDP already saw (an RTO on a
+    busy host): the SACK's trigger marked the record, so the EV keeps its state."""
+    first = send(lp)
+    sack(lp, first, PSN)
+    assert lp.tx_record(pkt.NIC_B, PSN).flags == TXR_ACKED
+    send(lp, rtx=True)
+    assert state(lp, first)[0] == EvState.GOOD
+    st = lp.stat_values()
+    assert (st["RTX_AFTER_ACK"], st["LOSS_RETIRED"]) == (1, 0)

@@ -10,12 +10,6 @@ import pytest
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 SIZE = "96M"
-LOSS_NEEDS_AGENT = pytest.mark.xfail(
-    strict=True,
-    reason="the host agent retires an EV after several unacked sends and an RTO without an ack; on a "
-           "10 % lossy path the next packets on the same EV are acked, so its EVs are rarely retired "
-           "and the path keeps its share (MRC retires an EV on one packet lost outright: mrc-facts "
-           "'Retirement'); needs per-EV loss detection (which EV carried each lost PSN) in mrckit.host")
 
 
 def _demo(tmp_path, fail: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -64,7 +58,7 @@ def test_demo_dead_path_silent_until_restore(need_root, tmp_path, fail):
     assert proc.returncode == 0
 
 
-@pytest.mark.parametrize("fail", ["flap", pytest.param("loss", marks=LOSS_NEEDS_AGENT)])
+@pytest.mark.parametrize("fail", ["flap", "loss"])
 def test_demo_failing_path_smaller_share_and_cycles(need_root, tmp_path, fail):
     proc, report = _demo(tmp_path, fail)
     dead, healthy = _common(proc, report, tmp_path, fail)

@@ -61,11 +61,14 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
             last_dead_tx = max(r["last_tx_ns"] for r in rows if r["ev"] in dead)
             print(f"\nlink down -> last packet on a dead EV: {(last_dead_tx - t_down) / 1e6:.2f} ms; "
                   f"-> all {len(dead)} dead EVs retired: {(t_retired - t_down) / 1e6:.2f} ms")
-            # Replaced within the same plane, on the working spine; nothing else retired.
+            # Replaced within the same plane, on the working spine. Anything else retired lost a
+            # packet outright (a veth ring overflow on this busy machine is a real drop): LOSS.
             active = [r for r in rows if not r["retired"]]
             assert len(active) == 128
-            assert [(r["plane"], r["t1"], r["state"]) for r in active if r["state"] != "GOOD"] == []
-            assert {(r["plane"], r["t1"]) for r in rows if r["retired"]} == {(DEAD_PLANE, DEAD_T1)}
+            lossy = {e.ev for e in agent.events.history if e.reason == "LOSS"} - dead
+            assert [(r["plane"], r["t1"], r["state"]) for r in active
+                    if r["state"] != "GOOD" and r["ev"] not in lossy] == []
+            assert {r["ev"] for r in rows if r["retired"]} - dead <= lossy
             assert sum(r["plane"] == DEAD_PLANE for r in active) == 64
             assert all(r["t1"] != DEAD_T1 for r in active if r["plane"] == DEAD_PLANE)
 
@@ -110,8 +113,11 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
             [(e.ev, e.reason, e.new_state) for e in hist][:len(got)] and len(got) >= n_hist
         for ev in dead:
             kinds = [(e.reason, e.new_state) for e in got if e.ev == ev]
-            assert kinds[:3] == [("RTO_TIMEOUT", EvState.ASSUMED_BAD), ("REPLACED", EvState.ASSUMED_BAD),
-                                 ("PROBE_OK", EvState.GOOD)], (hex(ev), kinds)
+            # retired by the dataplane on its first packet lost outright (LOSS), or by the
+            # agent's sweep (RTO_TIMEOUT) if no retransmission named one of its packets first
+            assert kinds[0] in {("LOSS", EvState.ASSUMED_BAD), ("RTO_TIMEOUT", EvState.ASSUMED_BAD)}, \
+                (hex(ev), kinds)
+            assert kinds[1:3] == [("REPLACED", EvState.ASSUMED_BAD), ("PROBE_OK", EvState.GOOD)], (hex(ev), kinds)
             replaced = next(e for e in got if e.ev == ev and e.reason == "REPLACED")
             assert replaced.replaced_by >> 28 == DEAD_PLANE and (replaced.replaced_by >> 20) & 0xFF != DEAD_T1
 
