@@ -109,6 +109,8 @@ def _status_lines(st: dict) -> list[str]:
                    + (f"  ({h['error']})" if h["error"] else ""))
     out.append(f"links believed down: {', '.join(st['links_down']) or 'none'}")
     out.append(f"denials: {', '.join(st['denials']) or 'none'}")
+    for link, why in st.get("withheld", {}).items():
+        out.append(f"  withheld {link}: {why}")
     if st.get("localisation"):
         out.append(f"last localisation: {st['localisation']['describe']}")
     if st["timeline"]:

@@ -366,6 +366,7 @@ class Controller:
             "hosts": {n: hs.as_dict() for n, hs in self.hosts.items()},
             "links_down": self.reactor.links_down(),
             "denials": {link: t for link, t in sorted(self.reactor.denied.items())},
+            "withheld": dict(sorted(self.reactor.withheld.items())),
             "localisation": None if loc is None else {
                 "describe": loc.describe(), "failed": sorted(loc.failed), "ambiguous": loc.ambiguous,
                 "candidates": [sorted(c) for c in loc.candidates], "suspects": sorted(loc.suspects),

@@ -14,8 +14,14 @@ Rules:
   answer is DENIED on every host at once. An ambiguous answer waits until ``ambiguous_wait_ns``
   after the episode began (a spurious ASSUMED_BAD on a busy host recovers by probes within
   that time, and more evidence may settle it); if it is still ambiguous then, every suspect
-  is denied: the hosts keep probing across denied links, so an innocent one is lifted by the
-  next rule;
+  T0-T1 link is denied: the hosts keep probing across denied links, so an innocent one is
+  lifted by the next rule. Host links are never denied on ambiguous evidence: a host reports
+  its own port going down (PORT_DOWN), and an ambiguous set naming host links is most often a
+  busy host's spurious timeouts (all paths of one host pair failing alike);
+- connectivity guard: a deny never leaves a host pair, connected before it, without a usable
+  path (``reach.py``, over planes x T1). The links that would are *withheld*: kept allowed,
+  listed in :attr:`FailureReactor.withheld` and put on the timeline. Ports a host reports
+  down are denied regardless (they carry nothing either way);
 - a denied link whose probes succeed ``lift_successes`` times in a row (PROBE_RESULT events
   with probe_ok, or retired EVs recovering with PROBE_OK, on paths across it) is lifted on
   every host, and the failing evidence across it is forgotten.
@@ -29,6 +35,7 @@ from dataclasses import dataclass, field
 from ..topology import Topology, TopologyError, path_for_ev
 from ..topology.paths import EV_PATH_MASK
 from .localise import Localisation, localise
+from .reach import is_host_link, safe_subset
 from .timeline import Timeline
 
 log = logging.getLogger(__name__)
@@ -41,7 +48,7 @@ CONGESTION_REASONS = frozenset({"SACK_ALWAYS_SKIP"})
 """ASSUMED_BAD reasons that mean congestion, not failure (design 5: ALWAYS_SKIP from the
 receiver's CE history). They are the hosts' business: the controller denies failed links only."""
 AMBIGUOUS_WAIT_NS = 3 * SETTLE_NS
-"""How long an ambiguous localisation waits for more evidence before denying every suspect."""
+"""How long an ambiguous localisation waits for more evidence before denying its suspects."""
 LIFT_SUCCESSES = 3
 """Consecutive successful probes across a denied link that lift the denial."""
 EVIDENCE_TTL_NS = 30_000_000_000
@@ -76,6 +83,7 @@ class FailureReactor:
     denied: dict[str, int] = field(default_factory=dict)        # link -> time denied (ns)
     last: Localisation | None = None
     ignored_events: int = 0
+    withheld: dict[str, str] = field(default_factory=dict)      # link -> why it was kept allowed
     _bad: dict[tuple, _Evidence] = field(default_factory=dict)  # (host, peer, path bits) -> evidence
     _good: dict[tuple, _Evidence] = field(default_factory=dict)
     _ports_down: dict[str, int] = field(default_factory=dict)   # host links a host saw go down
@@ -193,6 +201,7 @@ class FailureReactor:
         ports_down = [link for link in self._ports_down if link not in self.denied]
         if not failing and not ports_down:
             self._episode = None
+            self.withheld.clear()  # a new episode judges its evidence afresh
             return actions
         if self._episode is None:
             self._episode = now_ns
@@ -202,12 +211,35 @@ class FailureReactor:
         self.last = loc
         if loc.ambiguous and now_ns - self._episode < self.ambiguous_wait_ns and not ports_down:
             return actions
-        suspects = (loc.suspects | set(ports_down)) - self.denied.keys() - self._pending
-        if suspects:
-            self.timeline.add("localised", now_ns, tuple(sorted(suspects)), loc.describe())
-            self._pending |= suspects
-            actions.append(Action("deny", tuple(sorted(suspects)), loc))
+        deny = self._guarded(loc, ports_down, now_ns)
+        if deny:
+            self.timeline.add("localised", now_ns, deny, loc.describe())
+            self._pending |= set(deny)
+            actions.append(Action("deny", deny, loc))
         return actions
+
+    def _guarded(self, loc: Localisation, ports_down: list[str], now_ns: int) -> tuple[str, ...]:
+        """The links to deny now: ports reported down, plus the suspects that neither the
+        host-link rule nor the connectivity guard withholds (module docstring)."""
+        held = {}
+        wanted = set(loc.suspects) - self.denied.keys() - self._pending
+        if loc.ambiguous:
+            held = {link: "host link on ambiguous evidence (hosts report their own ports)"
+                    for link in wanted if is_host_link(link)}
+            wanted -= held.keys()
+        ports = set(ports_down) - self._pending
+        base = set(self.denied) | self._pending | ports
+        # Links in more candidate sets first: the guard keeps the likeliest culprits.
+        order = sorted(wanted, key=lambda link: (-sum(link in c for c in loc.candidates), link))
+        deny, cut = safe_subset(self.topology, base, order)
+        held |= {link: "denying it would leave a host pair without a path" for link in cut}
+        news = {link: why for link, why in held.items() if self.withheld.get(link) != why}
+        self.withheld = held
+        if news:  # decide() runs every tick: say it once per link and reason
+            detail = "; ".join(f"{link}: {why}" for link, why in sorted(news.items()))
+            self.timeline.add("withheld", now_ns, tuple(sorted(news)), detail)
+            log.warning("not denying %s", detail)
+        return tuple(sorted(ports | set(deny)))
 
     def done(self, action: Action, now_ns: int, hosts: int) -> None:
         """``action`` is in effect on all ``hosts`` hosts (the controller carried it out)."""
@@ -223,6 +255,7 @@ class FailureReactor:
             self.denied.pop(link, None)
             self._streak.pop(link, None)
             self._ports_down.pop(link, None)
+        self.withheld.clear()  # with fewer links denied, a withheld one may be safe now
         self._bad = {k: e for k, e in self._bad.items() if not (e.links & set(action.links))}
         self.timeline.add("lifted", now_ns, action.links, f"probes succeeded; lifted on all {hosts} hosts")
 

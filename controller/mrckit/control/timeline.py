@@ -1,5 +1,5 @@
-"""The failure timeline: link down -> first ASSUMED_BAD -> localisation -> DENY on all hosts ->
-lifted. Times are wall-clock ns (CLOCK_REALTIME: the hosts' ``wall_time_ns`` and the
+"""The failure timeline: link down -> first ASSUMED_BAD -> localisation (-> links the
+connectivity guard withheld) -> DENY on all hosts -> lifted. Times are wall-clock ns (CLOCK_REALTIME: the hosts' ``wall_time_ns`` and the
 controller's clock agree on one machine; across machines they are as good as NTP)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-KINDS = ("link_down", "first_assumed_bad", "localised", "deny_all_hosts", "lifted")
+KINDS = ("link_down", "first_assumed_bad", "localised", "withheld", "deny_all_hosts", "lifted")
 MAX_ENTRIES = 1000
 
 

@@ -170,3 +170,57 @@ def test_congestion_is_not_failure_evidence():
                       reason="SACK_ALWAYS_SKIP", wall_time_ns=t0)
     r.event("h0-0", skip, t0)
     assert r.episode_start is None and r.decide(t0 + 10 * SETTLE) == []
+
+
+def all_paths_fail(r, src, dst, t):
+    """Every EV of ``src`` toward ``dst`` times out (a busy host's spurious RTOs)."""
+    for plane in (0, 1):
+        for t1 in (0, 1):
+            r.event(src, bad(dst, ev(plane, t1), t), t)
+
+
+def test_spurious_timeouts_on_every_path_of_a_pair_deny_no_host_link():
+    r, t0 = reactor(), 1_000 * MS
+    all_paths_fail(r, "h0-0", "h1-0", t0)
+    assert r.decide(t0 + SETTLE) == [] and r.last.ambiguous
+    assert r.decide(t0 + 3 * SETTLE) == []  # the four candidate sets are host links only
+    assert sorted(r.withheld) == ["p0/t0-0/down-0", "p0/t0-1/down-0", "p1/t0-0/down-0", "p1/t0-1/down-0"]
+    assert r.denied == {} and r.links_down() == []
+    assert [m.kind for m in r.timeline.marks] == ["first_assumed_bad", "withheld"]
+    assert r.decide(t0 + 4 * SETTLE) == []
+    assert [m.kind for m in r.timeline.marks].count("withheld") == 1  # said once, not every tick
+
+
+def test_a_unique_answer_that_would_cut_a_host_off_denies_only_what_keeps_a_path():
+    r, t0 = reactor(), 1_000 * MS
+    all_paths_fail(r, "h0-0", "h1-0", t0)
+    all_paths_fail(r, "h0-0", "h2-0", t0)
+    for plane in (0, 1):  # every other link of those paths is proven good
+        for t1 in (0, 1):
+            r.good("h1-0", NIC["h2-0"], ev(plane, t1), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
+            r.good("h0-1", NIC["h1-0"], ev(plane, t1), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
+    (action,) = r.decide(t0 + SETTLE)
+    assert r.last.failed == {"p0/t0-0/down-0", "p1/t0-0/down-0"} and not r.last.ambiguous
+    assert action.links == ("p0/t0-0/down-0",)
+    assert list(r.withheld) == ["p1/t0-0/down-0"]
+    assert "without a path" in r.withheld["p1/t0-0/down-0"]
+    assert [m.kind for m in r.timeline.marks] == ["first_assumed_bad", "withheld", "localised"]
+
+
+def test_an_ambiguous_set_that_would_split_the_fabric_is_cut_down_to_a_safe_one():
+    from mrckit.control.reach import newly_cut
+    from mrckit.topology import generate_clos
+
+    topo = generate_clos(planes=2, spines=1, leaves=3, hosts_per_leaf=2)
+    nic = {h.name: str(h.nic_address) for h in topo.hosts}
+    r, t0 = FailureReactor(topo, settle_ns=SETTLE), 1_000 * MS
+    for plane in (0, 1):
+        r.event("h0-0", pb.EvEvent(peer=nic["h1-0"], ev=ev(plane, 0), new_state=ASSUMED_BAD,
+                                   reason="RTO_TIMEOUT", wall_time_ns=t0), t0)
+        for a, b in (("h0-0", "h0-1"), ("h1-0", "h1-1")):  # same-leaf traffic clears the host links
+            r.good(a, nic[b], ev(plane, 0), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
+    (action,) = r.decide(t0 + 3 * SETTLE)
+    assert r.last.ambiguous and len(r.last.suspects) == 4
+    assert action.links == ("p0/t0-0/t1-0", "p0/t0-1/t1-0")
+    assert sorted(r.withheld) == ["p1/t0-0/t1-0", "p1/t0-1/t1-0"]
+    assert newly_cut(topo, [], action.links) == []
