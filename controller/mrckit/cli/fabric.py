@@ -28,18 +28,18 @@ def fabric() -> None:
               help="P4Info for the controller (default p4src/build/).")
 @click.option("--device-config", type=click.Path(exists=True, dir_okay=False),
               help="bmv2 JSON for the controller (default p4src/build/).")
-@click.option("--rto-us", type=int, help="Host agents' RTO in microseconds.")
+@click.option("--rto-us", type=click.IntRange(min=1), metavar="US",
+              help="Host agents' RTO in microseconds  [default: 50000, i.e. 50 ms].")
 @click.option("--foreground", "-f", is_flag=True, help="Stay until Ctrl-C or SIGTERM, then tear down.")
 def up(topology, name, target, p4runtime_port, no_controller, p4info, device_config, rto_us, foreground) -> None:
     """Build the fabric of TOPOLOGY (YAML; default: the small fabric, 2 planes, 2 spines and
     3 leaves per plane, 2 hosts per leaf), start its switches, host agents and controller.
     """
-    from ..fabric.fabric import Fabric, wait_for_signal
-    from ..host.config import Settings
+    from ..fabric.fabric import Fabric, fabric_settings, wait_for_signal
     from ..topology import generate_clos, load_topology
 
     topo = load_topology(topology) if topology else generate_clos()
-    settings = Settings(rto_ns=rto_us * 1000) if rto_us else Settings()
+    settings = fabric_settings(rto_us * 1000 if rto_us else None)
     extra = (("--p4info", p4info) if p4info else ()) + (("--device-config", device_config) if device_config else ())
     fab = Fabric.up(topo, name=name, target=target, settings=settings, p4runtime_port=p4runtime_port,
                     controller=not no_controller, controller_args=extra)

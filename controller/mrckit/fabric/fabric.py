@@ -32,6 +32,25 @@ from ..topology import CompiledFabric, GrpcEndpoint, Topology, compile_fabric, d
 from . import build, faultctl, nodes, procs, teardown
 from .state import DEFAULT_PREFIX, FabricState, check_name, locked, state_dir
 
+DEFAULT_RTO_NS = 50_000_000
+"""Host agents' RTO in an emulated fabric unless the caller gives settings (50 ms; ``mrc
+fabric up --rto-us``). The agent's own default (2 ms) suits a NIC; here the endpoint is
+Python on a shared, busy machine whose SACKs lag by tens of ms, and a 2 ms RTO retires
+healthy EVs (spurious RTO_TIMEOUTs) and feeds the controller false failure evidence."""
+
+
+def fabric_settings(rto_ns: int | None = None) -> Settings:
+    """The agent settings a fabric uses: the agent's defaults with the fabric's RTO (``rto_ns``
+    in ns; None: :data:`DEFAULT_RTO_NS`).
+
+    Raises:
+        MrcError: ``rto_ns`` not positive.
+    """
+    rto_ns = DEFAULT_RTO_NS if rto_ns is None else rto_ns
+    if rto_ns <= 0:
+        raise MrcError(f"RTO {rto_ns} ns: must be positive")
+    return Settings(rto_ns=rto_ns)
+
 
 @dataclasses.dataclass(frozen=True)
 class HostNode:
@@ -114,7 +133,9 @@ class Fabric:
             name: fabric name (1..16 of a-z0-9_); namespaces are ``<prefix><name>-<node>``.
             target: ``ebpf`` (default) or ``bmv2``.
             prefix: namespace prefix, starting with ``mrc``.
-            settings: host agent settings (``mrckit.host.config.Settings``).
+            settings: host agent settings (``mrckit.host.config.Settings``; default
+                :func:`fabric_settings`: an RTO of :data:`DEFAULT_RTO_NS`). The controller
+                gets the same RTO, for agents it has to configure again.
             p4runtime_port: eBPF target only: serve P4Runtime on 127.0.0.1 ports from this
                 one (one per switch, root namespace) instead of unix sockets.
             controller: start ``mrc controller run`` on the fabric (False: leave the switches
@@ -147,9 +168,10 @@ class Fabric:
         fab._guard()
         try:
             with _signals_raise():
-                fab._build(compiled, settings or Settings(), p4runtime_port)
-                if controller:
-                    fab._start_controller(controller_args)
+                settings = settings or fabric_settings()
+                fab._build(compiled, settings, p4runtime_port)
+                if controller:  # ours first: the caller's --agent-setting wins
+                    fab._start_controller(("--agent-setting", f"rto_ns={settings.rto_ns}", *controller_args))
         except BaseException:
             fab.down()
             raise
