@@ -2,6 +2,14 @@
 
 QPs are set up out of band (MRC has no CM): both sides agree on QP numbers, the rkey and the
 VA by options, whose defaults match, so ``mrc listen B`` and ``mrc write A B 64M`` work together.
+
+A host may be named by NIC address (bound in the caller's namespace, as before) or by the name
+of a host of a running fabric (``h1-0``; ``--fabric NAME`` when several run): then the
+endpoint's socket is made inside that host's namespace (``mrckit.netns.enter`` around the
+endpoint's creation; its thread starts there too, and the socket stays in that namespace),
+so ``mrc write h0-0 h1-0 32M`` works from the root namespace. Entering the namespace in this
+process, rather than re-running ``mrc`` under ``nsenter``, keeps one process, one Python
+start-up, and errors and Ctrl-C exactly as without a fabric.
 """
 
 from __future__ import annotations
@@ -33,14 +41,47 @@ def parse_size(text: str) -> int:
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
-def _endpoint(addr: str, **kw):
+def _endpoint(addr: str, ns: str | None = None, **kw):
+    """An Endpoint bound to ``addr``, made inside namespace ``ns`` (None: this one)."""
+    import contextlib
+
+    from .. import netns
     from ..endpoint import Endpoint
 
+    where = f"namespace {ns}" if ns else "this network namespace"
     try:
-        return Endpoint(addr, **kw)
+        with netns.enter(ns) if ns else contextlib.nullcontext():
+            return Endpoint(addr, **kw)
     except OSError as exc:
         raise MrcError(f"cannot bind [{addr}]:4791: {exc.strerror} (is {addr} configured on an "
-                       "interface of this network namespace, and the port free?)") from None
+                       f"interface of {where}, and the port free?)") from None
+
+
+def _host(ref: str, fabric: str | None, what: str):
+    """``ref`` (NIC address or fabric host name) as ``(NIC address, namespace or None,
+    fabric or None)``; MrcError naming ``what`` (SRC, DST, ADDR) if it is neither."""
+    from ..fabric.hostref import find_host, is_address
+
+    if fabric is None and is_address(ref):
+        return ref, None, None
+    try:
+        host = find_host(ref, fabric)
+    except MrcError as exc:
+        if fabric:
+            raise MrcError(f"{what} {ref!r}: {exc}") from None
+        raise MrcError(f"{what} {ref!r} is not an IPv6 NIC address nor a fabric host name: {exc}") from None
+    return host.nic_address, host.ns, host.fabric
+
+
+def _check_nic(addr: str, what: str) -> None:
+    """MrcError unless ``addr`` is an mrckit NIC address (2001:db8:100:L::H, design 3.3)."""
+    from ..wire.addressing import parse_nic_address
+
+    try:
+        parse_nic_address(addr)
+    except ValueError as exc:
+        raise MrcError(f"{what} {exc}; MRC endpoints have NIC addresses 2001:db8:100:L::H "
+                       "(or give a fabric host name such as h1-0)") from None
 
 
 def _allocate(size: str, nbytes: int, make):
@@ -96,9 +137,14 @@ def _counter(c) -> str:
 @click.option("--linear-retries", type=int, default=7, show_default=True, help="Timeouts at the base RTO (0..7).")
 @click.option("--exp-retries", type=int, default=7, show_default=True, help="Doubling timeouts after those (0..25, 25 = no limit).")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds to wait for completion.")
-def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp, linear_retries, exp_retries, timeout):
-    """Write SIZE random bytes (e.g. 64M) from NIC address SRC into the region of the MRC
-    listener at NIC address DST, as one WRITE_WITH_IMM, and print a summary."""
+@click.option("--fabric", metavar="NAME", help="The running fabric whose hosts SRC and DST name "
+              "(default: the one fabric that has them).")
+def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp, linear_retries, exp_retries,
+              timeout, fabric):
+    """Write SIZE random bytes (e.g. 64M) from SRC into the region of the MRC listener at DST,
+    as one WRITE_WITH_IMM, and print a summary. SRC and DST are NIC addresses
+    (2001:db8:100:L::H; SRC must be on this namespace) or host names of a running fabric
+    (h0-0: the write runs inside SRC's namespace)."""
     from rich.console import Console
 
     from ..endpoint import QpConfig, QpError, RetryConfig
@@ -106,10 +152,12 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
     nbytes = parse_size(size)
     if timeout <= 0:
         raise MrcError(f"--timeout {timeout}: must be a positive number of seconds")
+    src, ns, src_fabric = _host(src, fabric, "SRC")
+    dst, _, _ = _host(dst, fabric or src_fabric, "DST")
     config = QpConfig(mtu=mtu, mpr=mpr, retry=RetryConfig(rto_exp, linear_retries, exp_retries))
     data = _allocate(size, nbytes, os.urandom)
     console = Console(stderr=True)
-    ep = _endpoint(src)
+    ep = _endpoint(src, ns)
     try:
         qp = ep.create_qp(dst, qpn=qpn, remote_qpn=remote_qpn, config=config)
         t0 = time.monotonic()
@@ -148,9 +196,12 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
 @click.option("--va", type=INT, default=0, show_default=True, help="Base virtual address of the region.")
 @click.option("--count", type=int, default=1, show_default=True, help="Exit after this many WRITE_WITH_IMM completions.")
 @click.option("--timeout", type=float, default=None, help="Give up after this many seconds.")
-def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout):
-    """Run an MRC responder on NIC address ADDR with one memory region, until COUNT
-    WRITE_WITH_IMM completions arrive; print a summary with the region's SHA-256."""
+@click.option("--fabric", metavar="NAME", help="The running fabric whose host ADDR names "
+              "(default: the one fabric that has it).")
+def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabric):
+    """Run an MRC responder on ADDR with one memory region, until COUNT WRITE_WITH_IMM
+    completions arrive; print a summary with the region's SHA-256. ADDR is a NIC address of
+    this namespace, or a host name of a running fabric (h1-0: it listens inside its namespace)."""
     from rich.console import Console
 
     nbytes = parse_size(size)
@@ -158,8 +209,11 @@ def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout):
         raise MrcError(f"--count {count}: must be at least 1")
     if timeout is not None and timeout <= 0:
         raise MrcError(f"--timeout {timeout}: must be a positive number of seconds")
+    addr, ns, _ = _host(addr, fabric, "ADDR")
+    if peer != "::":
+        peer, _, _ = _host(peer, fabric, "--peer")
     console = Console(stderr=True)
-    ep = _endpoint(addr)
+    ep = _endpoint(addr, ns)
     got = []
     try:
         mr = _allocate(size, nbytes, lambda n: ep.register_mr(n, base_va=va, rkey=rkey))
