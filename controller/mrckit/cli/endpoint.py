@@ -154,6 +154,7 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
         raise MrcError(f"--timeout {timeout}: must be a positive number of seconds")
     src, ns, src_fabric = _host(src, fabric, "SRC")
     dst, _, _ = _host(dst, fabric or src_fabric, "DST")
+    _check_nic(dst, "DST")  # before binding SRC: a wrong DST is the user's mistake to hear first
     config = QpConfig(mtu=mtu, mpr=mpr, retry=RetryConfig(rto_exp, linear_retries, exp_retries))
     data = _allocate(size, nbytes, os.urandom)
     console = Console(stderr=True)
