@@ -27,7 +27,7 @@ from .localise import Localisation
 from .p4rt import CONNECT_TIMEOUT_S, WriteCounts, default_election_id, open_session
 from .pipeline import Pipeline
 from .reactor import GOOD, LIFT_SUCCESSES, SETTLE_NS, Action, FailureReactor
-from .status import STATUS_DIR, read_status, status_path, write_status
+from .status import STATUS_DIR, check_not_running, read_status, status_path, write_status
 from .targets import HostTarget, SwitchTarget
 from .timeline import Mark
 
@@ -105,7 +105,8 @@ class Controller:
             default a configured agent is left alone: Configure resets its dataplane).
 
     Raises:
-        MrcError: a target naming no node of the topology, or a topology that does not compile.
+        MrcError: a target naming no node of the topology, a topology that does not compile,
+            or another live controller under ``name`` (its status file says so).
     """
 
     def __init__(self, topology: Topology, switches: list[SwitchTarget], hosts: list[HostTarget],
@@ -127,6 +128,8 @@ class Controller:
         self.reactor = FailureReactor(topology, settle_ns=settle_ns, ambiguous_wait_ns=3 * settle_ns,
                                       lift_successes=lift_successes)
         self.status_file = status_path(name, status_dir) if status_dir is not None else None
+        if self.status_file is not None:
+            check_not_running(self.status_file)  # two would fight over primary (election ids)
         self._carry_over_timeline()
         self.started_ns = time.time_ns()
         self.ready = asyncio.Event()  # every switch reconciled once and every host configured once
