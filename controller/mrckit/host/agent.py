@@ -197,10 +197,14 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             if self.dp is None:
                 return
             now = now or time.monotonic_ns()
+            # Read the sets before draining: the dataplane submits an event before it writes
+            # the state, so every state in this snapshot has its event published before the
+            # sweep acts on it (a LOSS comes before its REPLACED).
+            sets = list(self.dp.peer_sets())
             self._drain_dataplane_events()
             self._expire_probes(now)
             budget = [self.cfg.settings.max_probes_per_sweep]
-            for peer, evset in list(self.dp.peer_sets()):
+            for peer, evset in sets:
                 st = self.peers.setdefault(peer, self._new_peer_state())
                 self._sweep_peer(peer, st, evset, now, budget)
             self.counters["sweeps"] += 1

@@ -58,7 +58,9 @@ class SweepMixin:
         pool = st.backups.get(plane, [])
         if not pool:
             return False
-        pick = min(pool, key=lambda ev: _suspicion(st, plane, t1, (ev >> 20) & 0xFF))
+        pick = _pick_backup(st, plane, t1, pool)
+        if pick is None:
+            return False
         pool.remove(pick)
         old = slot.ev
         st.retired[old] = ProbeTarget(tx_packets=slot.tx_packets, last_tx_ns=slot.last_tx_ns,
@@ -76,14 +78,27 @@ class SweepMixin:
 
 
 OWN_SPINE_WEIGHT = 4
-"""The spine whose EV just failed counts as this many retirements (ours): loss retirement
+"""The spine whose EV just failed counts as this many retirements more (ours): loss retirement
 (LOSS) also retires a healthy spine's EV now and then, for a single drop, so a few retirements
-elsewhere must not send the replacement back onto the spine that is failing right now."""
+elsewhere must not send the replacement back toward the spine that is failing right now."""
 
 
-def _suspicion(st: PeerState, plane: int, failed_t1: int, t1: int) -> tuple[int, bool]:
-    """How suspect spine ``t1`` of ``plane`` is: its retired EVs, plus
-    :data:`OWN_SPINE_WEIGHT` for the spine of the EV being replaced (which also loses ties).
-    The least suspect spine wins; further ties keep the pool's order (``min`` is stable)."""
-    retired = sum(1 for ev in st.retired if ev >> 28 == plane and (ev >> 20) & 0xFF == t1)
-    return retired + OWN_SPINE_WEIGHT * (t1 == failed_t1), t1 == failed_t1
+def _pick_backup(st: PeerState, plane: int, failed_t1: int, pool: list[int]) -> int | None:
+    """The backup EV to replace a failed EV on spine ``failed_t1`` of ``plane``: one on
+    another spine (an EV on the same plane and spine takes exactly the same path, design 3.3),
+    on the spine with the fewest retired EVs toward this peer, and less suspect than the
+    failing spine itself (its retired EVs plus :data:`OWN_SPINE_WEIGHT`). None when no backup
+    qualifies: the EV then stays ASSUMED_BAD in its slot and is probed there. Ties keep the
+    pool's order."""
+    retired = {}
+    for ev in st.retired:
+        if ev >> 28 == plane:
+            retired[(ev >> 20) & 0xFF] = retired.get((ev >> 20) & 0xFF, 0) + 1
+    limit = retired.get(failed_t1, 0) + OWN_SPINE_WEIGHT
+    best, best_score = None, limit
+    for ev in pool:
+        t1 = (ev >> 20) & 0xFF
+        score = retired.get(t1, 0)
+        if t1 != failed_t1 and score < best_score:
+            best, best_score = ev, score
+    return best

@@ -56,6 +56,10 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
                     if (e["plane"], e["t1"]) == (DEAD_PLANE, DEAD_T1) and not e["retired"]}
             assert len(dead) == 32
             _wait(lambda: dead <= {e["ev"] for e in agent.ev_table(fab.nic(b)) if e["retired"]}, 60)
+            # a replacement may still land on the dead spine while few of its EVs are retired
+            # yet (after a LOSS elsewhere in the plane); the first packet it loses retires it
+            _wait(lambda: not [r for r in agent.ev_table(fab.nic(b)) if not r["retired"]
+                               and (r["plane"], r["t1"]) == (DEAD_PLANE, DEAD_T1)], 60)
             t_retired = time.monotonic_ns()
             rows = agent.ev_table(fab.nic(b))
             last_dead_tx = max(r["last_tx_ns"] for r in rows if r["ev"] in dead)
@@ -65,12 +69,16 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
             # packet outright (a veth ring overflow on this busy machine is a real drop): LOSS.
             active = [r for r in rows if not r["retired"]]
             assert len(active) == 128
-            lossy = {e.ev for e in agent.events.history if e.reason == "LOSS"} - dead
+            time.sleep(2 * settings.sweep_period_ns / 1e9)  # the sweep publishes the ring's events
+            lossy = {e.ev for e in agent.events.history if e.reason in ("LOSS", "RTO_TIMEOUT")} - dead
             assert [(r["plane"], r["t1"], r["state"]) for r in active
                     if r["state"] != "GOOD" and r["ev"] not in lossy] == []
-            assert {r["ev"] for r in rows if r["retired"]} - dead <= lossy
+            assert {r["ev"] for r in rows if r["retired"] and (r["plane"], r["t1"]) != (DEAD_PLANE, DEAD_T1)} <= lossy
             assert sum(r["plane"] == DEAD_PLANE for r in active) == 64
-            assert all(r["t1"] != DEAD_T1 for r in active if r["plane"] == DEAD_PLANE)
+            assert all(r["t1"] != DEAD_T1 for r in active if r["plane"] == DEAD_PLANE), \
+                [(hex(r["ev"]), r["state"], [(e.reason, e.replaced_by) for e in agent.events.history
+                                             if r["ev"] in (e.ev, e.replaced_by)])
+                 for r in active if (r["plane"], r["t1"]) == (DEAD_PLANE, DEAD_T1)]
 
             comp.wait(120)
             assert hashlib.sha256(mr.buf).digest() == hashlib.sha256(data).digest()
@@ -111,14 +119,18 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
         hist = list(agent.events.history)
         assert [(e.ev, e.reason, e.new_state) for e in got] == \
             [(e.ev, e.reason, e.new_state) for e in hist][:len(got)] and len(got) >= n_hist
+        # (a dead EV may have been retired for a LOSS and probed back before the link went down)
+        after_down = [e for e in got if e.timestamp_ns >= t_down]
         for ev in dead:
-            kinds = [(e.reason, e.new_state) for e in got if e.ev == ev]
+            kinds = [(e.reason, e.new_state) for e in after_down if e.ev == ev]
+            # two CPUs retiring the same EV at once may both report it (no 32-bit CAS here)
+            kinds = [k for i, k in enumerate(kinds) if not i or k != kinds[i - 1]]
             # retired by the dataplane on its first packet lost outright (LOSS), or by the
             # agent's sweep (RTO_TIMEOUT) if no retransmission named one of its packets first
             assert kinds[0] in {("LOSS", EvState.ASSUMED_BAD), ("RTO_TIMEOUT", EvState.ASSUMED_BAD)}, \
                 (hex(ev), kinds)
             assert kinds[1:3] == [("REPLACED", EvState.ASSUMED_BAD), ("PROBE_OK", EvState.GOOD)], (hex(ev), kinds)
-            replaced = next(e for e in got if e.ev == ev and e.reason == "REPLACED")
+            replaced = next(e for e in after_down if e.ev == ev and e.reason == "REPLACED")
             assert replaced.replaced_by >> 28 == DEAD_PLANE and (replaced.replaced_by >> 20) & 0xFF != DEAD_T1
 
 
