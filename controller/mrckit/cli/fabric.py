@@ -61,7 +61,8 @@ def up(topology, name, target, p4runtime_port, no_controller, p4info, device_con
 @click.argument("name", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status(name, as_json) -> None:
-    """Show fabric NAME (default: every fabric): processes, links, faults, fault log."""
+    """Show fabric NAME (default: every fabric): its processes (pid, running or not), links,
+    faults and fault log."""
     from ..fabric.faultctl import status as fabric_status
     from ..fabric.state import FabricState, list_fabrics
 
@@ -86,6 +87,13 @@ def _print_status(doc: dict) -> None:
     console.print(f"[bold]fabric {doc['name']}[/bold] ({doc['target']}), up since {doc['created']}: "
                   f"{len(doc['processes'])} processes, {len(dead)} not running{': ' + ', '.join(dead) if dead else ''}; "
                   f"{len(missing)} namespaces missing")
+    table = Table(title="processes", title_justify="left")
+    for col in ("node", "kind", "pid", "state", "address"):
+        table.add_column(col)
+    for p in doc.get("process_list", []):
+        table.add_row(p["node"], p["kind"], str(p["pid"]), "running" if p["running"] else "[red]NOT RUNNING[/red]",
+                      p["address"] or "-")
+    console.print(table)
     down = [ln for ln in doc["links"] if "UP" not in (ln["state_a"], ln["state_b"]) or ln["state_a"] != ln["state_b"]]
     console.print(f"{len(doc['links'])} links, {len(down)} not up")
     for ln in down:

@@ -219,13 +219,18 @@ def restore_all(state: FabricState, compiled) -> list[str]:
 
 
 def status(state: FabricState) -> dict:
-    """A JSON-able summary: namespaces, processes, links with each end's state, faults,
-    the last fault-log lines."""
+    """A JSON-able summary: namespaces, processes (``processes``: node -> running;
+    ``process_list``: one row per process with its kind, pid and address), links with each
+    end's state, faults, the last fault-log lines."""
     oper = {node: _operstate(ns) for node, ns in state.nodes.items()}
-    procs_alive = {node: info.alive() for node, info in {**state.switches, **state.hosts}.items()}
+    infos = {node: ("switch", info) for node, info in state.switches.items()}
+    infos |= {node: ("host agent", info) for node, info in state.hosts.items()}
     if state.controller:
-        procs_alive["controller"] = procs.ProcInfo(**state.controller).alive()
+        infos["controller"] = ("controller", procs.ProcInfo(**state.controller))
+    procs_alive = {node: info.alive() for node, (_, info) in infos.items()}
     return {
+        "process_list": [{"node": node, "kind": kind, "pid": info.pid, "running": procs_alive[node],
+                          "address": info.address} for node, (kind, info) in infos.items()],
         "name": state.name, "target": state.target, "created": state.created,
         "namespaces": {node: {"ns": ns, "exists": netns.exists(ns)} for node, ns in state.nodes.items()},
         "processes": procs_alive,
