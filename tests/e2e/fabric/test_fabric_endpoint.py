@@ -1,7 +1,19 @@
 """The fabric as an endpoint user meets it: the agents' RTO the fabric gives them, and
-`mrc write`/`mrc listen` naming fabric hosts (issue 7) on the session's small fabric."""
+`mrc write`/`mrc listen` naming fabric hosts (issue 7)."""
 
+import os
+import subprocess
+import time
+
+import pytest
 import yaml
+from fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers, mrc
+
+from mrckit.errors import MrcError
+from mrckit.fabric import hostref, state
+from mrckit.fabric.fabric import Fabric
+from mrckit.fabric.procs import child_env, mrc_argv
+from mrckit.topology import dumps_topology, generate_clos
 
 
 def test_agents_and_controller_get_the_fabric_rto_of_50_ms(small_fabric):
@@ -14,12 +26,6 @@ def test_agents_and_controller_get_the_fabric_rto_of_50_ms(small_fabric):
 
 
 # --- host names: resolution through the fabrics' state files (no fabric needed) -------------
-
-import pytest  # noqa: E402
-
-from mrckit.errors import MrcError  # noqa: E402
-from mrckit.fabric import hostref, state  # noqa: E402
-from mrckit.topology import dumps_topology, generate_clos  # noqa: E402
 
 
 @pytest.fixture
@@ -70,17 +76,23 @@ def test_a_host_whose_namespace_is_gone_is_an_error(fake_fabrics, tmp_path):
         hostref.find_host("h0-1")
 
 
-# --- mrc write/listen by host name on the real fabric ------------------------------------------
+# --- mrc write/listen by host name on a real fabric ---------------------------------------------
 
-def test_write_and_listen_by_host_name_from_the_root_namespace(small_fabric, tmp_path):
-    import subprocess
-    import time
+@pytest.fixture(scope="module")
+def tiny_fabric():
+    """A fabric of its own (1 plane, 1 spine, 2 leaves, 1 host each: h0-0 and h1-0): a write
+    changes the agents' EV states, which the session's small fabric must not see."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: network namespaces and BPF")
+    fab = Fabric.up(generate_clos(planes=1, spines=1, leaves=2, hosts_per_leaf=1), name=fabric_name(__name__),
+                    target="ebpf", prefix=RUN_PREFIX, controller_args=controller_args())
+    yield fab
+    fab.down()
+    assert leftovers(RUN_PREFIX + fab.name, fab.name) == {}
 
-    from fabric_helpers import mrc
 
-    from mrckit.fabric.procs import child_env, mrc_argv
-
-    name = small_fabric.name
+def test_write_and_listen_by_host_name_from_the_root_namespace(tiny_fabric, tmp_path):
+    name = tiny_fabric.name
     log = tmp_path / "listen.err"
     with open(log, "wb") as err:
         listener = subprocess.Popen(mrc_argv("listen", "h1-0", "--fabric", name, "--size", "2M", "--timeout", "90"),
@@ -103,9 +115,7 @@ def test_write_and_listen_by_host_name_from_the_root_namespace(small_fabric, tmp
     assert " ".join(writer.stdout.split()).startswith("mrc write 2001:db8:100::1 -> 2001:db8:100:1::1")
 
 
-def test_a_fabric_host_name_that_is_not_there_is_a_one_line_error(small_fabric):
-    from fabric_helpers import mrc
-
-    proc = mrc("write", "h0-0", "h7-7", "1M", "--fabric", small_fabric.name)
+def test_a_fabric_host_name_that_is_not_there_is_a_one_line_error(tiny_fabric):
+    proc = mrc("write", "h0-0", "h7-7", "1M", "--fabric", tiny_fabric.name)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert f"DST 'h7-7': fabric '{small_fabric.name}' has no host 'h7-7'" in proc.stderr
+    assert f"DST 'h7-7': fabric '{tiny_fabric.name}' has no host 'h7-7' (its hosts: h0-0, h1-0)" in proc.stderr
