@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from switch_forwarding import LOC48, MAC, U1, U2, frame, mac_int  # noqa: E402
 
+from bench_result import result  # noqa: E402
 from mrckit import netns  # noqa: E402
 from mrckit.bpf._libbpf import BPF_F_TEST_XDP_LIVE_FRAMES  # noqa: E402
 from mrckit.bpf.attach import ifindex_of, xdp_attach  # noqa: E402
@@ -193,6 +194,7 @@ def main() -> int:
     else:
         print(f"{'bmv2 simple_switch_grpc':38} {bmv2_offered:>12,.0f} {bmv2_pps:>14,.0f} "
               f"{bmv2_pps / ebpf_pps:>8.4f}x")
+        result("bmv2 packets/s through one switch", bmv2_pps, "pps", "eBPF XDP switch", ebpf_pps)
         result("bmv2 forwarding rate, one switch", bmv2_pps, "pkt/s", "eBPF XDP switch", ebpf_pps)
     return 0
 
