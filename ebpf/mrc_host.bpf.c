@@ -15,7 +15,7 @@
  * peer; the agent (controller/mrckit/host) owns the maps and mirrors these structs with ctypes.
  *
  * Loss retirement (MRC path health, mrc-facts section 1; docs/host.md): tc egress records the
- * EV of every data packet by (peer, PSN) in tx_records; XDP ingress marks a record when a NACK
+ * EV of every data packet by (peer, PSN) in tx_records (direct-mapped); XDP ingress marks a record when a NACK
  * echoes that PSN and EV (the packet reached the receiver, trimmed or refused); a retransmission
  * of a PSN whose record is unmarked means its EV lost the packet outright, so tc egress makes
  * that EV ASSUMED_BAD before it picks one for the retransmission.
@@ -152,23 +152,23 @@ struct link_key {
 #define LINK_T1 1
 #define LINK_DOWN 2
 
-/* Key of tx_records: one data PSN sent to one peer. The QP cannot be part of the key: the
- * data packet's BTH names the responder's QP, the NACK's BTH the requestor's own. */
-struct tx_key {
+/* One entry of tx_records: which EV carried the last transmission of one data PSN to one
+ * peer. The table is direct-mapped (index = PSN mixed with a hash of the peer), so recording
+ * costs an inlined array lookup and a few stores, no allocation; an entry that another
+ * (peer, PSN) overwrote simply does not match. The QP cannot be part of the key: the data
+ * packet's BTH names the responder's QP, the NACK's and SACK's BTH the requestor's own. */
+struct tx_rec {
 	__u8 peer[16];       /* peer NIC address, network order */
 	__u32 psn;           /* BTH PSN (24 bits), host order */
-};
-
-/* Which EV carried the last transmission of a PSN. */
-struct tx_rec {
 	__u32 ev;
 	__u16 slot;          /* slot of the peer's EV set that held ev */
 	__u8 flags;          /* TXR_*: a NACK or SACK answered this PSN on this EV */
 	__u8 pad;
 	__u32 dqpn;          /* the data packet's destination QP: guards against another QP's PSN */
 	__u32 blamed_ev;     /* the EV this PSN's retransmission retired (LOSS); 0 = none */
+	__u32 pad2;
 };
-#define HOST_TX_RECORDS 65536
+#define HOST_TX_RECORDS 65536 /* a power of two */
 #define TXR_NACKED 1         /* a NACK echoed this PSN and EV: reached the receiver */
 #define TXR_ACKED 2          /* a SACK triggered by this PSN echoed this EV: delivered */
 
@@ -229,9 +229,9 @@ struct {
 } host_stats SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, HOST_TX_RECORDS);
-	__type(key, struct tx_key);
+	__type(key, __u32);
 	__type(value, struct tx_rec);
 } tx_records SEC(".maps");
 
@@ -277,6 +277,29 @@ static __always_inline int addr_eq(const __u8 *a, const __u8 *b)
 	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
 
 	return x[0] == y[0] && x[1] == y[1];
+}
+
+/* The tx_records index of (peer, PSN); mirrored by mrckit.host.dataplane.tx_index. A QP's
+ * consecutive PSNs land in consecutive entries. */
+static __always_inline __u32 tx_index(const __u8 *peer, __u32 psn)
+{
+	__u32 w[4], h;
+
+	__builtin_memcpy(w, peer, 16);
+	h = w[0] ^ w[1] ^ w[2] ^ w[3];
+	h = (h ^ (h >> 16)) * 0x9e3779b1u;
+	return (psn ^ h) & (HOST_TX_RECORDS - 1);
+}
+
+/* The record of (peer, PSN), or NULL when the entry holds another one. */
+static __always_inline struct tx_rec *tx_find(const __u8 *peer, __u32 psn)
+{
+	__u32 idx = tx_index(peer, psn);
+	struct tx_rec *r = bpf_map_lookup_elem(&tx_records, &idx);
+
+	if (!r || r->psn != psn || !addr_eq(r->peer, peer))
+		return NULL;
+	return r;
 }
 
 /* ---------------------------------------------------------------- tc egress ---------- */
@@ -541,10 +564,10 @@ static __always_inline int is_data(__u8 opcode)
 
 /* A retransmission of PSN key->psn: if the EV that carried the previous transmission was not
  * answered by a NACK, that packet was lost outright and the EV is retired (mrc-facts 1). */
-static __always_inline __u32 rtx_verdict(struct tx_key *key, __u32 dqpn, struct ev_set *set,
-					 __u64 now)
+static __always_inline __u32 rtx_verdict(const __u8 *peer, __u32 psn, __u32 dqpn,
+					 struct ev_set *set, __u64 now)
 {
-	struct tx_rec *r = bpf_map_lookup_elem(&tx_records, key);
+	struct tx_rec *r = tx_find(peer, psn);
 	struct ev_slot *s;
 
 	count(STAT_RTX_SEEN);
@@ -567,16 +590,25 @@ static __always_inline __u32 rtx_verdict(struct tx_key *key, __u32 dqpn, struct 
 		return 0;
 	}
 	count(STAT_LOSS_RETIRED);
-	emit(key->peer, s, MRC_EV_STATE_ASSUMED_BAD, REASON_LOSS, now);
+	emit(peer, s, MRC_EV_STATE_ASSUMED_BAD, REASON_LOSS, now);
 	return s->ev;
 }
 
-static __always_inline void tx_record(struct tx_key *key, __u32 dqpn, struct ev_slot *s,
-				      __u32 slot, __u32 blamed_ev)
+static __always_inline void tx_record(const __u8 *peer, __u32 psn, __u32 dqpn,
+				      struct ev_slot *s, __u32 slot, __u32 blamed_ev)
 {
-	struct tx_rec r = { .ev = s->ev, .slot = slot, .dqpn = dqpn, .blamed_ev = blamed_ev };
+	__u32 idx = tx_index(peer, psn);
+	struct tx_rec *r = bpf_map_lookup_elem(&tx_records, &idx);
 
-	bpf_map_update_elem(&tx_records, key, &r, BPF_ANY);
+	if (!r)
+		return;
+	__builtin_memcpy(r->peer, peer, 16);
+	r->psn = psn;
+	r->ev = s->ev;
+	r->slot = slot;
+	r->flags = 0;
+	r->dqpn = dqpn;
+	r->blamed_ev = blamed_ev;
 }
 
 SEC("tc")
@@ -584,7 +616,6 @@ int mrc_host_egress(struct __sk_buff *skb)
 {
 	__u32 zero = 0, dst_leaf, dst_down, n;
 	struct pick_ctx pc = {};
-	struct tx_key key = {};
 	struct host_config *cfg;
 	struct plane_port *pp;
 	struct ev_set *set;
@@ -592,7 +623,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 	__u8 src[16], dst[16], tclass, ecn;
 	__u8 *p, *data, *data_end;
 	__u16 inner_plen;
-	__u32 dqpn = 0, blamed_ev = 0;
+	__u32 dqpn = 0, psn = 0, blamed_ev = 0;
 	__be32 word0;
 	int data_pkt;
 
@@ -633,7 +664,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 	data_pkt = is_data(p[48]);
 	if (data_pkt) {
 		dqpn = ((__u32)p[53] << 16) | ((__u32)p[54] << 8) | p[55];
-		key.psn = ((__u32)p[57] << 16) | ((__u32)p[58] << 8) | p[59];
+		psn = ((__u32)p[57] << 16) | ((__u32)p[58] << 8) | p[59];
 	}
 	tclass = tx_dscp(p[48], p[56], &ecn);
 	tclass = (tclass << MRC_IPV6_DSCP_SHIFT) | ecn;
@@ -652,12 +683,9 @@ int mrc_host_egress(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 	pc.now = bpf_ktime_get_ns();
-	if (data_pkt) {
-		__builtin_memcpy(key.peer, dst, 16);
-		/* Before the pick, so the retransmission itself avoids the retired EV. */
-		if (p[56] & MRC_BTH_FLAG_RTX)
-			blamed_ev = rtx_verdict(&key, dqpn, set, pc.now);
-	}
+	/* Before the pick, so the retransmission itself avoids the retired EV. */
+	if (data_pkt && (p[56] & MRC_BTH_FLAG_RTX))
+		blamed_ev = rtx_verdict(dst, psn, dqpn, set, pc.now);
 	pc.set = set;
 	pc.cfg = cfg;
 	pc.peer = dst;
@@ -682,7 +710,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 	}
 	tx_account(s, skb->len, pc.now);
 	if (data_pkt)
-		tx_record(&key, dqpn, s, pc.slot, blamed_ev);
+		tx_record(dst, psn, dqpn, s, pc.slot, blamed_ev);
 	count(STAT_TX_ENCAP);
 	return bpf_redirect(pp->ifindex, 0);
 other:
@@ -748,12 +776,8 @@ static __always_inline void skip_slot(const __u8 *peer, struct ev_set *set, stru
  * which keeps another QP's NACK for the same PSN from clearing it. */
 static __always_inline void mark_nacked(const __u8 *peer, const __u8 *neth, __u32 ev)
 {
-	struct tx_key key = {};
-	struct tx_rec *r;
+	struct tx_rec *r = tx_find(peer, ((__u32)neth[13] << 16) | ((__u32)neth[14] << 8) | neth[15]);
 
-	__builtin_memcpy(key.peer, peer, 16);
-	key.psn = ((__u32)neth[13] << 16) | ((__u32)neth[14] << 8) | neth[15];
-	r = bpf_map_lookup_elem(&tx_records, &key);
 	if (r && r->ev == ev) {
 		r->flags |= TXR_NACKED;
 		count(STAT_NACK_MARKED);
@@ -767,14 +791,10 @@ static __always_inline void mark_nacked(const __u8 *peer, const __u8 *neth, __u3
 static __always_inline void sack_answers(const __u8 *peer, const __u8 *seth, struct ev_slot *s,
 					 __u64 now)
 {
-	struct tx_key key = {};
-	struct tx_rec *r;
 	__s16 off = (__s16)(((__u16)seth[2] << 8) | seth[3]);
 	__u32 cack = ((__u32)seth[13] << 16) | ((__u32)seth[14] << 8) | seth[15];
+	struct tx_rec *r = tx_find(peer, (cack + off) & (MRC_PSN_MOD - 1));
 
-	__builtin_memcpy(key.peer, peer, 16);
-	key.psn = (cack + off) & (MRC_PSN_MOD - 1);
-	r = bpf_map_lookup_elem(&tx_records, &key);
 	if (!r)
 		return;
 	if (r->ev == s->ev)

@@ -19,7 +19,7 @@ from ..bpf.objects import BpfObject, Program
 from ..errors import MrcError
 from ..wire.constants import MAX_PLANES
 from .maps import (LINK_KIND, MAX_EVS, EvEvent, EvSet, EvSlot, HostConfigMap, LinkKey, PeerKey,
-                   PlanePort, Stat, TxKey, TxRec)
+                   PlanePort, Stat, TxRec, tx_index)
 
 OBJECT = "mrc_host"
 TC_PROG = "mrc_host_egress"
@@ -76,7 +76,7 @@ class HostDataplane:
         self.peers = self.obj.map("peer_evs", key_type=PeerKey, value_type=EvSet)
         self.denied = self.obj.map("denied_links", key_type=LinkKey, value_type=ctypes.c_uint8)
         self.stats = self.obj.map("host_stats", key_type=U32, value_type=ctypes.c_uint64)
-        self.tx_records = self.obj.map("tx_records", key_type=TxKey, value_type=TxRec)
+        self.tx_records = self.obj.map("tx_records", key_type=U32, value_type=TxRec)
         self.egress: Program = self.obj.program(TC_PROG)
         self.ingress: Program = self.obj.program(XDP_PROG)
         self._events = _RingBuffer(self.obj.map("ev_events"))
@@ -210,8 +210,13 @@ class HostDataplane:
 
     def tx_record(self, peer: str | ipaddress.IPv6Address, psn: int) -> TxRec | None:
         """The EV that carried the last transmission of data PSN ``psn`` (24 bits) to ``peer``,
-        or None when tc egress kept no record of it (never sent, or evicted from the LRU)."""
-        return self.tx_records.lookup(TxKey(_u8s(ctypes.c_uint8 * 16, addr_bytes(peer)), psn))
+        or None when tc egress kept no record of it (never sent, or its entry since taken by
+        another (peer, PSN) of the direct-mapped table)."""
+        raw = addr_bytes(peer)
+        rec = self.tx_records.lookup(tx_index(raw, psn))
+        if rec is None or rec.psn != psn or bytes(rec.peer) != raw:
+            return None
+        return rec
 
     def forget_peers(self) -> None:
         """Drop every peer set (a new template takes effect on the next packet)."""

@@ -125,23 +125,31 @@ class LinkKey(ctypes.Structure):
 LINK_KIND = {"t1": 1, "down": 2}
 
 
-class TxKey(ctypes.Structure):
-    """``struct tx_key``: key of ``tx_records`` (peer NIC address, BTH PSN)."""
-
-    _fields_ = [("peer", U8 * 16), ("psn", U32)]
-
-
 TXR_NACKED, TXR_ACKED = 1, 2
 """``tx_rec.flags``: a NACK (TRIMMED or any other) / a SACK triggered by this PSN echoed its EV."""
 
 
 class TxRec(ctypes.Structure):
-    """``struct tx_rec``: the EV (and its slot) that carried a PSN's last transmission,
-    whether a NACK or SACK answered it (``flags``: :data:`TXR_NACKED`, :data:`TXR_ACKED`), the
-    data packet's destination QP, and the EV that the retransmission retired for LOSS (0 = none)."""
+    """``struct tx_rec``: one entry of the direct-mapped ``tx_records`` array: for (peer NIC
+    address, PSN), the EV (and its slot) that carried the PSN's last transmission, whether a
+    NACK or SACK answered it (``flags``: :data:`TXR_NACKED`, :data:`TXR_ACKED`), the data
+    packet's destination QP, and the EV that the retransmission retired for LOSS (0 = none)."""
 
-    _fields_ = [("ev", U32), ("slot", U16), ("flags", U8), ("pad", U8), ("dqpn", U32),
-                ("blamed_ev", U32)]
+    _fields_ = [("peer", U8 * 16), ("psn", U32), ("ev", U32), ("slot", U16), ("flags", U8),
+                ("pad", U8), ("dqpn", U32), ("blamed_ev", U32), ("pad2", U32)]
+
+
+TX_RECORDS = 65536
+"""Entries of ``tx_records`` (the C HOST_TX_RECORDS, a power of two)."""
+
+
+def tx_index(peer: bytes, psn: int) -> int:
+    """The ``tx_records`` index of (peer NIC address, 16 bytes network order; PSN), as the C
+    ``tx_index`` computes it (the address's four words in host order, x86/arm64 little-endian)."""
+    w = [int.from_bytes(peer[i:i + 4], "little") for i in range(0, 16, 4)]
+    h = w[0] ^ w[1] ^ w[2] ^ w[3]
+    h = ((h ^ (h >> 16)) * 0x9E3779B1) & 0xFFFFFFFF
+    return (psn ^ h) & (TX_RECORDS - 1)
 
 
 class EvEvent(ctypes.Structure):
