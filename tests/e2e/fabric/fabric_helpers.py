@@ -35,7 +35,8 @@ def mrc(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 def leftovers(prefix: str, name: str) -> dict[str, list[str]]:
     """Everything of ours still present: namespaces, root-namespace links, XDP/tc attachments
-    in the root namespace, switch and fault pins, state folder, processes."""
+    in the root namespace, switch and fault pins, state folder and controller status file,
+    processes."""
     from mrckit import netns
     from mrckit.fabric.faults import list_faults
     from mrckit.switch.ebpf_target import pinned_switches
@@ -48,7 +49,8 @@ def leftovers(prefix: str, name: str) -> dict[str, list[str]]:
                     if "mrc_" in ln],
         "pins": [p for p in pinned_switches() if p.startswith(prefix)],
         "faults": [f"{ns}/{i}" for ns, i, _ in list_faults() if ns.startswith(prefix)],
-        "state": [str(p) for p in [Path("/run/mrckit") / name] if p.exists()],
+        "state": [str(p) for p in [Path("/run/mrckit") / name, Path(f"/run/mrckit/controller/{name}.json")]
+                  if p.exists()],
         "processes": _processes(prefix, name),
     }
     return {k: v for k, v in out.items() if v}
