@@ -16,6 +16,8 @@ Modules, bottom up:
 - ``hosts``: :func:`open_host` -> :class:`HostSession` (Configure, SetEvState by link,
   WatchEvents, GetStats).
 - ``localise``: :func:`localise` (pure): failing and good paths -> :class:`Localisation`.
+- ``reach``: ``newly_cut``, ``safe_subset`` (pure): which host pairs a deny set cuts off;
+  the reactor's connectivity guard.
 - ``reactor``: :class:`FailureReactor` (no I/O): events in, DENY / lift :class:`Action` s out,
   and the :class:`Timeline`.
 - ``controller``: :class:`Controller`, the runtime; ``status``: its status file.

@@ -8,6 +8,8 @@ the controller, and faults (issue 9, design sections 8 and 9). See ``docs/fabric
 - ``state.py``: the state file under ``/run/mrckit/<name>/``; ``teardown.py``: ``down``,
   ``down_all``; ``faultctl.py``: link and switch faults; ``faults.py``: the fault BPF program.
 - ``traffic.py``: UDP between every host pair, counted per pair and per plane.
+- ``hostref.py``: ``find_host`` looks a host name up among the running fabrics (its NIC
+  address and namespace), for ``mrc write``/``mrc listen h1-0``.
 """
 
 
