@@ -46,3 +46,14 @@ def test_stopped_dead_and_recycled_pids_are_not_in_the_way(tmp_path, live_pid):
     check_not_running(write(tmp_path, dead.pid, time.time_ns()))
     # The pid is alive, but its process started long after the file's last write.
     check_not_running(write(tmp_path, live_pid, time.time_ns() - 60_000_000_000))
+
+
+def test_status_shows_the_links_the_guard_withheld():
+    from mrckit.cli.controller import _status_lines
+
+    st = {"name": "lab", "running": False, "pid": 0, "topology": "t", "ready": True,
+          "pipeline": {"cookie": 1, "p4info": "x"}, "switches": {}, "hosts": {}, "links_down": [], "denials": {},
+          "withheld": {"p0/t0-0/down-0": "host link on ambiguous evidence (hosts report their own ports)"},
+          "localisation": None, "timeline": []}
+    assert "  withheld p0/t0-0/down-0: host link on ambiguous evidence (hosts report their own ports)" \
+        in _status_lines(st)
