@@ -67,10 +67,14 @@ class SweepMixin:
                                       acked=slot.acked)
         st.probes.pop(old, None)
         slot.ev, slot.state, slot.reason = pick, GOOD, int(Reason.REPLACED)
+        st.tx_totals[old] = (slot.tx_packets, slot.tx_bytes)
         for name in ("tx_packets", "tx_bytes", "last_tx_ns", "pending_ns", "last_ack_ns", "acked_sent_ns",
                      "unacked_tx", "acked",
                      "skips", "nacks", "skip_until_rot"):
             setattr(slot, name, 0)
+        # An EV that comes back (retired, probed back, reused) resumes its own tx counts, so
+        # they never go down for a reader that follows them (the demo's per-path counts).
+        slot.tx_packets, slot.tx_bytes = st.tx_totals.get(pick, (0, 0))
         self.counters["replacements"] += 1
         self._publish(make_event(str(peer), old, BAD, BAD, Reason.REPLACED.name, ts_ns=now,
                                  replaced_by=pick, plane=plane))
