@@ -2,8 +2,8 @@
 
 - eBPF target: this process loads and pins each switch's program and attaches it to the
   switch's ports (``EbpfSwitch.setup``, inside the switch's namespace, which also fills the
-  DEVMAP there as design section 9 requires); the pins keep it alive after we exit. Then one
-  P4Runtime server process per switch serves those pins (``mrckit.switch.p4runtime``),
+  DEVMAP there as design section 9 requires); the pins keep it alive after we exit. The same
+  ``setup`` starts the switch's P4Runtime server process (``EbpfSwitch(p4runtime=...)``),
   inside the switch's namespace on a unix socket, or in the root namespace on a loopback TCP
   port when the user asks for ports. The server reaches the switch only through the pins.
 - bmv2 target: one ``simple_switch_grpc`` per switch (``mrckit.switch.bmv2``).
@@ -22,13 +22,12 @@ from ..errors import MrcError
 from ..host.config import Settings, from_topology, to_proto
 from ..host.nicdev import create_nic_device
 from ..switch import bmv2
-from ..switch.ebpf_target import EbpfSwitch, remove_pins
-from ..switch.p4runtime import process as p4rt_process
+from ..switch.ebpf_target import EbpfSwitch, remove_pins, wait_servers
+from ..switch.p4runtime.process import ServerOptions
 from . import procs
 from .state import FabricState, ProcInfo, start_ticks
 
 NIC_DEVICE = "nic0"
-P4RT_READY = "listening "
 AGENT_READY = "serving on "
 
 
@@ -43,26 +42,27 @@ def agent_address(state: FabricState, node: str) -> str:
 
 
 def start_ebpf_switches(state: FabricState, compiled, base_port: int | None) -> None:
-    """Set up every eBPF switch and start its P4Runtime server; records them in ``state``
-    (before each start, so a failure part-way is still torn down).
+    """Set up every eBPF switch with its P4Runtime server (``EbpfSwitch(p4runtime=...)``);
+    records each server in ``state`` as it starts (so a failure part-way, or a SIGKILL of
+    this process, is still torn down by ``fabric down``), then waits for all at once.
 
     Raises:
-        MrcError: a set-up step or a server failed (naming the switch).
+        MrcError: a set-up step or a server failed (naming the switch, with its log).
     """
-    started = {}
+    started = []
     for i, sw in enumerate(compiled.switches()):
-        pin = state.pins[sw.name]
-        EbpfSwitch(pin, state.nodes[sw.name], sw.port_map()).setup()
         port = None if base_port is None else base_port + i
-        address = switch_address(state, sw.name, port)
-        argv = p4rt_process.command(pin, address, netns=None, device_id=state.device_ids[sw.name],
-                                    state_dir=state.dir / "p4rt" / sw.name)
-        ns = None if port is not None else state.nodes[sw.name]
-        proc, info = procs.start(argv, state.dir / f"sw-{sw.name}.log", ns=ns, address=address)
-        state.switches[sw.name] = info
+        options = ServerOptions(switch_address(state, sw.name, port), device_id=state.device_ids[sw.name],
+                                state_dir=state.dir / "p4rt" / sw.name, log=state.dir / f"sw-{sw.name}.log",
+                                in_switch_netns=port is None)
+        switch = EbpfSwitch(state.pins[sw.name], state.nodes[sw.name], sw.port_map(), p4runtime=options)
+        switch.setup(wait=False)
+        server = switch.server
+        state.switches[sw.name] = ProcInfo(server.pid, start_ticks(server.pid) or 0, server.address,
+                                           server.argv, str(server.log))
         state.save()
-        started[sw.name] = (proc, info)
-    procs.wait_ready(started, P4RT_READY)
+        started.append(switch)
+    wait_servers(started, procs.READY_TIMEOUT_S)
 
 
 def start_bmv2_switches(state: FabricState, compiled) -> None:

@@ -9,7 +9,8 @@ Two classes:
   ``/sys/fs/bpf/mrckit/switch/<name>/`` (:meth:`SwitchTables.open_pinned`), so the P4Runtime
   server and the conformance suite share this one mapping.
 - :class:`EbpfSwitch` sets one switch up in its network namespace (load, pin, attach XDP to
-  every port, fill the DEVMAP from inside the namespace) and tears it down completely.
+  every port, fill the DEVMAP from inside the namespace, optionally start its P4Runtime
+  server) and tears it down completely.
 
 >>> with EbpfSwitch("s0", "mrcsw", {0: "p0", 1: "p1"}) as sw:      # doctest: +SKIP
 ...     sw.tables.write_entry("usid_fib", 0xFCBBBB001001, "set_egress", {"port": 1})
@@ -22,6 +23,7 @@ import ctypes
 import os
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .. import netns
 from ..bpf.attach import ifindex_of, xdp_attach, xdp_detach, xdp_query
@@ -31,6 +33,9 @@ from ..bpf.maps import Map
 from ..bpf.objects import BpfObject
 from ..errors import MrcError
 from . import tables as T
+
+if TYPE_CHECKING:  # the server package imports this module: import it lazily at run time
+    from .p4runtime.process import ServerOptions, ServerProcess
 
 OBJECT = "mrc_switch"
 PROGRAM = "mrc_switch"
@@ -358,15 +363,19 @@ class EbpfSwitch:
         ports: switch port number (0..511) -> interface name.
         xdp_mode: "native" (default; design section 9 explains the veth traps), "generic", "auto".
         entries: table entries (``TableEntry``) written at set-up, before any port is attached.
+        p4runtime: serve P4Runtime for this switch (issue 6): an address (``unix:/path`` or
+            ``host:port``) or a ``mrckit.switch.p4runtime.process.ServerOptions`` (device id,
+            TLS, state folder, log file). None: no server.
 
     :meth:`setup` is idempotent and reuses pinned maps, so a restarted manager keeps its
-    tables; :meth:`teardown` detaches and unpins everything and is idempotent too.
+    tables; :meth:`teardown` stops the server, detaches and unpins everything, and is
+    idempotent too. ``server`` is the running server process (or None).
     Redirecting into a veth needs NAPI on its peer (an XDP program or ``gro on``); the
     fabric builder sets that on the far ends, which this switch cannot reach.
     """
 
     def __init__(self, name: str, netns: str | None, ports: dict[int, str], *, xdp_mode: str = "native",
-                 entries: Iterable[T.TableEntry] = ()):
+                 entries: Iterable[T.TableEntry] = (), p4runtime: "str | ServerOptions | None" = None):
         if not name or "/" in name or name in (".", ".."):
             raise MrcError(f"switch name {name!r}: must be a plain name")
         for port in ports:
@@ -375,17 +384,24 @@ class EbpfSwitch:
             raise MrcError(f"switch {name}: an interface appears on two ports: {ports}")
         self.name, self.netns, self.ports, self.xdp_mode = name, netns, dict(ports), xdp_mode
         self.entries = list(entries)
+        self.p4runtime = _server_options(p4runtime)
+        self.server: ServerProcess | None = None
         self.pin_dir = switch_pin_dir(name)
         self._obj: BpfObject | None = None
         self.tables: SwitchTables | None = None
         self.attach_modes: dict[int, str] = {}
 
-    def setup(self) -> "EbpfSwitch":
-        """Load (reusing pins), pin, wire the DEVMAP and attach to every port.
+    def setup(self, *, wait: bool = True) -> "EbpfSwitch":
+        """Load (reusing pins), pin, wire the DEVMAP, attach to every port, then start the
+        P4Runtime server (if ``p4runtime`` was given) and wait until it serves.
+
+        ``wait=False`` returns once the server process is started; call :meth:`wait_ready`
+        (or :func:`wait_servers` for several switches, which start in parallel) before use.
 
         Raises:
             MrcError / BpfError: namespace or interface missing, verifier refusal (with log),
-            attach refused. Whatever was done is undone before the error propagates.
+            attach refused, the server exited or stayed silent (with its last log lines).
+            Whatever was done is undone before the error propagates.
         """
         ensure_bpffs()
         try:
@@ -396,9 +412,24 @@ class EbpfSwitch:
                     self.tables.bind_port(port, ifindex_of(iface))
                     self.attach_modes[port] = xdp_attach(iface, self._obj.program(PROGRAM), self.xdp_mode,
                                                          replace=True)
+            if self.p4runtime is not None and self.server is None:
+                from .p4runtime.process import ServerProcess
+                self.server = ServerProcess(self.name, self.p4runtime, self.netns)
+            if wait:
+                self.wait_ready()
         except BaseException:
             self.teardown()
             raise
+        return self
+
+    def wait_ready(self, timeout: float | None = None) -> "EbpfSwitch":
+        """Return once the P4Runtime server serves (at once without a server).
+
+        Raises:
+            MrcError: the server exited or did not serve within ``timeout`` s (default
+                ``process.READY_TIMEOUT_S``); the whole switch is torn down first.
+        """
+        wait_servers([self], timeout)
         return self
 
     def _load(self) -> None:
@@ -426,8 +457,10 @@ class EbpfSwitch:
         return netns.enter(self.netns) if self.netns else contextlib.nullcontext()
 
     def teardown(self) -> None:
-        """Detach from every port, unpin every map and remove the pin folder. Idempotent:
-        a missing namespace, interface or pin is skipped."""
+        """Stop the P4Runtime server (SIGTERM, SIGKILL after ``process.STOP_TIMEOUT_S``; its
+        unix socket and stored pipeline go with it), detach from every port, unpin every map and remove the pin
+        folder. Idempotent: a missing namespace, interface or pin is skipped."""
+        self._stop_server()
         if self.netns is None or netns.exists(self.netns):
             with self._in_netns():
                 for iface in self.ports.values():
@@ -442,11 +475,56 @@ class EbpfSwitch:
             self._obj, self.tables = None, None
         self.attach_modes = {}
 
+    def _stop_server(self) -> None:
+        if self.p4runtime is None:
+            return
+        from .p4runtime import server, store
+
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+            path = server.unix_path(self.p4runtime.address)
+            if path and os.path.exists(path):
+                os.unlink(path)  # a SIGKILLed server leaves its socket behind
+        # The stored pipeline names maps about to be unpinned: it could never be used again.
+        folder = self.p4runtime.state_dir or store.default_dir(self.name)
+        store.remove(folder)
+        if self.p4runtime.state_dir is None and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
     def __enter__(self) -> "EbpfSwitch":
         return self.setup()
 
     def __exit__(self, *exc) -> None:
         self.teardown()
+
+
+def wait_servers(switches: Iterable[EbpfSwitch], timeout: float | None = None) -> None:
+    """Wait until the P4Runtime server of every switch (set up with ``wait=False``) serves.
+
+    Raises:
+        MrcError: a server exited or stayed silent for ``timeout`` s (default
+            ``process.READY_TIMEOUT_S``), naming its switch, with its last log lines; that
+            switch is torn down first (the others are left to the caller).
+    """
+    switches = [sw for sw in switches if sw.server is not None]
+    if not switches:
+        return
+    from .p4runtime import process
+
+    try:
+        process.wait_all([sw.server for sw in switches], process.READY_TIMEOUT_S if timeout is None else timeout)
+    except process.ServerStartError as exc:
+        next(sw for sw in switches if sw.server is exc.server).teardown()
+        raise
+
+
+def _server_options(p4runtime) -> "ServerOptions | None":
+    if p4runtime is None:
+        return None
+    from .p4runtime.process import ServerOptions
+
+    return ServerOptions(p4runtime) if isinstance(p4runtime, str) else p4runtime
 
 
 def remove_pins(name: str) -> None:

@@ -1,7 +1,8 @@
 """``python -m mrckit.switch.p4runtime --switch NAME [--listen ADDR] ...``: serve one switch.
 
-The eBPF switch manager starts this process (``process.spawn``) inside the switch's network
-namespace. It serves until SIGTERM/SIGINT, then stops cleanly (exit code 0).
+The eBPF switch manager (``EbpfSwitch(p4runtime=...)``, through ``process.ServerProcess``)
+starts this process inside the switch's network namespace. It serves until SIGTERM/SIGINT,
+then stops cleanly (exit code 0).
 """
 
 import argparse
