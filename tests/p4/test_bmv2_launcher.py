@@ -48,7 +48,8 @@ def test_ready_reachable_from_root_namespace_and_stops_clean(need_bmv2, switch_n
     sw = Bmv2Switch(f"{switch_ns}-ok", switch_ns, {0: "p0", 1: "p1"})
     with sw:
         assert sw.proc.poll() is None
-        assert "--priority-queues" in sw.command and ["--device-id", "1"] == sw.command[5:7]
+        cmd = sw.command
+        assert cmd[cmd.index("--priority-queues") + 1] == "2" and cmd[cmd.index("--device-id") + 1] == "1"
         # The socket is reachable from here, the root namespace.
         with grpc.insecure_channel(sw.grpc_address) as channel:
             caps = p4r_grpc.P4RuntimeStub(channel).Capabilities(p4r.CapabilitiesRequest(), timeout=5)

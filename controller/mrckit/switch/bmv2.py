@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -231,8 +232,9 @@ class Bmv2Switch:
         cli = find_tool("simple_switch_CLI")
         if cli is None:
             raise MrcError(f"simple_switch_CLI not found on PATH or in {P4TOOLS_BIN}")
-        proc = subprocess.run(["nsenter", f"--net={netns.NETNS_DIR}/{self.netns}", "--", cli,
-                               "--thrift-port", str(THRIFT_PORT)], input=(line + "\n").encode(),
+        # Our interpreter, not the script's `env python3`: it has the thrift module.
+        proc = subprocess.run(["nsenter", f"--net={netns.NETNS_DIR}/{self.netns}", "--", sys.executable,
+                               cli, "--thrift-port", str(THRIFT_PORT)], input=(line + "\n").encode(),
                               capture_output=True, env=_cli_env(cli), timeout=30)
         out = (proc.stdout + proc.stderr).decode(errors="replace")
         if proc.returncode != 0 or "Error" in out or "Invalid" in out:
