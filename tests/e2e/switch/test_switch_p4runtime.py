@@ -6,6 +6,7 @@ nothing left behind.
 """
 
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from mrckit import netns  # noqa: E402
 from mrckit.bpf.attach import xdp_query  # noqa: E402
 from mrckit.errors import MrcError  # noqa: E402
 from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir  # noqa: E402
+from mrckit.switch.p4runtime import process  # noqa: E402
 from mrckit.switch.p4runtime.process import ServerOptions  # noqa: E402
 
 DEVICE_ID = 7
@@ -99,6 +101,19 @@ def test_setup_serves_p4runtime_from_the_switch_namespace(ported, tmp_path, monk
     assert not os.path.exists(f"/proc/{pid}")
     assert not (tmp_path / "state" / "pipeline.bin").exists()  # it named the unpinned maps
     assert_nothing_left(ns, name, sock)
+
+
+def test_teardown_kills_a_server_that_ignores_sigterm(ported, tmp_path, monkeypatch):
+    ns, name = ported
+    sock = tmp_path / "sw.sock"
+    sw = EbpfSwitch(name, ns, {0: "p0"}, p4runtime=f"unix:{sock}").setup()
+    server = sw.server
+    os.kill(server.pid, signal.SIGSTOP)  # a stopped process leaves SIGTERM pending
+    monkeypatch.setattr(process, "STOP_TIMEOUT_S", 0.5)
+    sw.teardown()
+    assert server.returncode == -signal.SIGKILL
+    assert_nothing_left(ns, name, sock)
+    assert not os.path.exists(f"/run/mrckit/switch/{name}")  # the default state folder went too
 
 
 def test_port_in_use_fails_setup_with_the_server_log(ported, tmp_path):

@@ -139,10 +139,11 @@ class ServerProcess:
         wait_all([self], timeout)
         return self
 
-    def stop(self, timeout: float = STOP_TIMEOUT_S) -> int:
-        """SIGTERM the server, wait, SIGKILL after ``timeout`` s; return its exit code
-        (0 after a clean stop). Idempotent."""
-        _terminate(self.proc, timeout)
+    def stop(self, timeout: float | None = None) -> int:
+        """SIGTERM the server, wait, SIGKILL after ``timeout`` s (default
+        :data:`STOP_TIMEOUT_S`); return its exit code (0 after a clean stop, -9 when killed).
+        Idempotent."""
+        _terminate(self.proc, STOP_TIMEOUT_S if timeout is None else timeout)
         if not self._out.closed:
             self._out.close()
         return self.proc.returncode
@@ -186,7 +187,7 @@ def spawn(switch: str, address: str, *, timeout: float = READY_TIMEOUT_S, log: P
     return server
 
 
-def stop(server: ServerProcess, timeout: float = STOP_TIMEOUT_S) -> int:
+def stop(server: ServerProcess, timeout: float | None = None) -> int:
     """SIGTERM the server, wait (SIGKILL after ``timeout`` s); return its exit code."""
     return server.stop(timeout)
 
