@@ -43,7 +43,7 @@ class PairResult:
 
 
 def pairwise_udp(fab, packets: int = 256, *, size: int = 200, timeout: float = 10.0,
-                 hosts: list[str] | None = None) -> list[PairResult]:
+                 hosts: list[str] | None = None, pps: float | None = None) -> list[PairResult]:
     """Send ``packets`` UDP datagrams of ``size`` bytes from every host to every other host
     (``hosts``: a subset) on port 4791, and count them (see the module docstring).
 
@@ -53,6 +53,8 @@ def pairwise_udp(fab, packets: int = 256, *, size: int = 200, timeout: float = 1
 
     Args:
         fab: a running :class:`~mrckit.fabric.fabric.Fabric`.
+        pps: cap on the total send rate in packets/s; None sends as fast as the sockets take
+            them. bmv2 reads each port through a libpcap ring, which an unpaced burst overflows.
     Returns:
         one :class:`PairResult` per ordered pair, in (src, dst) order.
     """
@@ -66,6 +68,7 @@ def pairwise_udp(fab, packets: int = 256, *, size: int = 200, timeout: float = 1
     tx = {n: nodes[n].socket() for n in names}
     try:
         pad = bytes(max(size - len(MAGIC) - _TAG.size, 0))
+        pace = _Pacer(pps)
         for s in names:
             for d in names:
                 if s == d:
@@ -73,6 +76,7 @@ def pairwise_udp(fab, packets: int = 256, *, size: int = 200, timeout: float = 1
                 for seq in range(packets):
                     tx[s].sendto(MAGIC + _TAG.pack(index[s], index[d], seq) + pad,
                                  (nodes[d].nic_address, UDP_PORT_ROCEV2))
+                    pace.sent_one()
                 results[(s, d)].sent = packets
         _receive(rx, names, results, expected=packets * (len(names) - 1), timeout=timeout)
     finally:
@@ -85,6 +89,23 @@ def pairwise_udp(fab, packets: int = 256, *, size: int = 200, timeout: float = 1
                 peer = nodes[d].nic_address
                 results[(s, d)].per_plane = {p: after.get((peer, p), 0) - before[s].get((peer, p), 0) for p in planes}
     return list(results.values())
+
+
+class _Pacer:
+    """Sleeps so that packets leave at no more than ``pps`` per second (None: no limit)."""
+
+    def __init__(self, pps: float | None):
+        if pps is not None and pps <= 0:
+            raise ValueError(f"pps {pps!r}: must be positive")
+        self.pps, self.start, self.count = pps, time.monotonic(), 0
+
+    def sent_one(self) -> None:
+        if self.pps is None:
+            return
+        self.count += 1
+        wait = self.start + self.count / self.pps - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
 
 
 def _receive(rx: dict, names: list[str], results: dict, *, expected: int, timeout: float) -> None:

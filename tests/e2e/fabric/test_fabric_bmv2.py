@@ -11,6 +11,9 @@ from mrckit.topology import generate_clos
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
 
+BMV2_PPS = 500
+"""Send rate for the bmv2 fabric: ten simple_switch_grpc processes share two cores here."""
+
 
 def test_every_host_pair_over_every_plane_on_bmv2(need_root):
     if find_tool("simple_switch_grpc") is None:
@@ -20,7 +23,9 @@ def test_every_host_pair_over_every_plane_on_bmv2(need_root):
             pytest.skip(f"p4src/build/{out} missing: p4c's outputs are needed to program bmv2")
     name = fabric_name("bmv2")
     with Fabric.up(generate_clos(), name=name, target="bmv2", prefix=RUN_PREFIX) as fab:
-        results = traffic.pairwise_udp(fab)
+        # bmv2 reads its ports through libpcap rings; an unpaced burst overflows them, and
+        # packets that never reach the switch tell nothing about its forwarding.
+        results = traffic.pairwise_udp(fab, pps=BMV2_PPS)
         bad = [r for r in results if not r.ok]
         assert len(results) == 30 and not bad, traffic.summary(results)
     assert leftovers(RUN_PREFIX + name, name) == {}
