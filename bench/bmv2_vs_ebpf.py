@@ -194,7 +194,6 @@ def main() -> int:
     else:
         print(f"{'bmv2 simple_switch_grpc':38} {bmv2_offered:>12,.0f} {bmv2_pps:>14,.0f} "
               f"{bmv2_pps / ebpf_pps:>8.4f}x")
-        result("bmv2 packets/s through one switch", bmv2_pps, "pps", "eBPF XDP switch", ebpf_pps)
         result("bmv2 forwarding rate, one switch", bmv2_pps, "pkt/s", "eBPF XDP switch", ebpf_pps)
     return 0
 
