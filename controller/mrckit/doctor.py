@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 
 from . import bpf, netns
 from .errors import MrcError
+from .switch.bmv2 import P4TOOLS_BIN, find_tool
 
-P4TOOLS_BIN = "/opt/p4tools/bin"
 # The BPF objects the default demo loads (built by `make bpf` into mrckit/bpf/obj/).
 DEMO_OBJECTS = ("mrc_switch", "mrc_host", "mrc_fault")
 # import name -> distribution name, for the packages the toolkit imports at runtime.
@@ -59,15 +59,6 @@ class Check:
 
     def as_dict(self) -> dict:
         return {**asdict(self), "status": self.status}
-
-
-def find_tool(name: str) -> str | None:
-    """Path of ``name`` on PATH or under /opt/p4tools/bin, or None."""
-    path = shutil.which(name)
-    if path:
-        return path
-    candidate = os.path.join(P4TOOLS_BIN, name)
-    return candidate if os.access(candidate, os.X_OK) else None
 
 
 def _run(argv: list[str], timeout: float = 60, **kw) -> subprocess.CompletedProcess:

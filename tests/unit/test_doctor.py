@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from mrckit import bpf, doctor, netns
+from mrckit.switch import bmv2
 from mrckit.cli import main
 
 BULLETS = {"XDP BPF_PROG_TEST_RUN", "XDP/tc attach on veth", "clang -target bpf", "libbpf",
@@ -64,6 +65,8 @@ def test_tool_found_under_opt_p4tools(tmp_path, monkeypatch):
     tool = tmp_path / "simple_switch_grpc"
     tool.write_text("#!/bin/sh\necho 'simple_switch_grpc 1.15.0'\n")
     tool.chmod(0o755)
+    # find_tool lives in mrckit.switch.bmv2; the doctor names the same folder in its message.
+    monkeypatch.setattr(bmv2, "P4TOOLS_BIN", str(tmp_path))
     monkeypatch.setattr(doctor, "P4TOOLS_BIN", str(tmp_path))
     monkeypatch.setenv("PATH", "/nonexistent")
     check = doctor.check_tool("simple_switch_grpc", required=False, version_args=["--version"],
