@@ -55,18 +55,12 @@ def main() -> int:
     from host_pkt import Dscp, Ecn
 
     from mrckit.bpf.objects import BpfObject
-    from mrckit.host.dataplane import HostDataplane, PortSetting, addr_bytes, mac_bytes
+    from mrckit.host.dataplane import HostDataplane
     from mrckit.host.evset import build_template
-    from mrckit.wire.constants import AGENT_UDP_PORT
     from mrckit.wire.ev import ev_pack
-    from mrckit.wire.usid import DEFAULT_LOCATOR
 
     dp = HostDataplane()
-    dp.set_host(pkt.NIC_A, DEFAULT_LOCATOR, pkt.A_LEAF, pkt.A_DOWN, pkt.PLANES, AGENT_UDP_PORT)
-    for plane in range(pkt.PLANES):
-        dp.set_port(PortSetting(plane, pkt.PORT_IFINDEX, mac_bytes(pkt.MAC[plane]),
-                                mac_bytes(pkt.NEIGH[plane]), addr_bytes(pkt.port_addr(plane))))
-    dp.set_configured(True)
+    pkt.configure_host_a(dp)
     dp.set_template(build_template({0: 4, 1: 4}, count=128, seed=1).active)
     write = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(payload=bytes(2048)))
     dp.egress.test_run(write)  # the peer's EV set exists from here on

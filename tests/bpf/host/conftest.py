@@ -4,14 +4,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import ipaddress
 import os
 
 import pytest
 
-from mrckit.host.dataplane import HostDataplane, PortSetting, addr_bytes, mac_bytes
-from mrckit.wire.constants import AGENT_UDP_PORT
-from mrckit.wire.usid import DEFAULT_LOCATOR  # noqa: F401
+from mrckit.host.dataplane import HostDataplane
 
 import host_pkt as pkt
 
@@ -21,10 +18,6 @@ def dp():
     if os.geteuid() != 0:
         pytest.skip("needs root: loading BPF programs")
     d = HostDataplane()
-    d.set_host(pkt.NIC_A, DEFAULT_LOCATOR, pkt.A_LEAF, pkt.A_DOWN, pkt.PLANES, AGENT_UDP_PORT)
-    for plane in range(pkt.PLANES):
-        d.set_port(PortSetting(plane, pkt.PORT_IFINDEX, mac_bytes(pkt.MAC[plane]),
-                               mac_bytes(pkt.NEIGH[plane]), addr_bytes(pkt.port_addr(plane))))
-    d.set_configured(True)
+    pkt.configure_host_a(d)
     yield d
     d.close()

@@ -1,6 +1,7 @@
 """Addresses and test sockets of the endpoint tests' netns pair (a uniquely named module, so
 that test files can import it without clashing with other folders' conftest modules)."""
 
+import contextlib
 import socket
 import struct
 
@@ -42,3 +43,24 @@ def recv_reply(rx):
     data, anc, _f, _addr = rx.recvmsg(4096, 64)
     tclass = next(struct.unpack("=i", d)[0] for lvl, kind, d in anc if kind == socket.IPV6_TCLASS)
     return MrcBTH(data), tclass
+
+
+@contextlib.contextmanager
+def responder_with_test_sockets(pair, label: int):
+    """Endpoint B in ``pair.ns_b`` with a 64 KiB region (rkey 0x1000) and QP 0x200 <-> 0x100,
+    plus :func:`make_test_sockets` opened in ``pair.ns_a``. Yields (endpoint, region, tx, rx);
+    everything is closed on exit."""
+    from mrckit import netns
+    from mrckit.endpoint import Endpoint
+
+    with netns.enter(pair.ns_b):
+        ep_b = Endpoint(ADDR_B)
+    try:
+        mr = ep_b.register_mr(1 << 16, rkey=0x1000)
+        ep_b.create_qp(ADDR_A, qpn=0x200, remote_qpn=0x100)
+        with netns.enter(pair.ns_a):
+            tx, rx = make_test_sockets(label)
+        with tx, rx:
+            yield ep_b, mr, tx, rx
+    finally:
+        ep_b.close()

@@ -16,7 +16,7 @@ from mrckit.endpoint import Endpoint, QpError
 from mrckit.wire.constants import Dscp, NackReason, Opcode
 from mrckit.wire.layers import METH, NETH, RETH, SETH, CCState, MrcBTH
 
-from endpoint_pair import ADDR_A, ADDR_B, recv_reply as _recv, send_from_test as _send, make_test_sockets as _test_sockets
+from endpoint_pair import ADDR_A, ADDR_B, recv_reply as _recv, send_from_test as _send, responder_with_test_sockets
 
 pytestmark = pytest.mark.root
 
@@ -62,36 +62,27 @@ def test_path_goes_silent_then_returns(endpoints, netns_pair):
 
 def test_injected_trimmed_packets_are_nacked_with_the_echoed_ev(netns_pair):
     label = 0x0BEEF
-    with netns.enter(netns_pair.ns_b):
-        ep_b = Endpoint(ADDR_B)
-    try:
-        mr = ep_b.register_mr(1 << 16, rkey=0x1000)
-        ep_b.create_qp(ADDR_A, qpn=0x200, remote_qpn=0x100)
-        with netns.enter(netns_pair.ns_a):
-            tx, rx = _test_sockets(label)
-        with tx, rx:
-            for dscp, reason in ((Dscp.TRIMMED, NackReason.TRIMMED), (Dscp.TRIMMED_LASTHOP, NackReason.TRIMMED_LASTHOP)):
-                trimmed = bytes(IPv6(src=ADDR_A, dst=ADDR_B, tc=dscp << 2) / UDP(sport=0x1234, dport=4791)
-                                / MrcBTH(opcode=Opcode.WRITE_ONLY, dqpn=0x200, psn=7) / METH()
-                                / RETH(va=0, rkey=0x1000, dma_len=2048))[48:]
-                _send(tx, trimmed, dscp << 2, label)
-                nack, tclass = _recv(rx)
-                assert nack.opcode == Opcode.NACK and nack.dqpn == 0x100
-                assert (nack[NETH].nack_reason, nack[NETH].nack_psn) == (reason, 7)
-                assert nack[NETH].ev == (0x1234 << 16) | label
-                assert tclass >> 2 == Dscp.CONTROL
-            # a whole data packet is placed and SACKed with the same echoed EV
-            data = bytes(IPv6(src=ADDR_A, dst=ADDR_B) / UDP(sport=0x1234, dport=4791)
-                         / MrcBTH(opcode=Opcode.WRITE_ONLY, dqpn=0x200, psn=0, ackreq=1) / METH()
-                         / RETH(va=16, rkey=0x1000, dma_len=5) / b"hello")[48:]
-            _send(tx, data, (Dscp.TRIMMABLE << 2) | 3, label)  # CE-marked
-            sack, _ = _recv(rx)
-            assert sack.opcode == Opcode.SACK and sack[SETH].ev == (0x1234 << 16) | label
-            assert sack[SETH].m == 1 and sack[SETH].cack_psn == 0
+    with responder_with_test_sockets(netns_pair, label) as (ep_b, mr, tx, rx):
+        for dscp, reason in ((Dscp.TRIMMED, NackReason.TRIMMED), (Dscp.TRIMMED_LASTHOP, NackReason.TRIMMED_LASTHOP)):
+            trimmed = bytes(IPv6(src=ADDR_A, dst=ADDR_B, tc=dscp << 2) / UDP(sport=0x1234, dport=4791)
+                            / MrcBTH(opcode=Opcode.WRITE_ONLY, dqpn=0x200, psn=7) / METH()
+                            / RETH(va=0, rkey=0x1000, dma_len=2048))[48:]
+            _send(tx, trimmed, dscp << 2, label)
+            nack, tclass = _recv(rx)
+            assert nack.opcode == Opcode.NACK and nack.dqpn == 0x100
+            assert (nack[NETH].nack_reason, nack[NETH].nack_psn) == (reason, 7)
+            assert nack[NETH].ev == (0x1234 << 16) | label
+            assert tclass >> 2 == Dscp.CONTROL
+        # a whole data packet is placed and SACKed with the same echoed EV
+        data = bytes(IPv6(src=ADDR_A, dst=ADDR_B) / UDP(sport=0x1234, dport=4791)
+                     / MrcBTH(opcode=Opcode.WRITE_ONLY, dqpn=0x200, psn=0, ackreq=1) / METH()
+                     / RETH(va=16, rkey=0x1000, dma_len=5) / b"hello")[48:]
+        _send(tx, data, (Dscp.TRIMMABLE << 2) | 3, label)  # CE-marked
+        sack, _ = _recv(rx)
+        assert sack.opcode == Opcode.SACK and sack[SETH].ev == (0x1234 << 16) | label
+        assert sack[SETH].m == 1 and sack[SETH].cack_psn == 0
         assert bytes(mr.buf[16:21]) == b"hello" and mr.placed_bytes == 5
         assert ep_b.responder.stats.trimmed == 2 and ep_b.responder.stats.ce_marked == 1
-    finally:
-        ep_b.close()
 
 
 def test_forged_sack_with_a_bad_icrc_is_ignored(endpoints, netns_pair):

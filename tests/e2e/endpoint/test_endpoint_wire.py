@@ -12,12 +12,11 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from mrckit import netns
-from mrckit.endpoint import Endpoint
 from mrckit.wire.constants import Dscp, Ecn, Opcode
 from mrckit.wire.icrc import icrc_check
 from mrckit.wire.layers import METH, RETH, ImmDt, MrcBTH
 
-from endpoint_pair import ADDR_A, ADDR_B, recv_reply as _recv, send_from_test as _send, make_test_sockets as _test_sockets
+from endpoint_pair import ADDR_A, ADDR_B, recv_reply as _recv, send_from_test as _send, responder_with_test_sockets
 
 pytestmark = pytest.mark.root
 ETH_P_ALL = 0x0003
@@ -93,21 +92,12 @@ def _write(psn: int, va: int, payload: bytes, imm=None) -> bytes:
 
 
 def test_write_with_imm_waits_for_a_delayed_earlier_write_over_the_socket(netns_pair):
-    with netns.enter(netns_pair.ns_b):
-        ep_b = Endpoint(ADDR_B)
-    try:
-        mr = ep_b.register_mr(1 << 16, rkey=0x1000)
-        ep_b.create_qp(ADDR_A, qpn=0x200, remote_qpn=0x100)
-        with netns.enter(netns_pair.ns_a):
-            tx, rx = _test_sockets(0x1)
-        with tx, rx:
-            _send(tx, _write(1, 100, b"second", imm=0x42), Dscp.TRIMMABLE << 2, 0x1)
-            sack, _ = _recv(rx)  # placed and acknowledged, but PSN 0 is missing
-            assert sack.opcode == Opcode.SACK and bytes(mr.buf[100:106]) == b"second"
-            assert ep_b.poll_recv(0.3) is None, "WRITE_WITH_IMM completed before an earlier write landed"
-            _send(tx, _write(0, 0, b"first"), Dscp.TRIMMABLE << 2, 0x1)
-            _recv(rx)
-            comp = ep_b.poll_recv(5)
-            assert comp is not None and comp.imm == 0x42 and bytes(mr.buf[:5]) == b"first"
-    finally:
-        ep_b.close()
+    with responder_with_test_sockets(netns_pair, 0x1) as (ep_b, mr, tx, rx):
+        _send(tx, _write(1, 100, b"second", imm=0x42), Dscp.TRIMMABLE << 2, 0x1)
+        sack, _ = _recv(rx)  # placed and acknowledged, but PSN 0 is missing
+        assert sack.opcode == Opcode.SACK and bytes(mr.buf[100:106]) == b"second"
+        assert ep_b.poll_recv(0.3) is None, "WRITE_WITH_IMM completed before an earlier write landed"
+        _send(tx, _write(0, 0, b"first"), Dscp.TRIMMABLE << 2, 0x1)
+        _recv(rx)
+        comp = ep_b.poll_recv(5)
+        assert comp is not None and comp.imm == 0x42 and bytes(mr.buf[:5]) == b"first"
