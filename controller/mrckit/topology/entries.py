@@ -154,6 +154,8 @@ class HostConfig:
         planes: number of planes.
         t1_per_plane: T1 count of each plane; an EV of plane p names T1 0..count-1.
         ports: one :class:`HostPort` per plane, indexed by plane.
+        mode: ``"srv6"`` (uSID source routing, design 3.1) or ``"ecmp"`` (EV-hash mode: no outer
+            header, the switches hash the EV; issue 11, ECMP contract section 5).
     """
 
     name: str
@@ -166,3 +168,4 @@ class HostConfig:
     planes: int
     t1_per_plane: tuple[int, ...]
     ports: tuple[HostPort, ...]
+    mode: str = "srv6"
