@@ -7,9 +7,17 @@
  * trim_port, ecn_port, drop_port, drop_reason), so the same table entries give the same bytes
  * out for the same bytes in. tests/conformance/ checks that on both targets.
  *
- * Ingress: drop checks (not_ipv6, malformed, hop_limit), the uN shift (RFC 9800 NEXT-C-SID,
- * lblen 32, nflen 16), the FIB, hop limit decrement, MAC rewrite from port_config, and the
- * queue class (CONTROL and already-trimmed packets take priority queue 1).
+ * Two forwarding models share the program (docs/ecmp-mode.md):
+ * - SRv6 uSID mode: Ethernet | outer IPv6 (uSID DA) | inner IPv6 | UDP | BTH ...;
+ * - EV-hash (ECMP) mode: Ethernet | IPv6 (NIC DA) | UDP | BTH ..., no outer header. Table
+ *   ipv6_fib (LPM on the full DA) spreads it over an ECMP group with the action selector
+ *   ecmp_selector, hashed on the EV (flow label and UDP source port; the hash is
+ *   mrckit.wire.ecmp). A fabric in SRv6 mode installs no ipv6_fib entries.
+ *
+ * Ingress: drop checks (not_ipv6, malformed, hop_limit), ipv6_fib, and on its miss the uN shift
+ * (RFC 9800 NEXT-C-SID, lblen 32, nflen 16) and the uSID FIB; then hop limit decrement, MAC
+ * rewrite from port_config, and the queue class (CONTROL and already-trimmed packets take
+ * priority queue 1).
  * Egress: the queue check on enq_qdepth + 1 (bmv2's depth excludes this packet), trimming
  * with truncate() or a congestion drop, and ECN CE on fabric ports.
  *
@@ -31,6 +39,12 @@ const bit<3>  QUEUE_PRIORITY_LOW = 0;
 const bit<32> OFF_INNER_IPV6 = 54;         /* Ethernet + outer IPv6 */
 const bit<32> OFF_UDP = 94;                /* ... + inner IPv6 */
 const bit<32> TRIMMED_WRITE_LEN = 134;     /* up to the RETH: + UDP, BTH, METH, RETH */
+/* EV-hash mode has no outer header: UDP follows the first IPv6 header. */
+const bit<32> OFF_UDP_NO_ENCAP = 54;
+const bit<32> TRIMMED_WRITE_LEN_NO_ENCAP = 94;
+
+const bit<32> ECMP_MEMBERS = 4096;         /* ecmp_selector size: members and groups */
+const bit<32> ECMP_HASH_BITS = 32;
 
 struct mrc_meta_t {
     bit<48> usid_prefix;      /* outer DA [127:80]: locator and active uSID, the uN/FIB key */
@@ -67,6 +81,7 @@ parser MrcParser(packet_in pkt, out mrc_headers_t hdr, inout mrc_meta_t meta,
         pkt.extract(hdr.outer_ipv6);
         transition select(hdr.outer_ipv6.next_hdr) {
             MRC_IPPROTO_IPV6: parse_inner_ipv6;
+            MRC_IPPROTO_UDP: parse_udp;      /* EV-hash mode: no inner header */
             default: accept;
         }
     }
@@ -174,6 +189,23 @@ control MrcIngress(inout mrc_headers_t hdr, inout mrc_meta_t meta,
         size = 65536;
     }
 
+    /* EV-hash mode (docs/ecmp-mode.md). bmv2 hashes the selector fields of valid headers,
+     * packed MSB first without gaps, with CRC-32 and takes member [hash % group size] in
+     * member handle order; mrckit.wire.ecmp is the reference the eBPF target follows. */
+    @max_group_size(256)
+    action_selector(HashAlgorithm.crc32, ECMP_MEMBERS, ECMP_HASH_BITS) ecmp_selector;
+
+    table ipv6_fib {
+        key = {
+            hdr.outer_ipv6.dst_addr   : lpm;
+            hdr.outer_ipv6.flow_label : selector;
+            hdr.udp.src_port          : selector;
+        }
+        actions = { set_egress; drop; }
+        implementation = ecmp_selector;
+        size = 65536;
+    }
+
     table port_config {
         key = { standard_metadata.egress_spec : exact; }
         actions = { set_port; NoAction; }
@@ -196,7 +228,7 @@ control MrcIngress(inout mrc_headers_t hdr, inout mrc_meta_t meta,
             drop_at_ingress(MRC_DROP_MALFORMED);
         } else if (hdr.outer_ipv6.hop_limit <= 1) {
             drop_at_ingress(MRC_DROP_HOP_LIMIT);
-        } else {
+        } else if (!ipv6_fib.apply().hit) {   /* a hit's action decides: port or no_route */
             meta.usid_prefix = hdr.outer_ipv6.dst_addr[127:80];
             my_usid.apply();      /* at most one shift per switch */
             meta.usid_prefix = hdr.outer_ipv6.dst_addr[127:80];
@@ -224,12 +256,17 @@ control MrcEgress(inout mrc_headers_t hdr, inout mrc_meta_t meta,
                   inout standard_metadata_t standard_metadata) {
 
     /* Cut the write after its last header (RETH, or ImmDt, with TSETH when ts = 1) so payload
-     * and ICRC go, fix the three length fields, and mark the outer DSCP (design section 4.5). */
+     * and ICRC go, fix the length fields, and mark the outer DSCP (design section 4.5). Without
+     * an inner header (EV-hash mode) UDP follows the first IPv6 header, whose payload is UDP. */
     @hidden action trim(bit<32> frame_len) {
         truncate(frame_len);
         hdr.outer_ipv6.payload_len = (bit<16>) (frame_len - OFF_INNER_IPV6);
-        hdr.inner_ipv6.payload_len = (bit<16>) (frame_len - OFF_UDP);
-        hdr.udp.length = (bit<16>) (frame_len - OFF_UDP);
+        if (hdr.inner_ipv6.isValid()) {
+            hdr.inner_ipv6.payload_len = (bit<16>) (frame_len - OFF_UDP);
+            hdr.udp.length = (bit<16>) (frame_len - OFF_UDP);
+        } else {
+            hdr.udp.length = (bit<16>) (frame_len - OFF_UDP_NO_ENCAP);
+        }
         if (meta.faces_host == 1) {
             hdr.outer_ipv6.dscp = MRC_DSCP_TRIMMED_LASTHOP;
         } else {
@@ -251,6 +288,9 @@ control MrcEgress(inout mrc_headers_t hdr, inout mrc_meta_t meta,
             bool complete = hdr.reth.isValid() && (!is_imm || hdr.immdt.isValid());
             if ((dscp == MRC_DSCP_TRIMMABLE || dscp == MRC_DSCP_TRIMMABLE_RETX) && complete) {
                 bit<32> frame_len = TRIMMED_WRITE_LEN;
+                if (!hdr.inner_ipv6.isValid()) {
+                    frame_len = TRIMMED_WRITE_LEN_NO_ENCAP;
+                }
                 if (hdr.tseth.isValid()) {
                     frame_len = frame_len + (bit<32>) MRC_TSETH_LEN;
                 }
