@@ -27,6 +27,7 @@
 #define IFINDEX_SLOTS 1024 /* power of two */
 #define USID_SLOTS 4096   /* power of two: the low 12 bits of a uSID */
 #define NEVER 0xffffffffU  /* a threshold that is never reached */
+#define ECMP_MAX_GROUP_SIZE 256 /* members per group, the P4 @max_group_size */
 
 /* Fixed offsets of an encapsulated MRC frame (design section 3). */
 #define OFF_OUTER_IP6 MRC_ETH_LEN
@@ -133,6 +134,51 @@ struct {
 	__type(key, __u32);
 	__type(value, struct table_action);
 } table_defaults SEC(".maps");
+
+/* EV-hash (ECMP) mode, ECMP_CONTRACT.md section 4: table ipv6_fib (LPM on the full DA of the
+ * first IPv6 header), implemented by the action selector ecmp_selector, whose members are
+ * ecmp_member and whose groups are ecmp_group. */
+enum fib_ref_kind {
+	FIB_REF_MEMBER = 1,
+	FIB_REF_GROUP = 2,
+};
+
+struct ipv6_lpm_key {
+	__u32 prefixlen; /* bits, 0..128 */
+	__u8 addr[16];   /* network order */
+};
+
+struct fib_ref {
+	__u32 kind; /* FIB_REF_MEMBER or FIB_REF_GROUP */
+	__u32 id;   /* member id or group id */
+};
+
+struct ecmp_group {
+	__u32 count;                     /* members in use, 0..ECMP_MAX_GROUP_SIZE */
+	__u32 member[ECMP_MAX_GROUP_SIZE]; /* member ids, ascending */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, struct ipv6_lpm_key);
+	__type(value, struct fib_ref);
+} ipv6_fib SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);                 /* member id */
+	__type(value, struct table_action); /* ACTION_SET_EGRESS + port, or ACTION_DROP */
+} ecmp_member SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* group id */
+	__type(value, struct ecmp_group);
+} ecmp_group SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

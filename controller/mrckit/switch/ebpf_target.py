@@ -20,12 +20,15 @@ Two classes:
 from __future__ import annotations
 
 import ctypes
+import errno
+import ipaddress
 import os
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .. import netns
+from ..bpf import BPF_EXIST, BPF_NOEXIST
 from ..bpf.attach import ifindex_of, xdp_attach, xdp_detach, xdp_query
 from ..bpf.errors import BpfError
 from ..bpf.fs import BPFFS, ensure_bpffs, pin_path, unpin
@@ -60,6 +63,9 @@ MAP_TYPES: dict[str, tuple[type, type]] = {
     "port_admin": (_u32, _u32),
     "vqueue": (_u32, T.VQueue),
     "queue_rate": (_u32, T.QueueRate),
+    "ipv6_fib": (T.Ipv6LpmKey, T.FibRef),
+    "ecmp_member": (_u32, T.TableAction),
+    "ecmp_group": (_u32, T.EcmpGroup),
 }
 """Every map of ``mrc_switch.bpf.c`` with its key and value ctypes (the pinned set)."""
 
@@ -70,6 +76,21 @@ class EntryExists(MrcError):
 
 class EntryNotFound(MrcError):
     """A modify or delete found no entry for the key (P4Runtime NOT_FOUND)."""
+
+
+class EntryInUse(MrcError):
+    """A delete of an ECMP member still in a group or named by a route, or of a group still
+    named by a route (P4Runtime FAILED_PRECONDITION)."""
+
+
+class UnknownReference(MrcError):
+    """A group naming a member that does not exist, or a route naming a member or group that
+    does not exist (P4Runtime NOT_FOUND)."""
+
+
+class GroupTooLarge(MrcError):
+    """A group of more than ``tables.ECMP_MAX_GROUP_SIZE`` (256) members (P4Runtime
+    RESOURCE_EXHAUSTED)."""
 
 
 def switch_pin_dir(name: str) -> str:
@@ -223,6 +244,156 @@ class SwitchTables:
         if spec.name not in T.DEFAULT_INDEX:
             return spec.default_action, {}
         return T.decode_usid_action(spec, self.maps["table_defaults"].lookup(T.DEFAULT_INDEX[spec.name]))
+
+    # --- EV-hash (ECMP) mode: ecmp_selector members and groups, ipv6_fib routes ---
+    # ECMP_CONTRACT.md section 4. Every method checks everything, then makes one map write, so a
+    # refused call changes nothing. The maps are the source of truth (several processes write
+    # through pins), so the referential checks read them.
+    def write_member(self, member_id: int, action: str, params: dict[str, int] | None = None, *,
+                     modify: bool = False) -> None:
+        """Insert member ``member_id`` of ``ecmp_selector`` (or, with ``modify``, replace its
+        action): ``set_egress`` with ``{"port": 0..511}``, or ``drop`` (no_route when chosen).
+
+        Raises:
+            MrcError: bad id (not uint32), action or parameters, or 4096 members already;
+            EntryExists (insert of a present member); EntryNotFound (modify of an absent one).
+        """
+        member_id = T.check_ecmp_id("member", member_id)
+        act = T.check_member_action(member_id, action, params)
+        self._write_once("ecmp_member", member_id, act, modify, f"member {member_id}")
+
+    def delete_member(self, member_id: int) -> None:
+        """Delete member ``member_id``.
+
+        Raises:
+            MrcError: bad id; EntryNotFound (absent); EntryInUse (a group holds it or a route
+            names it, both listed).
+        """
+        member_id = T.check_ecmp_id("member", member_id)
+        if self.maps["ecmp_member"].lookup(member_id) is None:
+            raise EntryNotFound(f"action profile {T.ECMP_SELECTOR}: no member {member_id}")
+        users = [f"group {g}" for g, members in self.read_groups().items() if member_id in members]
+        users += [f"route {p}" for p, ref in self.read_routes().items() if ref == ("member", member_id)]
+        if users:
+            raise EntryInUse(f"action profile {T.ECMP_SELECTOR}: member {member_id} is still used by "
+                             f"{', '.join(users)}; remove it from them first")
+        self.maps["ecmp_member"].delete(member_id)
+
+    def read_members(self) -> dict[int, tuple[str, dict[str, int]]]:
+        """Every member: id -> (action, params), e.g. ``{2: ("set_egress", {"port": 1})}``."""
+        return {mid: T.decode_member_action(act) for mid, act in sorted(self.maps["ecmp_member"].items())}
+
+    def write_group(self, group_id: int, members: Iterable[int], *, modify: bool = False) -> None:
+        """Insert group ``group_id`` of ``ecmp_selector`` holding ``members`` (member ids, any
+        order, each once; stored ascending, the order the EV hash indexes, ECMP_CONTRACT.md
+        section 3), or with ``modify`` replace its members. An empty group is allowed: a route
+        to it drops (no_route).
+
+        Raises:
+            MrcError: bad id, a member id listed twice or not uint32, or 1024 groups already;
+            GroupTooLarge (more than 256 members); UnknownReference (a member that does not
+            exist); EntryExists / EntryNotFound (insert of a present / modify of an absent group).
+        """
+        group_id = T.check_ecmp_id("group", group_id)
+        members = [T.check_ecmp_id("member", m) for m in members]
+        where = f"action profile {T.ECMP_SELECTOR}, group {group_id}"
+        if len(members) > T.ECMP_MAX_GROUP_SIZE:
+            raise GroupTooLarge(f"{where}: {len(members)} members, at most {T.ECMP_MAX_GROUP_SIZE}")
+        twice = sorted({m for m in members if members.count(m) > 1})
+        if twice:
+            raise MrcError(f"{where}: member {', '.join(map(str, twice))} listed twice")
+        unknown = [m for m in sorted(members) if self.maps["ecmp_member"].lookup(m) is None]
+        if unknown:
+            raise UnknownReference(f"{where}: no member {', '.join(map(str, unknown))}; write members first")
+        self._write_once("ecmp_group", group_id, T.encode_group(tuple(sorted(members))), modify,
+                         f"group {group_id}")
+
+    def delete_group(self, group_id: int) -> None:
+        """Delete group ``group_id``.
+
+        Raises:
+            MrcError: bad id; EntryNotFound (absent); EntryInUse (a route names it, listed).
+        """
+        group_id = T.check_ecmp_id("group", group_id)
+        if self.maps["ecmp_group"].lookup(group_id) is None:
+            raise EntryNotFound(f"action profile {T.ECMP_SELECTOR}: no group {group_id}")
+        users = [str(p) for p, ref in self.read_routes().items() if ref == ("group", group_id)]
+        if users:
+            raise EntryInUse(f"action profile {T.ECMP_SELECTOR}: group {group_id} is still used by "
+                             f"route {', '.join(users)}; delete or repoint those first")
+        self.maps["ecmp_group"].delete(group_id)
+
+    def read_groups(self) -> dict[int, tuple[int, ...]]:
+        """Every group: id -> its member ids, ascending."""
+        return {gid: T.decode_group(g) for gid, g in sorted(self.maps["ecmp_group"].items())}
+
+    def write_route(self, prefix: ipaddress.IPv6Network | str, *, member: int | None = None,
+                    group: int | None = None, modify: bool = False) -> None:
+        """Insert an ``ipv6_fib`` entry: packets whose first IPv6 DA falls in ``prefix`` (longest
+        prefix wins) take ``member``'s action, or the member of ``group`` their EV hashes to
+        (ECMP_CONTRACT.md sections 2-3). With ``modify``, repoint an existing entry.
+
+        Raises:
+            MrcError: not an IPv6 prefix (or host bits set), not exactly one of member/group,
+            or 65536 routes already; UnknownReference (no such member/group);
+            EntryExists / EntryNotFound (insert of a present / modify of an absent prefix).
+        """
+        prefix = T.ipv6_prefix(prefix)
+        if (member is None) == (group is None):
+            raise MrcError(f"table {T.IPV6_FIB}, prefix {prefix}: give exactly one of member= and group=")
+        kind, ref_id = ("member", member) if member is not None else ("group", group)
+        ref_id = T.check_ecmp_id(kind, ref_id)
+        if self.maps[f"ecmp_{kind}"].lookup(ref_id) is None:
+            raise UnknownReference(f"table {T.IPV6_FIB}, prefix {prefix}: no {kind} {ref_id} in "
+                                   f"{T.ECMP_SELECTOR}; write it first")
+        ref = T.FibRef(T.FIB_REF_MEMBER if kind == "member" else T.FIB_REF_GROUP, ref_id)
+        self._write_once("ipv6_fib", T.lpm_key(prefix), ref, modify, f"prefix {prefix}", table=T.IPV6_FIB)
+
+    def delete_route(self, prefix: ipaddress.IPv6Network | str) -> None:
+        """Delete the ``ipv6_fib`` entry of exactly ``prefix``.
+
+        Raises:
+            MrcError: not an IPv6 prefix; EntryNotFound (no entry of exactly that prefix).
+        """
+        prefix = T.ipv6_prefix(prefix)
+        if not self.maps["ipv6_fib"].delete(T.lpm_key(prefix)):
+            raise EntryNotFound(f"table {T.IPV6_FIB}: no entry for prefix {prefix}")
+
+    def read_routes(self) -> dict[ipaddress.IPv6Network, tuple[str, int]]:
+        """Every ``ipv6_fib`` entry: prefix -> ("member" | "group", id)."""
+        out = {}
+        for key, ref in self.maps["ipv6_fib"].items():
+            kind = T.FIB_REF_KINDS.get(ref.kind)
+            if kind is None:
+                raise MrcError(f"table {T.IPV6_FIB}: map holds unknown reference kind {ref.kind}")
+            out[T.lpm_prefix(key)] = (kind, ref.id)
+        return dict(sorted(out.items(), key=lambda kv: (kv[0].network_address, kv[0].prefixlen)))
+
+    def clear_ecmp(self) -> None:
+        """Delete every ipv6_fib entry, then every group, then every member (dependents first)."""
+        for prefix in self.read_routes():
+            self.delete_route(prefix)
+        for group_id in self.read_groups():
+            self.delete_group(group_id)
+        for member_id in self.read_members():
+            self.delete_member(member_id)
+
+    def _write_once(self, map_name: str, key, value, modify: bool, what: str,
+                    table: str = T.ECMP_SELECTOR) -> None:
+        """One update with the kernel doing the existence check (BPF_EXIST / BPF_NOEXIST), so
+        that an LPM prefix is matched exactly and nothing is half-written."""
+        kind = "table" if table == T.IPV6_FIB else "action profile"
+        try:
+            self.maps[map_name].update(key, value, BPF_EXIST if modify else BPF_NOEXIST)
+        except BpfError as exc:
+            if exc.errno == errno.EEXIST:
+                raise EntryExists(f"{kind} {table}: {what} exists") from None
+            if exc.errno == errno.ENOENT:
+                raise EntryNotFound(f"{kind} {table}: no {what}") from None
+            if exc.errno in (errno.E2BIG, errno.ENOSPC, errno.ENOMEM):
+                raise MrcError(f"{kind} {table}: full ({self.maps[map_name].max_entries} entries), "
+                               f"cannot add {what}") from None
+            raise
 
     # The slot caches of the program (see struct usid_slot): the hash is written first and the
     # slot after, so a packet never finds a slot naming an entry the hash lacks.

@@ -13,6 +13,7 @@ BTF of the compiled object).
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 from dataclasses import dataclass, field
 
 from ..errors import MrcError
@@ -254,3 +255,123 @@ def mac_int(mac: str) -> int:
         return int("".join(parts), 16)
     except ValueError:
         raise MrcError(f"malformed MAC address {mac!r}") from None
+
+
+# --- EV-hash (ECMP) mode: ipv6_fib and its action selector (ECMP_CONTRACT.md section 4) ---
+IPV6_FIB = "ipv6_fib"
+"""The LPM table of EV-hash mode (P4Info ``MrcIngress.ipv6_fib``), implemented by ECMP_SELECTOR."""
+IPV6_FIB_KEY_FIELD = "hdr.outer_ipv6.dst_addr"
+"""Its one P4Info match field: the full 128-bit DA of the first IPv6 header, LPM."""
+ECMP_SELECTOR = "ecmp_selector"
+"""The action profile (with selector) whose members and groups ipv6_fib entries name."""
+IPV6_FIB_SIZE = 65536
+"""Entries of ipv6_fib (max_entries of the ``ipv6_fib`` LPM trie)."""
+ECMP_MAX_MEMBERS = 4096
+"""Members of ecmp_selector (max_entries of ``ecmp_member``; the P4 action profile size)."""
+ECMP_MAX_GROUPS = 1024
+"""Groups of ecmp_selector (max_entries of ``ecmp_group``)."""
+ECMP_MAX_GROUP_SIZE = 256
+"""Members per group (``@max_group_size(256)``; C ECMP_MAX_GROUP_SIZE)."""
+ECMP_ID_BITS = 32
+"""Member and group ids are P4Runtime uint32."""
+MEMBER_ACTIONS: dict[str, ActionSpec] = {"set_egress": ActionSpec(ACTION_SET_EGRESS, {"port": 9}),
+                                         "drop": ActionSpec(ACTION_DROP)}
+"""The actions an ecmp_selector member may take: the actions of ipv6_fib (those of usid_fib)."""
+FIB_REF_MEMBER = 1
+FIB_REF_GROUP = 2
+FIB_REF_KINDS = {FIB_REF_MEMBER: "member", FIB_REF_GROUP: "group"}
+"""C enum fib_ref_kind -> the name read_routes gives it."""
+
+
+class Ipv6LpmKey(ctypes.Structure):
+    """C ``struct ipv6_lpm_key``: prefix length in bits, then the 128-bit address, network order."""
+
+    _fields_ = [("prefixlen", ctypes.c_uint32), ("addr", ctypes.c_uint8 * 16)]
+
+
+class FibRef(ctypes.Structure):
+    """C ``struct fib_ref``: what an ipv6_fib entry names, FIB_REF_MEMBER/FIB_REF_GROUP and its id."""
+
+    _fields_ = [("kind", ctypes.c_uint32), ("id", ctypes.c_uint32)]
+
+
+class EcmpGroup(ctypes.Structure):
+    """C ``struct ecmp_group``: ``count`` member ids in ``member[0:count]``, ascending."""
+
+    _fields_ = [("count", ctypes.c_uint32), ("member", ctypes.c_uint32 * ECMP_MAX_GROUP_SIZE)]
+
+
+def ipv6_prefix(prefix) -> ipaddress.IPv6Network:
+    """``prefix`` (an IPv6Network or its text, host bits zero) as an IPv6Network.
+
+    Raises:
+        MrcError: not an IPv6 prefix, or host bits set (``2001:db8::1/64``).
+    """
+    if isinstance(prefix, ipaddress.IPv6Network):
+        return prefix
+    if not isinstance(prefix, str):
+        raise MrcError(f"table {IPV6_FIB}: prefix {prefix!r} is not an IPv6 prefix")
+    try:
+        return ipaddress.IPv6Network(prefix)
+    except ValueError as exc:
+        raise MrcError(f"table {IPV6_FIB}: prefix {prefix!r}: {exc}") from None
+
+
+def lpm_key(prefix: ipaddress.IPv6Network) -> Ipv6LpmKey:
+    """The ``ipv6_fib`` map key of an IPv6 prefix."""
+    key = Ipv6LpmKey(prefix.prefixlen)
+    key.addr[:] = list(prefix.network_address.packed)
+    return key
+
+
+def lpm_prefix(key: Ipv6LpmKey) -> ipaddress.IPv6Network:
+    """The IPv6 prefix held in an ``Ipv6LpmKey``."""
+    return ipaddress.IPv6Network((bytes(key.addr), key.prefixlen))
+
+
+def check_ecmp_id(what: str, value: int) -> int:
+    """Return ``value`` if it is a uint32 id, else raise MrcError naming ``what`` ("member"...)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < (1 << ECMP_ID_BITS):
+        raise MrcError(f"action profile {ECMP_SELECTOR}: {what} id {value!r} is not a 32-bit unsigned integer")
+    return value
+
+
+def check_member_action(member_id: int, action: str, params: dict[str, int] | None) -> TableAction:
+    """The ``struct table_action`` of member ``member_id``'s action (set_egress(port) or drop()).
+
+    Raises:
+        MrcError: another action, a parameter missing, extra or too wide for its bits.
+    """
+    where = f"action profile {ECMP_SELECTOR}, member {member_id}"
+    name = short_name(action) if isinstance(action, str) else action
+    act = MEMBER_ACTIONS.get(name)
+    if act is None:
+        raise MrcError(f"{where}: action {action!r} is not one of {', '.join(MEMBER_ACTIONS)}")
+    params = dict(params or {})
+    if set(params) != set(act.params):
+        raise MrcError(f"{where}, action {name}: parameters {sorted(params)} given, {sorted(act.params)} expected")
+    for pname, width in act.params.items():
+        value = params[pname]
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < (1 << width):
+            raise MrcError(f"{where}, action {name}: {pname}={value!r} does not fit {width} bits")
+    return TableAction(act.action_id, params.get("port", 0))
+
+
+def decode_member_action(value: TableAction) -> tuple[str, dict[str, int]]:
+    """(action name, params) of a member's ``struct table_action``; MrcError on a foreign id."""
+    for name, act in MEMBER_ACTIONS.items():
+        if act.action_id == value.action:
+            return name, ({"port": value.port} if act.params else {})
+    raise MrcError(f"action profile {ECMP_SELECTOR}: map holds unknown action id {value.action}")
+
+
+def encode_group(members: tuple[int, ...]) -> EcmpGroup:
+    """The ``struct ecmp_group`` of already checked, sorted member ids."""
+    group = EcmpGroup(len(members))
+    group.member[:len(members)] = list(members)
+    return group
+
+
+def decode_group(group: EcmpGroup) -> tuple[int, ...]:
+    """The member ids of a ``struct ecmp_group``, ascending."""
+    return tuple(group.member[:min(group.count, ECMP_MAX_GROUP_SIZE)])
