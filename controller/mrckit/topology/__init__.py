@@ -2,11 +2,15 @@
 table compilation (design sections 3.3, 4 and 7). Imports only ``mrckit.wire`` (and errors).
 
 Start with :func:`generate_clos` or :func:`load_topology`, then :func:`compile_fabric` for the
-per-switch :class:`SwitchConfig` and per-host :class:`HostConfig`. See ``docs/topology.md``.
+per-switch :class:`SwitchConfig` and per-host :class:`HostConfig`; ``compile_fabric(topo,
+mode="ecmp")`` compiles EV-hash mode (``ecmp.py``, issue 11). See ``docs/topology.md``.
 """
 
 from .compile import CompiledFabric, compile_fabric
-from .entries import HostConfig, HostPort, SwitchConfig, SwitchPort, TableEntry
+from .ecmp import ALL_UPLINKS_GROUP, leaf_group_id, leaf_prefix, member_id
+from .entries import (
+    MODES, ActionProfileGroup, ActionProfileMember, FibRoute, HostConfig, HostPort, SwitchConfig, SwitchPort, TableEntry,
+)
 from .generate import generate_clos
 from .model import FabricLinks, GrpcEndpoint, GrpcTls, Host, HostLinks, Link, Switch, Topology, TopologyError
 from .paths import EvClass, Path, ev_classes_for_link, path_for_ev, paths
@@ -15,7 +19,8 @@ from .walk import Trace, Walker, walk
 from .yamlio import dump_topology, dumps_topology, load_topology, loads_topology
 
 __all__ = [
-    "CompiledFabric", "compile_fabric", "HostConfig", "HostPort", "SwitchConfig", "SwitchPort", "TableEntry",
+    "CompiledFabric", "compile_fabric", "ALL_UPLINKS_GROUP", "leaf_group_id", "leaf_prefix", "member_id", "MODES",
+    "ActionProfileGroup", "ActionProfileMember", "FibRoute", "HostConfig", "HostPort", "SwitchConfig", "SwitchPort", "TableEntry",
     "generate_clos", "FabricLinks", "GrpcEndpoint", "GrpcTls", "Host", "HostLinks", "Link", "Switch", "Topology", "TopologyError",
     "EvClass", "Path", "ev_classes_for_link", "path_for_ev", "paths", "Role", "mac_address", "mac_str",
     "parse_mac", "Trace", "Walker", "walk", "dump_topology", "dumps_topology", "load_topology", "loads_topology",

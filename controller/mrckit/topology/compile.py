@@ -13,11 +13,15 @@ entry (its own uSID):
 So :func:`compile_fabric` builds one sorted array table of switch ports (vectorised with numpy:
 the 131,072-host fabric has three million) and :class:`CompiledFabric` turns one switch's or
 one host's slice into plain data on demand. Nothing is ever computed per host pair.
+
+In EV-hash mode (``mode="ecmp"``, issue 11) a switch has no ``my_usid``/``usid_fib`` entries:
+the same ``port_config`` entries, plus ``ecmp_selector`` members and groups and ``ipv6_fib``
+routes from ``ecmp.py``, for a given set of T0-T1 links that are down.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,15 +30,17 @@ import numpy as np
 from ..wire.addressing import host_link_name
 from ..wire.constants import BMV2_MAX_PORTS, UsidRole
 from ..wire.usid import active_prefix, container_pack, usid_pack
+from .ecmp import DownLinks, EcmpPlan, down_t1_links
 from .entries import (
-    DA_PREFIX_FIELD, EGRESS_PORT_FIELD, MY_USID, PORT_CONFIG, SET_EGRESS, SET_PORT, USID_FIB, USID_UN, HostConfig,
-    HostPort, SwitchConfig, SwitchPort, TableEntry,
+    DA_PREFIX_FIELD, EGRESS_PORT_FIELD, MODES, MY_USID, PORT_CONFIG, SET_EGRESS, SET_PORT, USID_FIB, USID_UN,
+    ActionProfileGroup, ActionProfileMember, FibRoute, HostConfig, HostPort, SwitchConfig, SwitchPort, TableEntry,
 )
 from .model import Topology, TopologyError
 from .plan import MAC_KIND, Role, host_ifname, mac_address, mac_addresses
 
 Target = Literal["ebpf", "bmv2"]
 TARGETS = ("ebpf", "bmv2")
+Mode = Literal["srv6", "ecmp"]
 # What a switch port row's link reference points at.
 _FABRIC_AT_T0, _FABRIC_AT_T1, _HOST_AT_T0 = 0, 1, 2
 
@@ -112,20 +118,27 @@ def _check_target(topo: Topology, rows: _PortRows, target: str) -> None:
             f"Compile for the ebpf target, which takes all 512, or use fewer ports")
 
 
-def compile_fabric(topo: Topology, target: Target = "ebpf") -> CompiledFabric:
+def compile_fabric(topo: Topology, target: Target = "ebpf", mode: Mode = "srv6") -> CompiledFabric:
     """Compile every switch's tables and every host's config of ``topo`` for ``target``.
 
     The entries are the same for both targets; ``bmv2`` additionally refuses a switch with a
     port numbered 510 or more (bmv2 reserves 511 as its drop port, design section 4).
 
+    Args:
+        mode: ``"srv6"`` (uSID source routing, design 3-4: ``my_usid``, ``usid_fib``,
+            ``port_config``) or ``"ecmp"`` (EV-hash mode, issue 11: ``port_config``, and
+            ``ecmp_selector`` members and groups and ``ipv6_fib`` routes, ``ecmp.py``).
+
     Raises:
-        TopologyError: an unknown target, or a switch that does not fit bmv2.
+        TopologyError: an unknown target or mode, or a switch that does not fit bmv2.
     """
+    if mode not in MODES:
+        raise TopologyError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     prefixes = prefix_table(topo)
     rows = _port_rows(topo, prefixes)
     _check_target(topo, rows, target)
     my_key = prefixes[topo.switch_plane, topo.switch_role, topo.switch_index]
-    return CompiledFabric(topo, target, rows, my_key)
+    return CompiledFabric(topo, target, rows, my_key, mode)
 
 
 class CompiledFabric:
@@ -134,22 +147,39 @@ class CompiledFabric:
 
     Attributes:
         topology: the source topology. target: ``"ebpf"`` or ``"bmv2"``.
+        mode: ``"srv6"`` or ``"ecmp"``.
     """
 
-    def __init__(self, topology: Topology, target: str, rows: _PortRows, my_usid_keys: np.ndarray):
-        self.topology, self.target = topology, target
+    def __init__(self, topology: Topology, target: str, rows: _PortRows, my_usid_keys: np.ndarray,
+                 mode: str = "srv6"):
+        self.topology, self.target, self.mode = topology, target, mode
         self._rows, self._my_key = rows, my_usid_keys
+        self._ecmp = EcmpPlan(topology, self._port_kinds) if mode == "ecmp" else None
 
     def entry_count(self) -> int:
-        """Total number of table entries over all switches."""
+        """Total number of table entries (:meth:`entries`: ``my_usid``, ``usid_fib``,
+        ``port_config``) over all switches; EV-hash mode has only ``port_config``."""
+        if self.mode == "ecmp":
+            return len(self._rows.port)
         return len(self._my_key) + 2 * len(self._rows.port)
 
     def _sid(self, switch: str | int) -> int:
         return switch if isinstance(switch, int) else self.topology.switch_id(switch)
 
+    def _port_kinds(self, sid: int) -> list[tuple[int, str, int]]:
+        """``(port, kind, row)`` per connected port of switch ``sid``, by port number: kind
+        ``"host"`` (row in host_links), ``"t1"`` (T0 uplink) or ``"t0"`` (T1 downlink; rows
+        in fabric_links)."""
+        r, lo, hi = self._rows, self._rows.offsets[sid], self._rows.offsets[sid + 1]
+        names = {_FABRIC_AT_T0: "t1", _FABRIC_AT_T1: "t0", _HOST_AT_T0: "host"}
+        return [(port, names[kind], row) for port, kind, row in
+                zip(r.port[lo:hi].tolist(), r.link_kind[lo:hi].tolist(), r.link_row[lo:hi].tolist())]
+
     def entries(self, switch: str | int) -> list[TableEntry]:
         """The table entries of one switch (by name or id): its ``my_usid`` entry, then its
-        ``usid_fib`` entries, then its ``port_config`` entries, each by port number.
+        ``usid_fib`` entries, then its ``port_config`` entries, each by port number. In EV-hash
+        mode only the ``port_config`` entries (the rest is :meth:`members`, :meth:`groups`,
+        :meth:`routes`).
 
         Raises:
             TopologyError: no such switch.
@@ -158,9 +188,11 @@ class CompiledFabric:
         r, lo, hi = self._rows, self._rows.offsets[sid], self._rows.offsets[sid + 1]
         topo = self.topology
         ports = r.port[lo:hi].tolist()
-        out = [TableEntry(MY_USID, {DA_PREFIX_FIELD: int(self._my_key[sid])}, USID_UN, {})]
-        out += [TableEntry(USID_FIB, {DA_PREFIX_FIELD: key}, SET_EGRESS, {"port": port})
-                for key, port in zip(r.fib_key[lo:hi].tolist(), ports)]
+        out = []
+        if self.mode == "srv6":
+            out.append(TableEntry(MY_USID, {DA_PREFIX_FIELD: int(self._my_key[sid])}, USID_UN, {}))
+            out += [TableEntry(USID_FIB, {DA_PREFIX_FIELD: key}, SET_EGRESS, {"port": port})
+                    for key, port in zip(r.fib_key[lo:hi].tolist(), ports)]
         out += [TableEntry(PORT_CONFIG, {EGRESS_PORT_FIELD: port}, SET_PORT,
                            {"src_mac": src, "dst_mac": dst, "faces_host": faces,
                             "trim_threshold": topo.trim_threshold, "ecn_threshold": topo.ecn_threshold})
@@ -183,21 +215,81 @@ class CompiledFabric:
                 peer_mac=int(r.dst_mac[i]), faces_host=bool(r.faces_host[i]), link=link.name))
         return tuple(out)
 
-    def switch(self, switch: str | int) -> SwitchConfig:
-        """The full :class:`SwitchConfig` of one switch (by name or id).
+    # --- EV-hash mode ---------------------------------------------------------------------
+    def _plan(self) -> EcmpPlan:
+        if self._ecmp is None:
+            raise TopologyError("members, groups and routes exist in EV-hash mode only: compile with mode='ecmp'")
+        return self._ecmp
+
+    def down_links(self, links: Iterable[str] | DownLinks = ()) -> DownLinks:
+        """``links`` (design 3.3 link names) as the T0-T1 links down that :meth:`groups` and
+        :meth:`routes` take; host links are left out (they change no group).
 
         Raises:
-            TopologyError: no such switch.
+            TopologyError: a link the fabric does not have. ValueError: a malformed name.
+        """
+        return links if isinstance(links, dict) else down_t1_links(self.topology, links)
+
+    def members(self, switch: str | int) -> tuple[ActionProfileMember, ...]:
+        """EV-hash mode: the ``ecmp_selector`` members of one switch, ascending id: one
+        ``set_egress(port)`` member per connected port, id port + 1. They do not depend on
+        which links are down.
+
+        Raises:
+            TopologyError: no such switch, or not compiled in EV-hash mode.
+        """
+        return self._plan().members(self._sid(switch))
+
+    def groups(self, switch: str | int, down: Iterable[str] | DownLinks = ()) -> tuple[ActionProfileGroup, ...]:
+        """EV-hash mode: the ``ecmp_selector`` groups of one switch, by id, with the links
+        ``down`` down (link names, or :meth:`down_links`' result). See ``ecmp.py`` for the plan.
+
+        Raises:
+            TopologyError: no such switch or link, or not compiled in EV-hash mode.
+        """
+        return self._plan().groups_and_routes(self._sid(switch), self.down_links(down))[0]
+
+    def routes(self, switch: str | int, down: Iterable[str] | DownLinks = ()) -> tuple[FibRoute, ...]:
+        """EV-hash mode: the ``ipv6_fib`` routes of one switch with the links ``down`` down:
+        host /128s by downlink, then leaf /64s by leaf.
+
+        Raises:
+            TopologyError: no such switch or link, or not compiled in EV-hash mode.
+        """
+        return self._plan().groups_and_routes(self._sid(switch), self.down_links(down))[1]
+
+    def affected_switches(self, before: Iterable[str] | DownLinks, after: Iterable[str] | DownLinks) -> list[str]:
+        """EV-hash mode: names of the switches whose groups or routes may change when the links
+        down go from ``before`` to ``after`` (every T0 of each plane concerned).
+
+        Raises:
+            TopologyError: an unknown link, or not compiled in EV-hash mode.
+        """
+        ids = self._plan().affected_switches(self.down_links(before), self.down_links(after))
+        return [self.topology.switches[sid].name for sid in ids]
+
+    def switch(self, switch: str | int, down: Iterable[str] | DownLinks = ()) -> SwitchConfig:
+        """The full :class:`SwitchConfig` of one switch (by name or id); in EV-hash mode with
+        its members, and its groups and routes for the links ``down`` down (ignored in SRv6
+        mode, where hosts steer around failures).
+
+        Raises:
+            TopologyError: no such switch (or, in EV-hash mode, no such link).
         """
         sid = self._sid(switch)
         s = self.topology.switches[sid]
+        extra = {}
+        if self.mode == "ecmp":
+            groups, routes = self._plan().groups_and_routes(sid, self.down_links(down))
+            extra = dict(members=self.members(sid), groups=groups, routes=routes, mode=self.mode)
         return SwitchConfig(name=s.name, role=s.role.value, plane=s.plane, index=s.index, usid=s.usid,
-                            ports=self.ports(sid), entries=tuple(self.entries(sid)))
+                            ports=self.ports(sid), entries=tuple(self.entries(sid)), **extra)
 
-    def switches(self) -> Iterator[SwitchConfig]:
-        """Every switch's config, in switch-id order, one at a time."""
+    def switches(self, down: Iterable[str] | DownLinks = ()) -> Iterator[SwitchConfig]:
+        """Every switch's config, in switch-id order, one at a time (``down``: see :meth:`switch`)."""
+        down = self.down_links(down) if self.mode == "ecmp" else {}
         for sid in range(len(self.topology.switches)):
-            yield self.switch(sid)
+            yield self.switch(sid, down)
 
     def host(self, host: str | int) -> HostConfig:
         """The :class:`HostConfig` of one host (by name, NIC address or id).
@@ -219,7 +311,7 @@ class CompiledFabric:
                 link=host_link_name(plane, h.leaf, h.downlink)))
         return HostConfig(name=h.name, nic_address=h.nic_address, leaf=h.leaf, downlink=h.downlink,
                           locator=topo.locator, mtu=topo.mtu, nic_mtu=topo.nic_mtu, planes=topo.planes,
-                          t1_per_plane=topo.t1_per_plane, ports=tuple(ports))
+                          t1_per_plane=topo.t1_per_plane, ports=tuple(ports), mode=self.mode)
 
     def hosts(self) -> Iterator[HostConfig]:
         """Every host's config, in host-id order, one at a time."""

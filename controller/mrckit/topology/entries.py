@@ -25,6 +25,16 @@ SET_PORT = "set_port"
 DROP = "drop"
 TABLES = (MY_USID, USID_FIB, PORT_CONFIG)
 
+# --- EV-hash (ECMP) mode (issue 11, ECMP contract sections 2 and 6) ---------------------------
+IPV6_FIB = "ipv6_fib"
+"""The LPM table of EV-hash mode, implemented by the action selector ``ecmp_selector``."""
+ECMP_SELECTOR = "ecmp_selector"
+"""The action profile (with selector) of ``ipv6_fib``: hashes the flow label and UDP source port."""
+FIB_DST_FIELD = "hdr.outer_ipv6.dst_addr"
+"""LPM key of ``ipv6_fib``: the full 128-bit DA of the first IPv6 header."""
+MODES = ("srv6", "ecmp")
+"""Forwarding modes of a fabric: SRv6 uSID source routing (design 3) or EV-hash (issue 11)."""
+
 
 @dataclass(frozen=True)
 class TableEntry:
@@ -65,6 +75,88 @@ class TableEntry:
         return f"{self.table} {match} -> {self.action}({params})"
 
 
+@dataclass(frozen=True)
+class ActionProfileMember:
+    """One member of the action profile ``ecmp_selector`` (P4Runtime ActionProfileMember).
+
+    Attributes:
+        member_id: the member id (EV-hash mode: switch port + 1, ECMP contract section 6).
+        action: ``set_egress`` or ``drop``.
+        params: ``{"port": 9 bits}`` for set_egress, ``{}`` for drop.
+        profile: the action profile's P4Info alias.
+    """
+
+    member_id: int
+    action: str
+    params: dict[str, int]
+    profile: str = ECMP_SELECTOR
+
+    def __hash__(self) -> int:
+        return hash((self.profile, self.member_id, self.action, tuple(sorted(self.params.items()))))
+
+    def __str__(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.profile} member {self.member_id} -> {self.action}({params})"
+
+
+@dataclass(frozen=True)
+class ActionProfileGroup:
+    """One group of the action profile ``ecmp_selector`` (P4Runtime ActionProfileGroup).
+
+    Attributes:
+        group_id: the group id (see ``mrckit.topology.ecmp`` for the plan).
+        members: its member ids, ascending, 1..256 of them, each of weight 1 (the hash picks
+            ``members[crc32 % len(members)]``, ``mrckit.wire.ecmp``).
+        profile: the action profile's P4Info alias.
+    """
+
+    group_id: int
+    members: tuple[int, ...]
+    profile: str = ECMP_SELECTOR
+
+    def __str__(self) -> str:
+        return f"{self.profile} group {self.group_id} -> members {', '.join(map(str, self.members))}"
+
+
+@dataclass(frozen=True)
+class FibRoute:
+    """One ``ipv6_fib`` entry: an LPM prefix of the destination address leading to an action
+    profile member or group (a P4Runtime indirect table entry).
+
+    Attributes:
+        prefix: the IPv6 prefix matched on ``hdr.outer_ipv6.dst_addr``, e.g.
+            ``2001:db8:100:2::/64`` (a leaf's hosts) or ``2001:db8:100:2::1/128`` (one host).
+        member, group: exactly one is set: the member id or the group id it uses.
+        table: the table's P4Info alias.
+
+    Raises:
+        ValueError: not exactly one of member and group.
+    """
+
+    prefix: ipaddress.IPv6Network
+    member: int | None = None
+    group: int | None = None
+    table: str = IPV6_FIB
+
+    def __post_init__(self):
+        if (self.member is None) == (self.group is None):
+            raise ValueError(f"route {self.prefix}: give exactly one of member and group")
+
+    @property
+    def field(self) -> str:
+        """The match field name: ``hdr.outer_ipv6.dst_addr``."""
+        return FIB_DST_FIELD
+
+    @property
+    def target(self) -> tuple[str, int]:
+        """``("member", id)`` or ``("group", id)``."""
+        return ("member", self.member) if self.member is not None else ("group", self.group)
+
+    def __str__(self) -> str:
+        kind, ident = self.target
+        return f"{self.table} {self.prefix} -> {kind} {ident}"
+
+
 @dataclass(frozen=True, slots=True)
 class SwitchPort:
     """One port of a switch and what it connects to.
@@ -95,7 +187,11 @@ class SwitchConfig:
     Attributes:
         name, role (``"t0"``/``"t1"``), plane, index, usid: the switch's identity (design 3.3).
         ports: every connected port, by port number.
-        entries: the ``my_usid``, ``usid_fib`` and ``port_config`` entries, in that order.
+        entries: the ``my_usid``, ``usid_fib`` and ``port_config`` entries, in that order
+            (EV-hash mode: only ``port_config``).
+        members, groups, routes: EV-hash mode only (empty in SRv6 mode): the ``ecmp_selector``
+            members by ascending id, its groups by id, and the ``ipv6_fib`` routes by prefix.
+        mode: ``"srv6"`` or ``"ecmp"``.
     """
 
     name: str
@@ -105,6 +201,10 @@ class SwitchConfig:
     usid: int
     ports: tuple[SwitchPort, ...]
     entries: tuple[TableEntry, ...]
+    members: tuple[ActionProfileMember, ...] = ()
+    groups: tuple[ActionProfileGroup, ...] = ()
+    routes: tuple[FibRoute, ...] = ()
+    mode: str = "srv6"
 
     def port_map(self) -> dict[int, str]:
         """Port number -> interface name (the shape ``EbpfSwitch`` and bmv2 ``-i`` take)."""

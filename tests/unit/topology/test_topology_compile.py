@@ -79,7 +79,8 @@ def test_host_config_holds_nothing_per_peer():
     large = compile_fabric(generate_clos(leaves=9, hosts_per_leaf=2)).host("h1-1")
     assert small == large  # seven more leaves of peers, the same config
     assert {f.name for f in dataclasses.fields(HostConfig)} == {
-        "name", "nic_address", "leaf", "downlink", "locator", "mtu", "nic_mtu", "planes", "t1_per_plane", "ports"}
+        "name", "nic_address", "leaf", "downlink", "locator", "mtu", "nic_mtu", "planes", "t1_per_plane", "ports",
+        "mode"}
 
 
 def test_every_host_and_switch_config_is_produced():
