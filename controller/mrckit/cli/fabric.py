@@ -21,6 +21,9 @@ def fabric() -> None:
 @click.option("--name", default=DEFAULT_NAME, show_default=True, help="Fabric name (a-z0-9_, up to 16).")
 @click.option("--target", type=click.Choice(["ebpf", "bmv2"]), default="ebpf", show_default=True,
               help="Switch target.")
+@click.option("--mode", type=click.Choice(["srv6", "ecmp"]), default="srv6", show_default=True,
+              help="Forwarding mode: srv6 (hosts source-route each EV with uSIDs) or ecmp (EV-hash "
+              "mode: no outer header, the switches hash the EV over ECMP groups).")
 @click.option("--p4runtime-port", type=int, help="eBPF target: serve P4Runtime on 127.0.0.1 from this "
               "port up (one per switch) instead of unix sockets under /run/mrckit/NAME/.")
 @click.option("--no-controller", is_flag=True, help="Do not start `mrc controller run` (switches stay empty).")
@@ -31,7 +34,7 @@ def fabric() -> None:
 @click.option("--rto-us", type=click.IntRange(min=1), metavar="US",
               help="Host agents' RTO in microseconds  [default: 50000, i.e. 50 ms].")
 @click.option("--foreground", "-f", is_flag=True, help="Stay until Ctrl-C or SIGTERM, then tear down.")
-def up(topology, name, target, p4runtime_port, no_controller, p4info, device_config, rto_us, foreground) -> None:
+def up(topology, name, target, mode, p4runtime_port, no_controller, p4info, device_config, rto_us, foreground) -> None:
     """Build the fabric of TOPOLOGY (YAML; default: the small fabric, 2 planes, 2 spines and
     3 leaves per plane, 2 hosts per leaf), start its switches, host agents and controller.
     """
@@ -41,9 +44,9 @@ def up(topology, name, target, p4runtime_port, no_controller, p4info, device_con
     topo = load_topology(topology) if topology else generate_clos()
     settings = fabric_settings(rto_us * 1000 if rto_us else None)
     extra = (("--p4info", p4info) if p4info else ()) + (("--device-config", device_config) if device_config else ())
-    fab = Fabric.up(topo, name=name, target=target, settings=settings, p4runtime_port=p4runtime_port,
+    fab = Fabric.up(topo, name=name, target=target, mode=mode, settings=settings, p4runtime_port=p4runtime_port,
                     controller=not no_controller, controller_args=extra)
-    click.echo(f"fabric {name} up: {len(fab.switches())} switches ({target}), {len(fab.hosts())} hosts, "
+    click.echo(f"fabric {name} up: {len(fab.switches())} switches ({target}, {mode} mode), {len(fab.hosts())} hosts, "
                f"{len(fab.state.links)} links; state in {fab.state.dir}")
     click.echo(f"controller topology: {fab.topology_path}" + (" (controller not started)" if no_controller else ""))
     if not foreground:
@@ -84,7 +87,7 @@ def _print_status(doc: dict) -> None:
     console = Console(width=None if sys.stdout.isatty() else 200)
     dead = [n for n, alive in doc["processes"].items() if not alive]
     missing = [n for n, ns in doc["namespaces"].items() if not ns["exists"]]
-    console.print(f"[bold]fabric {doc['name']}[/bold] ({doc['target']}), up since {doc['created']}: "
+    console.print(f"[bold]fabric {doc['name']}[/bold] ({doc['target']}, {doc.get('mode', 'srv6')} mode), up since {doc['created']}: "
                   f"{len(doc['processes'])} processes, {len(dead)} not running{': ' + ', '.join(dead) if dead else ''}; "
                   f"{len(missing)} namespaces missing")
     table = Table(title="processes", title_justify="left")

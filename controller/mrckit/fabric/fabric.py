@@ -118,12 +118,12 @@ class Fabric:
                  compiled: CompiledFabric | None = None):
         self.state = state
         self.topology = topology or loads_topology(state.topology, f"{state.dir}/fabric.json")
-        self.compiled: CompiledFabric = compiled or compile_fabric(self.topology, state.target)
+        self.compiled: CompiledFabric = compiled or compile_fabric(self.topology, state.target, state.mode)
         self._atexit = None
 
     # --- life cycle ---------------------------------------------------------------------------
     @classmethod
-    def up(cls, topology: Topology, *, name: str = "default", target: str = "ebpf",
+    def up(cls, topology: Topology, *, name: str = "default", target: str = "ebpf", mode: str = "srv6",
            prefix: str = DEFAULT_PREFIX, settings: Settings | None = None,
            p4runtime_port: int | None = None, controller: bool = True,
            controller_args: tuple[str, ...] = ()) -> "Fabric":
@@ -132,6 +132,10 @@ class Fabric:
         Args:
             name: fabric name (1..16 of a-z0-9_); namespaces are ``<prefix><name>-<node>``.
             target: ``ebpf`` (default) or ``bmv2``.
+            mode: forwarding mode, ``srv6`` (default: uSID source routing, design 3-7) or
+                ``ecmp`` (EV-hash mode, issue 11: the switches hash the EV over ECMP groups;
+                no outer header). Recorded in the state; given to the compiler, the
+                controller (``--mode``) and every host config.
             prefix: namespace prefix, starting with ``mrc``.
             settings: host agent settings (``mrckit.host.config.Settings``; default
                 :func:`fabric_settings`: an RTO of :data:`DEFAULT_RTO_NS`). The controller
@@ -143,7 +147,7 @@ class Fabric:
             controller_args: extra arguments for ``mrc controller run``.
 
         Raises:
-            MrcError: a bad name or target, bmv2 missing, MTU too large, a port in use, a
+            MrcError: a bad name, target or mode, bmv2 missing, MTU too large, a port in use, a
                 fabric of that name up already, or any start-up failure. Nothing is left
                 behind in any of these cases.
         """
@@ -151,14 +155,15 @@ class Fabric:
         if not prefix.startswith("mrc"):
             raise MrcError(f"namespace prefix {prefix!r} must start with 'mrc' (design section 8)")
         nodes.check_target(target)
+        nodes.check_mode(mode)
         if target == "bmv2" and p4runtime_port is not None:
             raise MrcError("--p4runtime-port is for the ebpf target; bmv2 serves on a unix socket")
         build.check_mtu(topology.mtu)
         nodes.check_ports(p4runtime_port, len(topology.switches))
         if controller:
             _check_pipeline(controller_args)
-        compiled = compile_fabric(topology, target)
-        fab = cls(FabricState(name, prefix, target, dumps_topology(topology)), topology, compiled)
+        compiled = compile_fabric(topology, target, mode)
+        fab = cls(FabricState(name, prefix, target, dumps_topology(topology), mode=mode), topology, compiled)
         folder = state_dir(name)
         try:
             folder.mkdir(parents=True)
@@ -227,7 +232,7 @@ class Fabric:
     def _start_controller(self, extra: tuple[str, ...]) -> None:
         st = self.state
         argv = procs.mrc_argv("controller", "run", str(self.topology_path), "--name", st.name,
-                              "--target", st.target, *extra)
+                              "--target", st.target, *self._mode_args(), *extra)
         proc, info = procs.start(argv, st.dir / "controller.log", ns=None, address="")
         st.controller = dataclasses.asdict(info)
         st.save()
@@ -241,11 +246,20 @@ class Fabric:
             MrcError: the controller failed (with its output).
         """
         argv = procs.mrc_argv("controller", "run", str(self.topology_path), "--name", self.name,
-                              "--target", self.state.target, "--once", *controller_args)
+                              "--target", self.state.target, *self._mode_args(), "--once", *controller_args)
         out = subprocess.run(argv, capture_output=True, text=True, env=procs.child_env())
         if out.returncode != 0:
             raise MrcError(f"mrc controller run --once failed: {(out.stderr or out.stdout).strip()}")
         return out.stdout
+
+    def _mode_args(self) -> tuple[str, ...]:
+        # srv6 is the controller's default: its command line stays as it always was.
+        return ("--mode", self.state.mode) if self.state.mode != "srv6" else ()
+
+    @property
+    def mode(self) -> str:
+        """The fabric's forwarding mode: ``srv6`` or ``ecmp``."""
+        return self.state.mode
 
     @classmethod
     def open(cls, name: str) -> "Fabric":

@@ -231,7 +231,7 @@ def status(state: FabricState) -> dict:
     return {
         "process_list": [{"node": node, "kind": kind, "pid": info.pid, "running": procs_alive[node],
                           "address": info.address} for node, (kind, info) in infos.items()],
-        "name": state.name, "target": state.target, "created": state.created,
+        "name": state.name, "target": state.target, "mode": state.mode, "created": state.created,
         "namespaces": {node: {"ns": ns, "exists": netns.exists(ns)} for node, ns in state.nodes.items()},
         "processes": procs_alive,
         "addresses": {node: info.address for node, info in {**state.switches, **state.hosts}.items()},

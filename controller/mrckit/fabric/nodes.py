@@ -133,6 +133,16 @@ def check_target(target: str) -> None:
                        "(build bmv2 from p4lang source into /opt/p4tools, or use --target ebpf)")
 
 
+MODES = ("srv6", "ecmp")
+"""Forwarding modes of a fabric: uSID source routing (design 3-7) or EV-hash mode (issue 11)."""
+
+
+def check_mode(mode: str) -> None:
+    """Raises MrcError for a forwarding mode other than ``srv6`` or ``ecmp``."""
+    if mode not in MODES:
+        raise MrcError(f"mode {mode!r}: use srv6 (uSID source routing) or ecmp (EV-hash mode)")
+
+
 def check_ports(base_port: int | None, count: int) -> None:
     """Raises MrcError when a loopback TCP port of ``base_port .. base_port+count-1`` is taken."""
     import socket
