@@ -9,8 +9,10 @@ window, paces with an NSCC-style window (:mod:`.cc`) and recovers losses:
   the PSN is retransmitted at once; UNEXP_EVENT moves the QP to error;
 - **SACK gaps**: each SACK acknowledges its cumulative PSN, its 64-bit bitmap and its
   triggering PSN. A packet still unacknowledged when a packet *sent* ``reorder_packets`` or
-  more transmissions after it has been acknowledged is declared lost (a RACK-style rule, ours:
-  sprayed packets reorder, so PSN order alone says little);
+  more transmissions after it has been acknowledged, and outstanding for longer than the
+  slowest recent round trip (5/4 of a slowly decaying maximum of the RTT samples), is declared
+  lost (a RACK-style rule, RFC 8985 section 6.2, ours in detail: sprayed packets cross paths
+  whose queueing differs, so neither PSN order nor one path's RTT says a packet is lost);
 - **RTO**: when the oldest transmission is older than 1.024 µs × 2^n, every transmission that
   old is retransmitted and a PROBE is sent. The first ``linear_retries`` timeouts keep n; later
   ones double the timeout; after ``linear_retries + exp_retries`` consecutive timeouts without
@@ -41,7 +43,10 @@ from .psn import unwrap
 from .stats import RequestorStats
 
 REORDER_PACKETS = 16
-"""A packet is lost once one sent this many transmissions later is acknowledged (ours)."""
+"""A packet is lost once one sent this many transmissions later is acknowledged (ours)..."""
+RTT_MAX_DECAY_SHIFT = 10
+"""... and it is older than the slowest recent RTT: the running maximum of RTT samples (ns)
+loses 1/2**10 of itself per sample, so it follows the slowest path for a few thousand acks."""
 TCLASS_DATA = Dscp.TRIMMABLE << 2 | Ecn.ECT0
 TCLASS_RETX = Dscp.TRIMMABLE_RETX << 2 | Ecn.ECT0
 TCLASS_CONTROL = Dscp.CONTROL << 2
@@ -192,6 +197,7 @@ class RequestorQp:
         self.inflight = 0
         self.tx_seq = 0
         self.highest_acked_tx = 0
+        self.max_rtt_ns = 0
         self.retries = 0
         self.msn = 0
         self.rqmsn = 0
@@ -339,26 +345,29 @@ class RequestorQp:
             psn = next(iter(od))
             if psn > cack:
                 break
-            acked += self._ack(psn)
+            acked += self._ack(psn, now)
         bm, base = s.bitmap, unwrap(s.sack_base, ref)
         while bm:
             b = bm.bit_length() - 1
             bm ^= 1 << b
             psn = base + 63 - b
             if psn in od:
-                acked += self._ack(psn)
+                acked += self._ack(psn, now)
         psn = unwrap(s.ack_psn, ref)
         if psn in od:
-            acked += self._ack(psn)
+            acked += self._ack(psn, now)
         rtt = ((now // TIME_UNIT_NS - s.tx_ts) & 0xFFFF) * TIME_UNIT_NS
         self.cc.on_ack(acked, rtt, ecn, now)
         if acked:
             self.retries = 0
-        self._detect_losses()
+        self._detect_losses(now)
         self._complete()
 
-    def _ack(self, psn: int) -> int:
+    def _ack(self, psn: int, now: int) -> int:
         pkt = self.outstanding.pop(psn)
+        if not pkt.reason:  # Karn: only a first transmission gives an RTT sample
+            decayed = self.max_rtt_ns - (self.max_rtt_ns >> RTT_MAX_DECAY_SHIFT)
+            self.max_rtt_ns = max(now - pkt.sent_at, decayed)
         self.order.pop(psn, None)
         if not pkt.lost:
             self.inflight -= pkt.size
@@ -367,12 +376,13 @@ class RequestorQp:
             self.highest_acked_tx = pkt.tx_seq
         return pkt.size or 1
 
-    def _detect_losses(self) -> None:
+    def _detect_losses(self, now: int) -> None:
         limit = self.highest_acked_tx - self.reorder_packets
+        sent_before = now - self.max_rtt_ns - (self.max_rtt_ns >> 2)
         order = self.order
         while order:
             pkt = next(iter(order.values()))
-            if pkt.tx_seq > limit:
+            if pkt.tx_seq > limit or pkt.sent_at > sent_before:
                 break
             self._mark_lost(pkt, "sack_gap")
 

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from endpoint_harness import Faults, Link, RKEY, trimmed
+from mrckit.endpoint.requestor import RetryConfig
 from mrckit.wire.constants import BTH_FLAG_RTX, Dscp, Ecn
 
 SIZE = 1 << 20
@@ -146,3 +147,43 @@ def test_trimmed_arrival_nacked_with_echoed_ev():
         nack = MrcBTH(link.replies[0])
         assert (nack[NETH].nack_reason, nack[NETH].ev, nack[NETH].nack_psn) == (reason, 0x12345678, 1)
     assert link.mr.placed_bytes == 0
+
+
+def _late_first_packet(link: Link, late_ns: int) -> list:
+    """Send 40 packets at t0; all but the first arrive and are acked ``late_ns`` later."""
+    link.req.post(os.urandom(40 * 2048), 0, RKEY)
+    link.req.pump(link.now)
+    sent, link.wire = link.wire, []
+    link.now += late_ns
+    link.deliver(sent[1:])
+    link.resp.flush()
+    link.feedback()
+    link.req.pump(link.now)  # a packet declared lost is retransmitted (and counted) here
+    return sent
+
+
+def test_reordering_within_the_slowest_rtt_is_not_a_loss():
+    # 39 packets sent after the first are acked, but none is older than the round trip just
+    # measured: a sprayed packet on a slower path is late, not lost (RFC 8985-style time rule).
+    link = Link(SIZE)
+    sent = _late_first_packet(link, 5_000_000)
+    assert link.req.stats.retransmits["sack_gap"] == 0
+    link.now += 1_000_000
+    link.deliver(sent[:1])
+    link.resp.flush()
+    link.feedback()
+    assert 0 not in link.req.outstanding and sum(link.req.stats.retransmits.values()) == 0
+
+
+def test_a_packet_older_than_the_slowest_rtt_is_lost_by_sack_gap_before_any_rto():
+    link = Link(SIZE, retry=RetryConfig(timeout_exp=24))  # the RTO cannot fire in this test
+    _late_first_packet(link, 5_000_000)
+    link.now += 2_000_000  # the first packet is now 7 ms old, more than 5/4 of the 5 ms RTT
+    link.req.post(os.urandom(20 * 2048), 40 * 2048, RKEY)
+    link.req.pump(link.now)
+    later, link.wire = link.wire, []
+    link.deliver(later)
+    link.resp.flush()
+    link.feedback()
+    link.req.pump(link.now)
+    assert link.req.stats.retransmits["sack_gap"] == 1 and link.req.stats.timeouts == 0
