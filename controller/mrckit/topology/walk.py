@@ -13,6 +13,11 @@ This is a pure model of design section 4 steps 1-4 and 7 over the entries of
    (``no_route``); the hop limit drops by one; ``port_config`` rewrites the MACs;
 5. the link behind the egress port (from the switch's port list) leads to the next node.
 
+In EV-hash mode (issue 11, ECMP contract sections 1-3) the source host writes no outer header:
+the DA is the destination NIC address and the EV rides in the flow label and UDP source port.
+Step 3 becomes ``ipv6_fib``: the longest prefix of the DA gives a member, or a group whose
+member the EV hash picks (``mrckit.wire.ecmp.ev_member``); a miss falls back to the uN path.
+
 Tests use it to prove the tables against :mod:`~mrckit.topology.paths`; ``mrc trace`` prints it.
 """
 
@@ -24,10 +29,11 @@ from dataclasses import dataclass
 
 from ..wire.addressing import parse_nic_address, path_da
 from ..wire.constants import OUTER_HOP_LIMIT
+from ..wire.ecmp import ev_member
 from ..wire.ev import ev_unpack
 from ..wire.usid import active_prefix, un_shift
 from .compile import CompiledFabric
-from .entries import MY_USID, PORT_CONFIG, USID_FIB, SwitchConfig, TableEntry
+from .entries import DROP, MY_USID, PORT_CONFIG, USID_FIB, SwitchConfig, TableEntry
 from .model import TopologyError
 
 MAX_SWITCH_HOPS = 8
@@ -42,7 +48,8 @@ class Hop:
         switch: its name. in_port: the ingress port number.
         da_in, da_out: the outer DA on arrival and after the uN shift (equal if none).
         hop_limit: the outer hop limit on arrival.
-        hits: the table entries the packet matched here, in order.
+        hits: the table entries the packet matched here, in order (EV-hash mode: the
+            ``FibRoute``, the ``ActionProfileGroup`` if any, and the ``ActionProfileMember``).
         out_port: the egress port, or None when dropped here. link: the link taken out.
     """
 
@@ -91,17 +98,33 @@ class _SwitchView:
         self.port_config = {e.key: e for e in cfg.entries if e.table == PORT_CONFIG}
         self.ports = {p.number: p for p in cfg.ports}
         self.by_ifname = {p.ifname: p for p in cfg.ports}
+        self.members = {m.member_id: m for m in cfg.members}
+        self.groups = {g.group_id: g for g in cfg.groups}
+        self.routes: dict[int, dict[int, object]] = {}  # prefix length -> network int -> FibRoute
+        for r in cfg.routes:
+            self.routes.setdefault(r.prefix.prefixlen, {})[int(r.prefix.network_address)] = r
+
+    def lpm(self, da: int):
+        """The ``ipv6_fib`` route with the longest prefix holding ``da``, or None."""
+        for length in sorted(self.routes, reverse=True):
+            route = self.routes[length].get(da >> (128 - length) << (128 - length))
+            if route is not None:
+                return route
+        return None
 
 
 class Walker:
     """Walks packets through one :class:`CompiledFabric`, caching the switches it visits.
 
     Use one walker for many walks; ``walk`` is pure (the cache only saves recompilation).
+    ``down``: in EV-hash mode, the links down the tables are compiled for (``CompiledFabric.groups``);
+    the walk itself still crosses any link, so a trace shows whether the tables avoid them.
     """
 
-    def __init__(self, fabric: CompiledFabric, cache_size: int = 256):
+    def __init__(self, fabric: CompiledFabric, cache_size: int = 256, down=()):
         self.fabric = fabric
-        self._view = functools.lru_cache(maxsize=cache_size)(lambda name: _SwitchView(fabric.switch(name)))
+        down = fabric.down_links(down) if fabric.mode == "ecmp" else {}
+        self._view = functools.lru_cache(maxsize=cache_size)(lambda name: _SwitchView(fabric.switch(name, down)))
 
     def walk(self, src: str, dst: str, ev: int) -> Trace:
         """Forward one packet with EV ``ev`` from host ``src`` towards host ``dst`` (names or
@@ -122,9 +145,12 @@ class Walker:
             raise TopologyError(f"EV 0x{ev:08x} names plane {plane}; {s.name} has ports on planes "
                                 f"0..{topo.planes - 1}")
         dloc = parse_nic_address(d.nic_address)
-        da = int(path_da(plane, t1, s.leaf, dloc.leaf, dloc.downlink, topo.locator))
+        if self.fabric.mode == "ecmp":
+            da = int(d.nic_address)  # no outer header (ECMP contract section 1)
+        else:
+            da = int(path_da(plane, t1, s.leaf, dloc.leaf, dloc.downlink, topo.locator))
         uplink = self.fabric.host(s.name).ports[plane]
-        state = _Packet(da=da, dst_mac=uplink.t0_mac, hop_limit=OUTER_HOP_LIMIT, links=[uplink.link])
+        state = _Packet(da=da, dst_mac=uplink.t0_mac, hop_limit=OUTER_HOP_LIMIT, links=[uplink.link], ev=ev)
         node, in_port = uplink.t0, uplink.t0_port
         hops: list[Hop] = []
         while True:
@@ -151,6 +177,7 @@ class _Packet:
     dst_mac: int
     hop_limit: int
     links: list[str]
+    ev: int = 0
     drop: str | None = None
 
 
@@ -169,16 +196,19 @@ def _forward(view: _SwitchView, in_port: int, pkt: _Packet) -> tuple[Hop, int | 
     if pkt.hop_limit <= 1:
         pkt.drop = "hop_limit"
         return hop(), None
-    mine = view.my.get(active_prefix(pkt.da))
-    if mine is not None:
-        hits.append(mine)
-        pkt.da = un_shift(pkt.da)
-    route = view.fib.get(active_prefix(pkt.da))
-    if route is None:
+    out_port = _ipv6_fib(view, pkt, hits)
+    if out_port is None and not hits:
+        mine = view.my.get(active_prefix(pkt.da))
+        if mine is not None:
+            hits.append(mine)
+            pkt.da = un_shift(pkt.da)
+        route = view.fib.get(active_prefix(pkt.da))
+        if route is not None:
+            hits.append(route)
+            out_port = route.params["port"]
+    if out_port is None:
         pkt.drop = "no_route"
         return hop(), None
-    hits.append(route)
-    out_port = route.params["port"]
     pkt.hop_limit -= 1
     rewrite = view.port_config.get(out_port)
     if rewrite is not None:
@@ -190,6 +220,24 @@ def _forward(view: _SwitchView, in_port: int, pkt: _Packet) -> tuple[Hop, int | 
         return hop(out_port), None
     pkt.links.append(link)
     return hop(out_port, link), out_port
+
+
+def _ipv6_fib(view: _SwitchView, pkt: _Packet, hits: list) -> int | None:
+    """EV-hash mode's ``ipv6_fib`` (ECMP contract section 2): the egress port of the longest
+    matching route's member (a group's member picked by the EV hash), or None: on a miss
+    (``hits`` stays empty: the uN path runs) or on a ``drop`` member."""
+    route = view.lpm(pkt.da) if view.routes else None
+    if route is None:
+        return None
+    hits.append(route)
+    member_id = route.member
+    if route.group is not None:
+        group = view.groups[route.group]
+        hits.append(group)
+        member_id = ev_member(group.members, pkt.ev)
+    member = view.members[member_id]
+    hits.append(member)
+    return None if member.action == DROP else member.params["port"]
 
 
 def _end(src, dst, ev, da, hops, pkt, reached, port, delivered, drop) -> Trace:
