@@ -11,6 +11,12 @@
  *   NIC address (copying DSCP, CE and flow label inward, design 3.1 / RFC 6040), redirects QP 0x2
  *   traffic to the agent's UDP port and applies SACK/NACK feedback to the EV state.
  *
+ * EV-hash mode (host_config.mode == HOST_MODE_ECMP, issue 11, docs/host.md): the switches
+ * hash the EV instead of following a uSID path. tc egress picks the EV exactly as above, writes
+ * it into the flow label and UDP source port of the packet as is, pushes no outer header, sets
+ * the MACs and redirects to the EV's plane port; XDP ingress applies the same SACK/NACK and
+ * QP 0x2 handling to the plain packets and decapsulates nothing. Denied links do not apply.
+ *
  * The per-peer EV set lives in an LRU map seeded from the template on the first packet to a
  * peer; the agent (controller/mrckit/host) owns the maps and mirrors these structs with ctypes.
  *
@@ -86,6 +92,8 @@ enum host_stat {
 	STAT_NACK_MARKED,       /* NACKs that matched a tx record (PSN and echoed EV) */
 	STAT_LOSS_UNDONE,       /* LOSS retirements undone: a SACK showed the original arrived */
 	STAT_RTX_AFTER_ACK,     /* rtx whose original a SACK had already acked: spurious, no penalty */
+	STAT_TX_PLAIN,          /* EV-hash mode: sent with the EV written in, no outer header */
+	STAT_RX_PLAIN,          /* EV-hash mode: MRC packets for the NIC address, passed up as is */
 	STAT_MAX,
 };
 
@@ -99,7 +107,12 @@ struct host_config {
 	__u16 agent_port;    /* UDP port that QP 0x2 traffic is rewritten to, host order */
 	__u16 configured;    /* 0 until the agent has written every map */
 	__u32 n_denied;      /* entries in denied_links; 0 skips the lookups */
+	__u32 mode;          /* HOST_MODE_SRV6 or HOST_MODE_ECMP */
 };
+
+/* host_config.mode; mirrored by mrckit.host.maps.HOST_MODES. */
+#define HOST_MODE_SRV6 0
+#define HOST_MODE_ECMP 1
 
 /* One plane port, index = plane. */
 struct plane_port {
@@ -435,7 +448,7 @@ static long pick_one(__u32 i, void *data)
 	pp = bpf_map_lookup_elem(&plane_ports, &plane);
 	if (!pp || !pp->up || !pp->ifindex)
 		return 0;
-	if (path_denied(c->cfg, plane, t1, c->dst_leaf, c->dst_down))
+	if (c->cfg->mode != HOST_MODE_ECMP && path_denied(c->cfg, plane, t1, c->dst_leaf, c->dst_down))
 		return 0;
 	c->slot = slot;
 	c->found = 1;
@@ -544,6 +557,20 @@ static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_conf
 	if (data + sizeof(hdr) > data_end)
 		return bpf_skb_store_bytes(skb, 0, hdr, sizeof(hdr), 0);
 	__builtin_memcpy(data, hdr, sizeof(hdr));
+	return 0;
+}
+
+/* EV-hash mode: the packet goes out as is, so only its Ethernet header changes: to the T0
+ * port that the plane port faces, from the plane port. */
+static __always_inline int tx_set_eth(struct __sk_buff *skb, struct plane_port *pp)
+{
+	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
+	__u8 *eth = data;
+
+	if (data + MRC_ETH_LEN > data_end)
+		return -1;
+	__builtin_memcpy(eth, pp->neigh_mac, 6);
+	__builtin_memcpy(eth + 6, pp->mac, 6);
 	return 0;
 }
 
@@ -703,15 +730,26 @@ int mrc_host_egress(struct __sk_buff *skb)
 	}
 	s = &set->slots[SLOT_IDX(pc.slot)];
 	word0 = tx_word0(s->ev, tclass);
-	if (tx_mark_inner(skb, s->ev, word0) ||
-	    tx_push_outer(skb, cfg, pp, s->ev, word0, dst_leaf, dst_down, inner_plen)) {
+	if (tx_mark_inner(skb, s->ev, word0)) {
 		count(STAT_TX_DROP_ENCAP_FAILED);
 		return TC_ACT_SHOT;
+	}
+	if (cfg->mode == HOST_MODE_ECMP) {
+		if (tx_set_eth(skb, pp)) {
+			count(STAT_TX_DROP_ENCAP_FAILED);
+			return TC_ACT_SHOT;
+		}
+		count(STAT_TX_PLAIN);
+	} else {
+		if (tx_push_outer(skb, cfg, pp, s->ev, word0, dst_leaf, dst_down, inner_plen)) {
+			count(STAT_TX_DROP_ENCAP_FAILED);
+			return TC_ACT_SHOT;
+		}
+		count(STAT_TX_ENCAP);
 	}
 	tx_account(s, skb->len, pc.now);
 	if (data_pkt)
 		tx_record(dst, psn, dqpn, s, pc.slot, blamed_ev);
-	count(STAT_TX_ENCAP);
 	return bpf_redirect(pp->ifindex, 0);
 other:
 	count(STAT_TX_PASS_OTHER);
@@ -720,11 +758,12 @@ other:
 
 /* ---------------------------------------------------------------- XDP ingress -------- */
 
-/* Offsets after decap-to-be, from the start of the received frame. */
-#define RX_INNER MRC_ETH_LEN + MRC_IPV6_LEN
-#define RX_UDP (RX_INNER + MRC_IPV6_LEN)
+/* Offsets from the IPv6 header that carries UDP: the inner one in SRv6 mode, the only one in
+ * EV-hash mode. */
+#define RX_UDP MRC_IPV6_LEN
 #define RX_BTH (RX_UDP + MRC_UDP_LEN)
 #define RX_EXT (RX_BTH + MRC_BTH_LEN)
+#define RX_INNER (MRC_ETH_LEN + MRC_IPV6_LEN)
 
 struct find_ctx {
 	struct ev_set *set;
@@ -808,11 +847,12 @@ static __always_inline void sack_answers(const __u8 *peer, const __u8 *seth, str
 	emit(peer, s, MRC_EV_STATE_GOOD, REASON_LOSS_UNDONE, now);
 }
 
-/* Apply a SACK or NACK's echoed EV to the sender's EV state (design 5). */
-static __always_inline void feedback(__u8 *data, void *data_end, __u8 opcode)
+/* Apply a SACK or NACK's echoed EV to the sender's EV state (design 5). ip6 is the IPv6
+ * header that carries the UDP header. */
+static __always_inline void feedback(__u8 *ip6, void *data_end, __u8 opcode)
 {
-	__u8 *peer = data + RX_INNER + 8;
-	__u8 *ext = data + RX_EXT;
+	__u8 *peer = ip6 + 8;
+	__u8 *ext = ip6 + RX_EXT;
 	struct ev_set *set;
 	struct ev_slot *s;
 	__u64 now;
@@ -920,6 +960,51 @@ static __always_inline int copy_outer_fields(__u8 *outer, __u8 *inner)
 	return 0;
 }
 
+/* What both modes do with an MRC packet for the local NIC address (ip6: the IPv6 header that
+ * carries UDP, iplen its payload length, already checked against the frame): QP 0x2 traffic
+ * to the agent's port, SACK/NACK feedback to the EV state. */
+static __always_inline void rx_mrc(__u8 *ip6, void *data_end, __u16 iplen, struct host_config *cfg)
+{
+	__u8 *udp = ip6 + RX_UDP, *bth = ip6 + RX_BTH;
+
+	if (ip6[6] != MRC_IPPROTO_UDP || (void *)(ip6 + RX_EXT) > data_end ||
+	    iplen < MRC_UDP_LEN + MRC_BTH_LEN)
+		return;
+	if (udp[2] != (MRC_UDP_PORT_ROCEV2 >> 8) || udp[3] != (MRC_UDP_PORT_ROCEV2 & 0xff))
+		return;
+	if (bth[5] == 0 && bth[6] == 0 && bth[7] == MRC_QP_ENDPOINT_OPS) {
+		to_agent(udp, cfg->agent_port);
+		count(STAT_RX_AGENT);
+	} else if (bth[0] == MRC_OP_SACK || bth[0] == MRC_OP_NACK) {
+		feedback(ip6, data_end, bth[0]);
+	}
+}
+
+/* EV-hash mode: an IPv6 packet with no outer header (next header 17). RoCEv2 packets for the
+ * local NIC address get rx_mrc and go up as they are; anything else is not ours. Returns an
+ * XDP verdict, or -1 for "pass as other". */
+static __always_inline int rx_plain(struct host_config *cfg, __u8 *d, void *data_end)
+{
+	__u8 *ip = d + MRC_ETH_LEN, *udp = ip + RX_UDP;
+	__u16 plen;
+
+	if ((void *)(udp + MRC_UDP_LEN) > data_end || !addr_eq(ip + 24, cfg->nic_addr) ||
+	    udp[2] != (MRC_UDP_PORT_ROCEV2 >> 8) || udp[3] != (MRC_UDP_PORT_ROCEV2 & 0xff))
+		return -1;
+	if (!cfg->configured) {
+		count(STAT_RX_DROP_NOT_CONFIGURED);
+		return XDP_DROP;
+	}
+	plen = (ip[4] << 8) | ip[5];
+	if (plen < MRC_UDP_LEN || (void *)udp + plen > data_end) {
+		count(STAT_RX_DROP_MALFORMED);
+		return XDP_DROP;
+	}
+	rx_mrc(ip, data_end, plen, cfg);
+	count(STAT_RX_PLAIN);
+	return XDP_PASS;
+}
+
 SEC("xdp")
 int mrc_host_ingress(struct xdp_md *ctx)
 {
@@ -935,10 +1020,22 @@ int mrc_host_ingress(struct xdp_md *ctx)
 	if (d[12] != (MRC_ETHERTYPE_IPV6 >> 8) || d[13] != (MRC_ETHERTYPE_IPV6 & 0xff))
 		goto other;
 	outer = d + MRC_ETH_LEN;
-	if ((outer[0] >> 4) != 6 || outer[6] != MRC_IPPROTO_IPV6)
+	if ((outer[0] >> 4) != 6)
 		goto other;
 	cfg = bpf_map_lookup_elem(&host_config, &zero);
-	if (!cfg || !cfg->configured) {
+	if (!cfg)
+		goto other;
+	if (cfg->mode == HOST_MODE_ECMP) {
+		/* No outer header in this mode: encapsulated frames are not this fabric's. */
+		int verdict = outer[6] == MRC_IPPROTO_UDP ? rx_plain(cfg, d, data_end) : -1;
+
+		if (verdict >= 0)
+			return verdict;
+		goto other;
+	}
+	if (outer[6] != MRC_IPPROTO_IPV6)
+		goto other;
+	if (!cfg->configured) {
 		count(STAT_RX_DROP_NOT_CONFIGURED);
 		return XDP_DROP;
 	}
@@ -962,18 +1059,7 @@ int mrc_host_ingress(struct xdp_md *ctx)
 		count(STAT_RX_DROP_CE_NOT_ECT);
 		return XDP_DROP;
 	}
-	if (inner[6] == MRC_IPPROTO_UDP && (void *)(d + RX_EXT) <= data_end && iplen >= MRC_UDP_LEN + MRC_BTH_LEN) {
-		__u8 *udp = d + RX_UDP, *bth = d + RX_BTH;
-
-		if (udp[2] == (MRC_UDP_PORT_ROCEV2 >> 8) && udp[3] == (MRC_UDP_PORT_ROCEV2 & 0xff)) {
-			if (bth[5] == 0 && bth[6] == 0 && bth[7] == MRC_QP_ENDPOINT_OPS) {
-				to_agent(udp, cfg->agent_port);
-				count(STAT_RX_AGENT);
-			} else if (bth[0] == MRC_OP_SACK || bth[0] == MRC_OP_NACK) {
-				feedback(d, data_end, bth[0]);
-			}
-		}
-	}
+	rx_mrc(inner, data_end, iplen, cfg);
 	__builtin_memcpy(eth, d, MRC_ETH_LEN);
 	if (bpf_xdp_adjust_head(ctx, MRC_IPV6_LEN)) {
 		count(STAT_RX_DROP_DECAP_FAILED);

@@ -29,7 +29,7 @@ def host_config_proto(cfg: HostConfig, nic_device: str) -> pb.HostConfig:
     return pb.HostConfig(
         name=cfg.name, nic_address=str(cfg.nic_address), leaf=cfg.leaf, downlink=cfg.downlink,
         locator=cfg.locator, mtu=cfg.mtu, nic_mtu=cfg.nic_mtu, t1_per_plane=list(cfg.t1_per_plane),
-        nic_device=nic_device,
+        nic_device=nic_device, mode=cfg.mode,
         ports=[pb.HostPort(plane=p.plane, ifname=p.ifname, address=str(p.address), mac=mac_str(p.mac),
                            neighbor_mac=mac_str(p.t0_mac), link=p.link) for p in cfg.ports])
 

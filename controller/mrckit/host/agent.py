@@ -11,12 +11,18 @@ It provisions the EV sets, and its loop, every fraction of an RTO:
 - answers the peers' probes with EP_RESP on the response EV they name.
 
 Everything the API changes goes through :meth:`HostAgent.set_ev_denied`,
-:meth:`HostAgent.set_link_denied`; reads through :meth:`HostAgent.stats` and
-:meth:`HostAgent.ev_table`.
+:meth:`HostAgent.set_link_denied`; reads through :meth:`HostAgent.stats`,
+:meth:`HostAgent.plane_stats` and :meth:`HostAgent.ev_table`.
+
+In EV-hash (ecmp) mode (issue 11) the switches hash the EV, so EVs are opaque: the state
+machine, probing and replacement are unchanged, but no link follows from an EV. Link denials
+are accepted and recorded, not applied (:data:`DENIALS_NOT_APPLIED`), and failure reports
+(ASSUMED_BAD events) carry the EV's counters and its plane's state instead of links.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import logging
 import random
@@ -35,15 +41,22 @@ from .dataplane import HostDataplane, PortSetting
 from .events import EventHub, EvEvent, make_event
 from .evset import Template, build_template
 from .maps import Reason, state_name
+from .planestats import plane_rows, sum_planes
 from .ports import PortMixin, link_up
 from .probing import IPV6_FLOWINFO, ProbeMixin
-from .state import DENIED, GOOD, PeerState, ProbeTarget
+from .state import BAD, DENIED, GOOD, PeerState, ProbeTarget
 from .sweep import SweepMixin
 
 log = logging.getLogger("mrckit.host")
 
+DENIALS_NOT_APPLIED = ("ecmp mode: EVs are opaque (the switches hash them), so no EV is known to "
+                       "cross a link; link denials are recorded, not applied to EVs")
+"""Why a link denial does not change any EV in ecmp mode (SetEvStateResponse.not_applied)."""
+
 RTMGRP_LINK = 1          # linux/rtnetlink.h: link state change notifications
 UDP_NO_CHECK6_RX = 102   # linux/udp.h: accept the zero UDP checksum of RoCEv2
+EV_COUNTERS = ("tx_packets", "tx_bytes", "acked", "nacks", "skips", "unacked_tx")
+"""The EV counters of a failure report (EvCounters in host_agent.proto)."""
 
 
 @dataclass
@@ -54,6 +67,7 @@ class ConfigureResult:
     template_evs: int
     backup_evs: int
     warnings: list[str]
+    mode: str = "srv6"
 
 
 class HostAgent(SweepMixin, ProbeMixin, PortMixin):
@@ -103,19 +117,19 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         s = cfg.settings
         self._rng = random.Random(s.seed or None)
         self.template = build_template(cfg.t1_counts(), s.ev_count, s.backups_per_plane,
-                                       seed=s.seed or None)
+                                       seed=s.seed or None, opaque=cfg.opaque_evs)
         self._ifindex = {p.plane: _ifindex(p.ifname, cfg.name) for p in cfg.ports}
         _ifindex(cfg.nic_device, cfg.name)
         dp = self.dp = HostDataplane()
         dp.set_host(str(cfg.nic_address), cfg.locator, cfg.leaf, cfg.downlink,
-                    max(p.plane for p in cfg.ports) + 1, s.agent_port)
+                    max(p.plane for p in cfg.ports) + 1, s.agent_port, cfg.mode)
         self._open_sockets(cfg)  # the link monitor first, so no change is missed
         self._port_up = {p.plane: link_up(p.ifname) for p in cfg.ports}
         for p in cfg.ports:
             dp.set_port(PortSetting(p.plane, self._ifindex[p.plane], _mac(p.mac), _mac(p.neighbor_mac),
                                     p.address.packed, self._port_up[p.plane]))
         dp.set_template(self.template.active)
-        warnings, ports = [], []
+        warnings, ports = ([DENIALS_NOT_APPLIED] if cfg.opaque_evs else []), []
         for p in cfg.ports:
             got = dp.attach_ingress(p.ifname, s.xdp_mode)
             if s.xdp_mode != "generic" and got == "generic":
@@ -128,7 +142,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         self._thread = threading.Thread(target=self._loop, name=f"mrc-host-{cfg.name}", daemon=True)
         self._thread.start()
         backups = sum(len(v) for v in self.template.backups.values())
-        return ConfigureResult(ports, len(self.template.active), backups, warnings)
+        return ConfigureResult(ports, len(self.template.active), backups, warnings, cfg.mode)
 
     def _open_sockets(self, cfg: AgentConfig) -> None:
         udp = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
@@ -219,8 +233,30 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
                                      ts_ns=e.ts_ns, plane=e.ev >> 28))
 
     def _publish(self, event: EvEvent) -> None:
+        if event.peer and event.new_state == BAD and event.old_state != BAD:
+            event = self._failure_report(event)
+        if self.cfg is not None and self.cfg.opaque_evs:
+            event = dataclasses.replace(event, opaque=True)
         self.counters[f"events_{event.reason.lower()}"] += 1
         self.events.publish(event)
+
+    def _failure_report(self, event: EvEvent) -> EvEvent:
+        """``event`` with the EV's counters and its plane's state toward the peer (the
+        evidence that replaces link guesses in ecmp mode)."""
+        evset = self.dp.peer_set(event.peer) if self.dp is not None else None
+        if evset is None:
+            return event
+        slots = [evset.slots[i] for i in range(evset.n)]
+        slot = next((s for s in slots if s.ev == event.ev), None)
+        counters = None
+        if slot is not None:
+            counters = {k: int(getattr(slot, k)) for k in EV_COUNTERS}
+        st = self.peers.get(ipaddress.IPv6Address(event.peer))
+        plane = event.ev >> 28
+        rows = plane_rows(event.peer, [s for s in slots if s.ev >> 28 == plane],
+                          [ev for ev in (st.retired if st else {}) if ev >> 28 == plane],
+                          self._port_up, override={event.ev: event.new_state})
+        return dataclasses.replace(event, ev_counters=counters, plane_stats=rows[0] if rows else None)
 
     # ================================================================ API ================
 
@@ -270,13 +306,19 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         it, for every peer, met or not. Returns (EVs of live peers now crossing it, whether
         the denied-links map changed).
 
+        In ecmp mode the denial is only recorded (:meth:`denial_note` says why): it returns
+        (0, whether the recorded set changed) and no EV changes.
+
         Raises:
             MrcError: not configured. ValueError: a malformed link name.
         """
         with self._lock:
             self._require()
             ln = parse_link_name(link)
-            changed = self.dp.deny_link(ln.plane, ln.leaf, ln.kind, ln.index, denied)
+            if self.cfg.opaque_evs:
+                changed = (str(ln) in self._denied_links) != denied
+            else:
+                changed = self.dp.deny_link(ln.plane, ln.leaf, ln.kind, ln.index, denied)
             (self._denied_links.add if denied else self._denied_links.discard)(str(ln))
             crossing = 0
             for peer, evset in self.dp.peer_sets():
@@ -285,6 +327,30 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
                                      (Reason.LINK_DENIED if denied else Reason.LINK_ALLOWED).name,
                                      plane=ln.plane, link=str(ln)))
             return crossing, changed
+
+    def denial_note(self) -> str:
+        """'' when link denials act on EVs (srv6 mode); in ecmp mode, why they do not."""
+        return DENIALS_NOT_APPLIED if self.cfg is not None and self.cfg.opaque_evs else ""
+
+    def denied_links(self) -> list[str]:
+        """The links denied through the API (applied in srv6 mode, recorded in ecmp mode)."""
+        with self._lock:
+            return sorted(self._denied_links)
+
+    def plane_stats(self) -> list[dict]:
+        """Per-plane statistics, the localisation evidence of ecmp mode (design 5, issue 11):
+        one row per plane summed over the live peers (peer ''), then one per (peer, plane).
+        Each row: plane, peer, port_up, evs and the count per state (good, skip, assumed_bad,
+        denied), retired (ASSUMED_BAD EVs out of the set), and tx_packets, tx_bytes, acked,
+        nacks, skips summed over the plane's EVs in the set. Raises MrcError: not configured."""
+        with self._lock:
+            self._require()
+            per_peer = []
+            for peer, evset in self.dp.peer_sets():
+                st = self.peers.get(peer)
+                per_peer += plane_rows(str(peer), [evset.slots[i] for i in range(evset.n)],
+                                       st.retired if st else {}, self._port_up)
+            return sum_planes(per_peer, self._port_up) + per_peer
 
     def stats(self) -> dict[str, int]:
         """Dataplane counters (``host_stats``, summed over CPUs) and the agent's counters."""
@@ -312,6 +378,8 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             return rows
 
     def _path(self, peer, ev: int) -> str:
+        if self.cfg.opaque_evs:
+            return str(peer)  # the DA: the switches choose the path by hashing the EV
         loc = parse_nic_address(peer)
         plane, t1, _ = ev_unpack(ev)
         return str(path_da(plane, t1, self.cfg.leaf, loc.leaf, loc.downlink, self.cfg.locator))

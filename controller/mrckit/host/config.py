@@ -17,6 +17,9 @@ from ..wire.usid import DEFAULT_LOCATOR
 from .evset import MAX_EVS, MIN_EVS
 
 XDP_MODES = ("native", "generic", "auto")
+MODES = ("srv6", "ecmp")
+"""Forwarding modes: ``srv6`` (uSID source routing, design 3.1) and ``ecmp`` (EV-hash mode,
+issue 11: no outer header, the switches hash the EV)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,8 @@ class Settings:
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """Everything ``Configure`` needs. ``t1_per_plane[p]`` is the T1 count of plane p."""
+    """Everything ``Configure`` needs. ``t1_per_plane[p]`` is the T1 count of plane p (in
+    ``ecmp`` mode it may be empty: EVs name no T1 there). ``mode`` is one of :data:`MODES`."""
 
     name: str
     nic_address: ipaddress.IPv6Address
@@ -66,6 +70,12 @@ class AgentConfig:
     t1_per_plane: tuple[int, ...]
     locator: int = DEFAULT_LOCATOR
     settings: Settings = field(default_factory=Settings)
+    mode: str = "srv6"
+
+    @property
+    def opaque_evs(self) -> bool:
+        """EV-hash mode: an EV's T1 field names no path (issue 11)."""
+        return self.mode == "ecmp"
 
     def validate(self) -> None:
         """Check the config as a whole.
@@ -73,8 +83,11 @@ class AgentConfig:
         Raises:
             MrcError: naming the field: NIC address not matching leaf/downlink, no ports, a
                 plane without a T1 count, duplicate planes, a bad port address or MAC, an EV
-                count outside 128..256 or not a multiple of the planes, a bad XDP mode.
+                count outside 128..256 or not a multiple of the planes, a bad XDP mode, a
+                mode other than srv6/ecmp.
         """
+        if self.mode not in MODES:
+            raise MrcError(f"host {self.name}: mode {self.mode!r}: use {' or '.join(MODES)}")
         try:
             loc = parse_nic_address(self.nic_address)
         except ValueError as exc:
@@ -91,7 +104,7 @@ class AgentConfig:
             raise MrcError(f"host {self.name}: ports: a plane appears twice ({planes})")
         for i, port in enumerate(self.ports):
             where = f"host {self.name}: ports[{i}] ({port.ifname})"
-            if port.plane >= len(self.t1_per_plane) or self.t1_per_plane[port.plane] < 1:
+            if not self.opaque_evs and (port.plane >= len(self.t1_per_plane) or self.t1_per_plane[port.plane] < 1):
                 raise MrcError(f"{where}: plane {port.plane} has no T1 count in t1_per_plane")
             try:
                 plane, _ = parse_port_address(port.address)
@@ -110,8 +123,10 @@ class AgentConfig:
             raise MrcError(f"host {self.name}: settings.probe_successes and rto_ns must be positive")
 
     def t1_counts(self) -> dict[int, int]:
-        """plane -> T1 count, for the planes this host has a port on."""
-        return {p.plane: self.t1_per_plane[p.plane] for p in self.ports}
+        """plane -> T1 count, for the planes this host has a port on (1 where ``ecmp`` mode
+        has none: its EVs name no T1)."""
+        return {p.plane: (self.t1_per_plane[p.plane] if p.plane < len(self.t1_per_plane) else 1)
+                for p in self.ports}
 
 
 def _mac(text: str) -> bytes:
@@ -133,7 +148,7 @@ def from_topology(host, nic_device: str, settings: Settings | None = None) -> Ag
                        mac_text(p.t0_mac), p.link) for p in host.ports)
     return AgentConfig(host.name, ipaddress.IPv6Address(host.nic_address), host.leaf, host.downlink,
                        nic_device, ports, tuple(host.t1_per_plane), host.locator,
-                       settings or Settings())
+                       settings or Settings(), getattr(host, "mode", "srv6"))
 
 
 def to_proto(cfg: AgentConfig) -> pb.ConfigureRequest:
@@ -143,6 +158,7 @@ def to_proto(cfg: AgentConfig) -> pb.ConfigureRequest:
         host=pb.HostConfig(name=cfg.name, nic_address=str(cfg.nic_address), leaf=cfg.leaf,
                            downlink=cfg.downlink, locator=cfg.locator,
                            t1_per_plane=list(cfg.t1_per_plane), nic_device=cfg.nic_device,
+                           mode=cfg.mode,
                            ports=[pb.HostPort(plane=p.plane, ifname=p.ifname, address=str(p.address),
                                               mac=p.mac, neighbor_mac=p.neighbor_mac, link=p.link)
                                   for p in cfg.ports]),
@@ -181,4 +197,4 @@ def from_proto(req: pb.ConfigureRequest) -> AgentConfig:
         max_probes_per_sweep=s.max_probes_per_sweep or d.max_probes_per_sweep, seed=s.seed,
         min_unacked=s.min_unacked or d.min_unacked)
     return AgentConfig(h.name, nic, h.leaf, h.downlink, h.nic_device, ports,
-                       tuple(h.t1_per_plane), h.locator or DEFAULT_LOCATOR, settings)
+                       tuple(h.t1_per_plane), h.locator or DEFAULT_LOCATOR, settings, h.mode or "srv6")

@@ -18,7 +18,7 @@ from ..bpf.maps import Map
 from ..bpf.objects import BpfObject, Program
 from ..errors import MrcError
 from ..wire.constants import MAX_PLANES
-from .maps import (LINK_KIND, MAX_EVS, EvEvent, EvSet, EvSlot, HostConfigMap, LinkKey, PeerKey,
+from .maps import (HOST_MODES, LINK_KIND, MAX_EVS, EvEvent, EvSet, EvSlot, HostConfigMap, LinkKey, PeerKey,
                    PlanePort, Stat, TxRec, tx_index)
 
 OBJECT = "mrc_host"
@@ -84,13 +84,20 @@ class HostDataplane:
 
     # ---- configuration -----------------------------------------------------------------
     def set_host(self, nic_addr: str, locator: int, leaf: int, downlink: int, n_planes: int,
-                 agent_port: int) -> None:
-        """Write ``host_config`` (n_denied and configured are kept as they are)."""
+                 agent_port: int, mode: str = "srv6") -> None:
+        """Write ``host_config`` (n_denied and configured are kept as they are). ``mode`` is
+        ``"srv6"`` or ``"ecmp"`` (:data:`~mrckit.host.maps.HOST_MODES`).
+
+        Raises:
+            ValueError: an unknown mode.
+        """
+        if mode not in HOST_MODES:
+            raise ValueError(f"mode {mode!r}: use one of {', '.join(HOST_MODES)}")
         cur = self.config.lookup(0)
         cfg = HostConfigMap(nic_addr=_u8s(ctypes.c_uint8 * 16, addr_bytes(nic_addr)),
                             locator=locator, leaf=leaf, downlink=downlink, n_planes=n_planes,
                             agent_port=agent_port, configured=cur.configured,
-                            n_denied=cur.n_denied)
+                            n_denied=cur.n_denied, mode=HOST_MODES[mode])
         self.config.update(0, cfg)
 
     def set_configured(self, on: bool) -> None:

@@ -19,6 +19,9 @@ class EvEvent:
     timestamp_ns: CLOCK_MONOTONIC ns (the dataplane's ``bpf_ktime_get_ns`` clock);
     wall_time_ns: CLOCK_REALTIME ns when the agent recorded it; peer: the peer NIC address as
     text ('' for host-wide events); states are ``EvState`` ints; reason a ``Reason`` name.
+    A change to ASSUMED_BAD (a failure report) also carries ``ev_counters`` (tx_packets,
+    tx_bytes, acked, nacks, skips, unacked_tx) and ``plane_stats`` (a
+    :mod:`~mrckit.host.planestats` row); ``opaque`` is set in ecmp mode.
     """
 
     timestamp_ns: int
@@ -32,6 +35,9 @@ class EvEvent:
     probe_ok: bool = False
     plane: int = 0
     link: str = ""
+    opaque: bool = False              # ecmp mode: the EV names no path (issue 11)
+    ev_counters: dict | None = None   # failure reports: the EV's counters (EvCounters)
+    plane_stats: dict | None = None   # failure reports: its plane toward the peer (PlaneStats)
 
 
 class EventHub:

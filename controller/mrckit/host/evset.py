@@ -31,12 +31,17 @@ class Template:
 
 
 def build_template(t1_counts: dict[int, int], count: int = 128, backups_per_plane: int = 16,
-                   *, seed: int | None = None, check_range: bool = True) -> Template:
+                   *, seed: int | None = None, check_range: bool = True,
+                   opaque: bool = False) -> Template:
     """Build a template: ``count`` EVs split equally over the planes of ``t1_counts``
     (plane -> number of T1 switches in that plane), plus ``backups_per_plane`` per plane.
 
     Within a plane, EV k uses T1 ``k % t1_count`` so every spine carries an equal share; the
     backups continue the same round-robin, so a replacement keeps the spread even.
+
+    With ``opaque`` (EV-hash mode, issue 11) the switches hash the whole EV, so below the plane
+    bits (31..28) every EV is 28 random bits, unique within the host: no T1 field, and the
+    most entropy for the hash. The T1 counts are then not used.
 
     Raises:
         ValueError: no planes; a T1 count outside 1..256; ``count`` outside 128..256 (when
@@ -57,6 +62,8 @@ def build_template(t1_counts: dict[int, int], count: int = 128, backups_per_plan
     if backups_per_plane < 0:
         raise ValueError(f"backups_per_plane {backups_per_plane} is negative")
     rng = random.Random(seed)
+    if opaque:
+        return _opaque_template(rng, sorted(t1_counts), count, backups_per_plane)
     salts = _unique_salts(rng, count + backups_per_plane * len(t1_counts))
     per_plane = count // len(t1_counts)
     active, backups = [], {}
@@ -66,6 +73,30 @@ def build_template(t1_counts: dict[int, int], count: int = 128, backups_per_plan
         active += evs[:per_plane]
         backups[plane] = evs[per_plane:]
     return Template(active, backups)
+
+
+OPAQUE_MASK = (1 << 28) - 1
+"""EV bits below the plane: all of them are random in EV-hash mode."""
+
+
+def _opaque_template(rng: random.Random, planes: list[int], count: int, backups: int) -> Template:
+    per_plane = count // len(planes)
+    values = iter(_unique_values(rng, count + backups * len(planes), OPAQUE_MASK))
+    active, spare = [], {}
+    for plane in planes:
+        evs = [(plane << 28) | next(values) for _ in range(per_plane + backups)]
+        active += evs[:per_plane]
+        spare[plane] = evs[per_plane:]
+    return Template(active, spare)
+
+
+def _unique_values(rng: random.Random, n: int, mask: int):
+    seen: set[int] = set()
+    while len(seen) < n:
+        value = rng.randint(1, mask)
+        if value not in seen:
+            seen.add(value)
+            yield value
 
 
 def _unique_salts(rng: random.Random, n: int):

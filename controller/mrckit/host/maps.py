@@ -79,6 +79,8 @@ class Stat(IntEnum):
     NACK_MARKED = 31
     LOSS_UNDONE = 32
     RTX_AFTER_ACK = 33
+    TX_PLAIN = 34
+    RX_PLAIN = 35
 
 
 TX_DROPS = tuple(s for s in Stat if s.name.startswith("TX_DROP_"))
@@ -89,7 +91,14 @@ class HostConfigMap(ctypes.Structure):
     """``struct host_config``: index 0 of map ``host_config``."""
 
     _fields_ = [("nic_addr", U8 * 16), ("locator", U32), ("leaf", U16), ("downlink", U16),
-                ("n_planes", U32), ("agent_port", U16), ("configured", U16), ("n_denied", U32)]
+                ("n_planes", U32), ("agent_port", U16), ("configured", U16), ("n_denied", U32),
+                ("mode", U32)]
+
+
+HOST_MODES = {"srv6": 0, "ecmp": 1}
+"""``host_config.mode`` values (the C HOST_MODE_*): ``srv6`` pushes the outer uSID header,
+``ecmp`` (EV-hash mode, issue 11) sends the packet as is with the EV in its flow label and UDP
+source port."""
 
 
 class PlanePort(ctypes.Structure):

@@ -5,6 +5,11 @@ so they take exactly the path of the EV they probe (tc egress passes them unchan
 do not go through it at all when sent on the plane port). The peer's XDP ingress decapsulates
 them and rewrites the UDP port to the agent's, where its agent answers.
 
+In EV-hash (ecmp) mode a probe is the same packet without the outer header
+(:func:`plain_frame`): NIC address to the peer's NIC address, the EV in the flow label and
+the UDP source port. The switches hash those fields exactly as they hash the data of that EV,
+so the probe takes the EV's path, whatever it is.
+
 Layouts (design 3.2): BTH 12 B, then ERTH 16 B (op, vendor_info, probe_id, port_status_mask,
 response EV, tx_timestamp, reserved) or EETH 16 B (op|status, vendor_info, probe_id, request
 EV, request tx_timestamp, service time, reserved). The hot path packs with ``struct``.
@@ -109,15 +114,31 @@ def encapsulated_frame(port: PortView, locator: int, src_leaf: int, nic: ipaddre
     ``nic`` to NIC ``peer`` on EV ``ev``: Ethernet | outer IPv6 (uSID path of the EV) | inner
     IPv6 | UDP (sport = EV >> 16, checksum 0) | l4 | ICRC. Class CONTROL, not ECT."""
     plane, t1, _ = ev_unpack(ev)
-    fl = ev & 0xFFFF
-    udp = struct.pack(">HHHH", ev >> 16, UDP_PORT_ROCEV2, 8 + len(l4) + 4, 0)
-    word0 = struct.pack(">I", (6 << 28) | (CONTROL_TC << 20) | fl)
-    inner_hdr = word0 + struct.pack(">HBB", len(udp) + len(l4) + 4, IPPROTO_UDP, 64) + nic.packed + peer.packed
-    inner = icrc_append(inner_hdr + udp + l4)
+    inner = _ipv6_udp(nic, peer, ev, l4)
     da = path_da(plane, t1, src_leaf, peer_leaf, peer_down, locator)
-    outer = word0 + struct.pack(">HBB", len(inner), IPPROTO_IPV6, OUTER_HOP_LIMIT) + port.address.packed + da.packed
+    outer = _word0(ev) + struct.pack(">HBB", len(inner), IPPROTO_IPV6, OUTER_HOP_LIMIT) + port.address.packed + da.packed
     return port.neigh_mac + port.mac + struct.pack(">H", ETHERTYPE_IPV6) + outer + inner
 
 
+def plain_frame(port: PortView, nic: ipaddress.IPv6Address, peer: ipaddress.IPv6Address, ev: int,
+                l4: bytes) -> bytes:
+    """A whole EV-hash (ecmp) mode frame, as tc egress would have sent it there, carrying
+    ``l4`` (BTH onward) from NIC ``nic`` to NIC ``peer`` on EV ``ev``: Ethernet (plane port to
+    its T0) | IPv6 (flow label = EV bits 15..0, class CONTROL, hop limit 64) | UDP (sport = EV
+    bits 31..16, checksum 0) | l4 | ICRC. No outer header (ECMP contract section 1)."""
+    return port.neigh_mac + port.mac + struct.pack(">H", ETHERTYPE_IPV6) + _ipv6_udp(nic, peer, ev, l4)
+
+
+def _word0(ev: int) -> bytes:
+    return struct.pack(">I", (6 << 28) | (CONTROL_TC << 20) | (ev & 0xFFFF))
+
+
+def _ipv6_udp(nic: ipaddress.IPv6Address, peer: ipaddress.IPv6Address, ev: int, l4: bytes) -> bytes:
+    """IPv6 | UDP | l4 | ICRC from ``nic`` to ``peer`` with the EV written in (design 3.1)."""
+    udp = struct.pack(">HHHH", ev >> 16, UDP_PORT_ROCEV2, 8 + len(l4) + 4, 0)
+    hdr = _word0(ev) + struct.pack(">HBB", len(udp) + len(l4) + 4, IPPROTO_UDP, 64) + nic.packed + peer.packed
+    return icrc_append(hdr + udp + l4)
+
+
 __all__ = ["EpOp", "EpStatus", "EpRequest", "EpResponse", "ep_request", "ep_response", "parse_ep",
-           "encapsulated_frame", "PortView", "timestamp_units"]
+           "encapsulated_frame", "plain_frame", "PortView", "timestamp_units"]

@@ -53,7 +53,10 @@ class ProbeMixin:
         return bool(self._links_of(peer, ev) & self._denied_links)
 
     def _links_of(self, peer, ev: int) -> set[str]:
-        """The link names on the path of ``ev`` toward ``peer`` (design 3.3)."""
+        """The link names on the path of ``ev`` toward ``peer`` (design 3.3); none in ecmp
+        mode, where the switches hash the EV and its path is unknown to the host."""
+        if self.cfg.opaque_evs:
+            return set()
         loc = parse_nic_address(peer)
         plane, t1, _ = ev_unpack(ev)
         cfg = self.cfg
@@ -81,10 +84,13 @@ class ProbeMixin:
         raw = self._raw.get(plane)
         if port is None or raw is None:
             return False
-        loc = parse_nic_address(peer)
-        frame = P.encapsulated_frame(P.PortView(_mac(port.mac), _mac(port.neighbor_mac), port.address),
-                                     cfg.locator, cfg.leaf, cfg.nic_address,
-                                     ipaddress.IPv6Address(peer), loc.leaf, loc.downlink, ev, l4)
+        view = P.PortView(_mac(port.mac), _mac(port.neighbor_mac), port.address)
+        if cfg.opaque_evs:  # ecmp mode: the packet as tc egress sends it there, hashed like data
+            frame = P.plain_frame(view, cfg.nic_address, ipaddress.IPv6Address(peer), ev, l4)
+        else:
+            loc = parse_nic_address(peer)
+            frame = P.encapsulated_frame(view, cfg.locator, cfg.leaf, cfg.nic_address,
+                                         ipaddress.IPv6Address(peer), loc.leaf, loc.downlink, ev, l4)
         try:
             raw.send(frame)
         except OSError as exc:  # a down port refuses: ENETDOWN

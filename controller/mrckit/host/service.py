@@ -21,9 +21,15 @@ from .events import EvEvent
 
 def event_to_proto(e: EvEvent) -> pb.EvEvent:
     """The wire form of an :class:`EvEvent`."""
-    return pb.EvEvent(timestamp_ns=e.timestamp_ns, wall_time_ns=e.wall_time_ns, peer=e.peer,
-                      ev=e.ev, old_state=e.old_state, new_state=e.new_state, reason=e.reason,
-                      replaced_by=e.replaced_by, probe_ok=e.probe_ok, plane=e.plane, link=e.link)
+    out = pb.EvEvent(timestamp_ns=e.timestamp_ns, wall_time_ns=e.wall_time_ns, peer=e.peer,
+                     ev=e.ev, old_state=e.old_state, new_state=e.new_state, reason=e.reason,
+                     replaced_by=e.replaced_by, probe_ok=e.probe_ok, plane=e.plane, link=e.link,
+                     opaque=e.opaque)
+    if e.ev_counters is not None:
+        out.ev_counters.CopyFrom(pb.EvCounters(**e.ev_counters))
+    if e.plane_stats is not None:
+        out.plane_stats.CopyFrom(pb.PlaneStats(**e.plane_stats))
+    return out
 
 
 class HostAgentService(pbg.HostAgentServicer):
@@ -40,13 +46,15 @@ class HostAgentService(pbg.HostAgentServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         return pb.ConfigureResponse(
             ports=[pb.PortAttachment(ifname=i, plane=p, xdp_mode=m) for i, p, m in res.ports],
-            template_evs=res.template_evs, backup_evs=res.backup_evs, warnings=res.warnings)
+            template_evs=res.template_evs, backup_evs=res.backup_evs, warnings=res.warnings,
+            mode=res.mode)
 
     def SetEvState(self, request, context):
         try:
             if request.WhichOneof("target") == "link":
                 crossing, changed = self.agent.set_link_denied(request.link, request.denied)
-                return pb.SetEvStateResponse(evs_changed=crossing, link_changed=changed)
+                return pb.SetEvStateResponse(evs_changed=crossing, link_changed=changed,
+                                             not_applied=self.agent.denial_note())
             if request.WhichOneof("target") == "ev":
                 n = self.agent.set_ev_denied(request.ev.peer or None, request.ev.ev, request.denied)
                 return pb.SetEvStateResponse(evs_changed=n)
@@ -70,7 +78,10 @@ class HostAgentService(pbg.HostAgentServicer):
 
     def GetStats(self, request, context):
         try:
-            out = pb.Stats(counters=self.agent.stats())
+            out = pb.Stats(counters=self.agent.stats(), mode=self.agent.cfg.mode,
+                           planes=[pb.PlaneStats(**row) for row in self.agent.plane_stats()],
+                           denied_links=self.agent.denied_links(),
+                           denials_applied=not self.agent.denial_note())
             if request.include_evs:
                 by_peer: dict[str, list] = {}
                 for row in self.agent.ev_table(request.peer or None):

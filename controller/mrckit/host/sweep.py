@@ -58,7 +58,8 @@ class SweepMixin:
         pool = st.backups.get(plane, [])
         if not pool:
             return False
-        pick = _pick_backup(st, plane, t1, pool)
+        # ecmp mode: the T1 field names no spine, so any backup of the plane will do.
+        pick = pool[0] if self.cfg.opaque_evs else _pick_backup(st, plane, t1, pool)
         if pick is None:
             return False
         pool.remove(pick)
