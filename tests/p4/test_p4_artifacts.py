@@ -12,15 +12,25 @@ from google.protobuf import text_format
 from finsy.proto import p4i
 from mrckit.switch.bmv2 import DEFAULT_JSON, DEFAULT_P4INFO, REPO_ROOT, find_tool
 
-USID_KEY = ("hdr.outer_ipv6.dst_addr[127:80]", 48)
-TABLES = {
+EXACT, LPM = p4i.MatchField.EXACT, p4i.MatchField.LPM
+USID_KEY = ("hdr.outer_ipv6.dst_addr[127:80]", 48, EXACT)
+TABLES = {   # name -> (keys (name, bits, match type), actions, initial default action, size)
     "my_usid": ([USID_KEY], {"usid_un": [], "NoAction": []}, "NoAction", 4096),
     "usid_fib": ([USID_KEY], {"set_egress": [("port", 9)], "drop": []}, "drop", 65536),
-    "port_config": ([("standard_metadata.egress_spec", 9)],
+    "port_config": ([("standard_metadata.egress_spec", 9, EXACT)],
                     {"set_port": [("src_mac", 48), ("dst_mac", 48), ("faces_host", 1),
                                   ("trim_threshold", 32), ("ecn_threshold", 32)], "NoAction": []},
                     "NoAction", 512),
+    # EV-hash mode (ECMP_CONTRACT.md section 2). A table with an action profile has no
+    # settable default on bmv2: p4c adds NoAction as its default-only miss action.
+    "ipv6_fib": ([("hdr.outer_ipv6.dst_addr", 128, LPM)],
+                 {"set_egress": [("port", 9)], "drop": [], "NoAction": []}, None, 65536),
 }
+DEFAULT_ONLY = {"ipv6_fib": {"NoAction"}}
+ACTION_PROFILES = {"ecmp_selector": {"tables": ["ipv6_fib"], "with_selector": True, "size": 4096,
+                                     "max_group_size": 256}}
+SELECTOR_FIELDS = [["outer_ipv6", "flow_label"], ["udp", "src_port"]]
+"""The EV hash input, in order (mrckit.wire.ecmp); selector fields are not in the P4Info."""
 COUNTERS = {"rx_port": 512, "tx_port": 512, "trim_port": 512, "ecn_port": 512, "drop_port": 512,
             "drop_reason": 6}
 
@@ -44,13 +54,25 @@ def test_p4info_is_the_contract():
     assert set(tables) == set(TABLES)
     for name, (keys, acts, default, size) in TABLES.items():
         t = tables[name]
-        assert [(m.name, m.bitwidth) for m in t.match_fields] == keys, name
-        assert all(m.match_type == p4i.MatchField.EXACT for m in t.match_fields), name
+        assert [(m.name, m.bitwidth, m.match_type) for m in t.match_fields] == keys, name
         got = {short(actions[r.id].preamble): [(p.name, p.bitwidth) for p in actions[r.id].params]
                for r in t.action_refs}
         assert got == acts, name
+        default_only = {short(actions[r.id].preamble) for r in t.action_refs
+                        if r.scope == p4i.ActionRef.DEFAULT_ONLY}
+        assert default_only == DEFAULT_ONLY.get(name, set()), name
         assert not t.const_default_action_id, f"{name}: the default action must stay writable"
         assert t.size == size, name
+    profiles = {short(p.preamble): p for p in info.action_profiles}
+    table_ids = {t.preamble.id: short(t.preamble) for t in info.tables}
+    assert set(profiles) == set(ACTION_PROFILES)
+    for name, want in ACTION_PROFILES.items():
+        p = profiles[name]
+        got = {"tables": [table_ids[i] for i in p.table_ids], "with_selector": p.with_selector,
+               "size": p.size, "max_group_size": p.max_group_size}
+        assert got == want, name
+        for table in want["tables"]:
+            assert tables[table].implementation_id == p.preamble.id, table
     counters = {short(c.preamble): c for c in info.counters}
     assert {n: c.size for n, c in counters.items()} == COUNTERS
     assert all(c.spec.unit == p4i.CounterSpec.BOTH for c in counters.values())
@@ -62,7 +84,17 @@ def test_json_default_actions():
     names = {a["id"]: a["name"].rsplit(".", 1)[-1] for a in program["actions"]}
     tables = {t["name"].rsplit(".", 1)[-1]: t for p in program["pipelines"] for t in p["tables"]}
     for name, (_, _, default, _) in TABLES.items():
-        assert names[tables[name]["default_entry"]["action_id"]] == default, name
+        if default is not None:
+            assert names[tables[name]["default_entry"]["action_id"]] == default, name
+
+
+def test_json_selector_hashes_the_ev():
+    """bmv2's selector: CRC-32 over the flow label then the UDP source port (mrckit.wire.ecmp)."""
+    program = json.loads(DEFAULT_JSON.read_text())
+    profiles = {p["name"].rsplit(".", 1)[-1]: p for pl in program["pipelines"] for p in pl["action_profiles"]}
+    selector = profiles["ecmp_selector"]["selector"]
+    assert selector["algo"] == "crc32"
+    assert [f["value"] for f in selector["input"]] == SELECTOR_FIELDS
 
 
 def test_committed_outputs_are_current(tmp_path):
