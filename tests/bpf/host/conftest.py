@@ -21,3 +21,14 @@ def dp():
     pkt.configure_host_a(d)
     yield d
     d.close()
+
+
+@pytest.fixture
+def ecmp_dp():
+    """Host A's dataplane in EV-hash (ecmp) mode (issue 11)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: loading BPF programs")
+    d = HostDataplane()
+    pkt.configure_host_a(d, mode="ecmp")
+    yield d
+    d.close()
