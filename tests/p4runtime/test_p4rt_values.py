@@ -95,8 +95,11 @@ def test_missing_exact_field_and_wrong_kind_are_refused():
 
 def test_mrc_switch_p4info_matches_the_program():
     pipeline = Pipeline.build(load_p4info(), MRC_SWITCH)
-    assert sorted(t.name for t in pipeline.tables.values()) == ["my_usid", "port_config", "usid_fib"]
+    assert sorted(t.name for t in pipeline.tables.values()) == ["ipv6_fib", "my_usid", "port_config", "usid_fib"]
     assert sorted(c.name for c in pipeline.counters.values()) == sorted(c.name for c in MRC_SWITCH.counters)
+    (selector,) = pipeline.profiles.values()
+    assert (selector.name, selector.with_selector, selector.max_group_size) == ("ecmp_selector", True, 256)
+    assert pipeline.table_by_name("ipv6_fib").profile_id == selector.id
 
 
 def test_every_mismatch_is_listed():

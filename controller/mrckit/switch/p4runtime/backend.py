@@ -3,17 +3,23 @@
 The server never encodes BPF maps itself: ``mrckit.switch.ebpf_target.SwitchTables`` owns the
 mapping from P4 names to maps (see /work/shared/SWITCH_CONTRACT.md), and ``EbpfBackend`` below
 only adapts its calls to this interface. Keys are tuples with one item per match field, in P4Info order
-(exact fields: ``int``); parameters are ``{name: int}``.
+(exact fields: ``int``; LPM fields: ``(value, prefix length)``); parameters are ``{name: int}``.
+The indirect table ``ipv6_fib`` names action profile members and groups (``ref`` = ("member" or
+"group", id)); the program has one action profile, ``ecmp_selector``.
 """
 
 import ctypes
+import ipaddress
 from collections.abc import Iterable
 from typing import Protocol
+
+import grpc
 
 from ...bpf import _libbpf as L
 from ...bpf.errors import BpfError
 from ...errors import MrcError
-from ..ebpf_target import SwitchTables
+from ..ebpf_target import EntryExists, EntryInUse, EntryNotFound, GroupTooLarge, SwitchTables, UnknownReference
+from .errors import P4RuntimeError
 
 
 class Backend(Protocol):
@@ -43,6 +49,33 @@ class Backend(Protocol):
 
     def identity(self) -> str:
         """A string that changes when the maps are re-created (so a stored pipeline is stale)."""
+
+    def write_route(self, table: str, key: tuple, ref: tuple[str, int], modify: bool) -> None:
+        """Insert (or with ``modify`` replace) the indirect table entry ``key`` naming ``ref``."""
+
+    def delete_route(self, table: str, key: tuple) -> None:
+        """Remove the indirect table entry ``key``."""
+
+    def read_routes(self, table: str) -> Iterable[tuple[tuple, tuple[str, int]]]:
+        """Every entry of indirect table ``table`` as (key, ref)."""
+
+    def write_member(self, member_id: int, action: str, params: dict, modify: bool) -> None:
+        """Insert (or with ``modify`` replace) action profile member ``member_id``."""
+
+    def delete_member(self, member_id: int) -> None:
+        """Remove member ``member_id`` (in no group, named by no entry)."""
+
+    def read_members(self) -> dict[int, tuple[str, dict]]:
+        """Every member as {member id: (action, params)}."""
+
+    def write_group(self, group_id: int, members: tuple[int, ...], modify: bool) -> None:
+        """Insert (or with ``modify`` replace) group ``group_id`` of existing members."""
+
+    def delete_group(self, group_id: int) -> None:
+        """Remove group ``group_id`` (named by no entry)."""
+
+    def read_groups(self) -> dict[int, tuple[int, ...]]:
+        """Every group as {group id: member ids}."""
 
 
 class EbpfBackend:
@@ -96,6 +129,42 @@ class EbpfBackend:
             cells[index] = cell
         return cells
 
+    # -- ipv6_fib and ecmp_selector (SwitchTables checks references too) ---------------------
+    def write_route(self, table: str, key: tuple, ref: tuple[str, int], modify: bool) -> None:
+        kind, ref_id = ref
+        _mapped(self.tables.write_route, _prefix(table, key), modify=modify, **{kind: ref_id})
+
+    def delete_route(self, table: str, key: tuple) -> None:
+        _mapped(self.tables.delete_route, _prefix(table, key))
+
+    def read_routes(self, table: str):
+        return [(((int(net.network_address), net.prefixlen),), ref) for net, ref in self.tables.read_routes().items()]
+
+    def write_member(self, member_id: int, action: str, params: dict, modify: bool) -> None:
+        _mapped(self.tables.write_member, member_id, action, params, modify=modify)
+
+    def delete_member(self, member_id: int) -> None:
+        _mapped(self.tables.delete_member, member_id)
+
+    def read_members(self) -> dict[int, tuple[str, dict]]:
+        return self.tables.read_members()
+
+    def write_group(self, group_id: int, members: tuple[int, ...], modify: bool) -> None:
+        _mapped(self.tables.write_group, group_id, members, modify=modify)
+
+    def delete_group(self, group_id: int) -> None:
+        _mapped(self.tables.delete_group, group_id)
+
+    def read_groups(self) -> dict[int, tuple[int, ...]]:
+        return self.tables.read_groups()
+
+
+# What SwitchTables refuses, as P4Runtime codes (the server's view checks first, so these
+# mean the maps changed behind its back).
+_CODES = ((EntryExists, grpc.StatusCode.ALREADY_EXISTS), (EntryNotFound, grpc.StatusCode.NOT_FOUND),
+          (UnknownReference, grpc.StatusCode.NOT_FOUND), (EntryInUse, grpc.StatusCode.FAILED_PRECONDITION),
+          (GroupTooLarge, grpc.StatusCode.RESOURCE_EXHAUSTED))
+
 
 def _mapped(fn, *args, **kwargs) -> None:
     try:
@@ -103,7 +172,17 @@ def _mapped(fn, *args, **kwargs) -> None:
     except BpfError as exc:
         raise OSError(exc.errno, str(exc)) from exc
     except MrcError as exc:
+        for kind, code in _CODES:
+            if isinstance(exc, kind):
+                raise P4RuntimeError(code, str(exc)) from exc
         raise ValueError(str(exc)) from exc
+
+
+def _prefix(table: str, key: tuple) -> ipaddress.IPv6Network:
+    if len(key) != 1 or not isinstance(key[0], tuple):
+        raise ValueError(f"table {table}: the eBPF program takes one LPM key field, got {key!r}")
+    value, prefix_len = key[0]
+    return ipaddress.IPv6Network((value, prefix_len))
 
 
 def _map_id(fd: int) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 from finsy.proto import p4r
 
-from . import entries, store
+from . import action_profiles, entries, store
 from .arbitration import Arbiter, uint128
 from .backend import Backend
 from .contract import Contract
@@ -39,6 +39,7 @@ class Device:
         self._config: p4r.ForwardingPipelineConfig | None = None
         self._saved: tuple | None = None  # VERIFY_AND_SAVE awaiting COMMIT
         self.view: TableView | None = None
+        self._sizes: dict[int, int] = {}  # the group max_sizes last stored
         self._restore()
 
     def _restore(self) -> None:
@@ -54,7 +55,8 @@ class Device:
             log.warning("ignoring the stored pipeline: %s", exc.message)
             return
         self._config, self.view = config, TableView(self.backend, pipeline)
-        self.view.load()
+        self.view.load(store.load_group_sizes(self.state_dir, self.backend.identity()))
+        self._sizes = self.view.profiles.max_sizes()
 
     # -- pipeline ---------------------------------------------------------------------------
     def set_pipeline(self, req: p4r.SetForwardingPipelineConfigRequest) -> None:
@@ -91,7 +93,7 @@ class Device:
 
     def _commit(self, config, pipeline: Pipeline, reconcile: bool) -> None:
         view = TableView(self.backend, pipeline)
-        view.load()  # the maps are the truth, also after a RECONCILE
+        view.load(self._known_sizes())  # the maps are the truth, also after a RECONCILE
         if not reconcile:
             view.clear()
         stored = p4r.ForwardingPipelineConfig()
@@ -99,6 +101,18 @@ class Device:
         if self.state_dir is not None:
             store.save(self.state_dir, self.backend.identity(), stored)
         self._config, self.view = stored, view
+        self._store_group_sizes()
+
+    def _known_sizes(self) -> dict[int, int]:
+        if self.view is not None:
+            return self.view.profiles.max_sizes()
+        return store.load_group_sizes(self.state_dir, self.backend.identity()) if self.state_dir else {}
+
+    def _store_group_sizes(self) -> None:
+        sizes = self.view.profiles.max_sizes()
+        if sizes != self._sizes and self.state_dir is not None:
+            store.save_group_sizes(self.state_dir, self.backend.identity(), sizes)
+        self._sizes = sizes
 
     def get_pipeline(self, req: p4r.GetForwardingPipelineConfigRequest) -> p4r.GetForwardingPipelineConfigResponse:
         """GetForwardingPipelineConfig with the requested response type."""
@@ -132,16 +146,22 @@ class Device:
         rollback = req.atomicity == p4r.WriteRequest.ROLLBACK_ON_ERROR
         with self._lock:
             view = self._need_view()
-            results, undo = [], []
-            for update in req.updates:
-                try:
-                    undo.append(self._apply(view, update))
-                    results.append(None)
-                except P4RuntimeError as exc:
-                    results.append(exc)
-                    if rollback:
-                        return self._roll_back(undo, results, len(req.updates))
-            return results
+            try:
+                return self._write(view, req.updates, rollback)
+            finally:
+                self._store_group_sizes()
+
+    def _write(self, view: TableView, updates, rollback: bool) -> list:
+        results, undo = [], []
+        for update in updates:
+            try:
+                undo.append(self._apply(view, update))
+                results.append(None)
+            except P4RuntimeError as exc:
+                results.append(exc)
+                if rollback:
+                    return self._roll_back(undo, results, len(updates))
+        return results
 
     @staticmethod
     def _roll_back(undo: list, results: list, total: int) -> list:
@@ -156,15 +176,22 @@ class Device:
         if kind not in (p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE):
             raise invalid(f"update type {kind} is not INSERT, MODIFY or DELETE")
         which = update.entity.WhichOneof("entity")
-        if which != "table_entry":
-            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"writing {which or 'an empty entity'} is not supported")
-        entry = entries.parse(view.pipeline, update.entity.table_entry, need_action=kind != p4r.Update.DELETE)
-        return view.apply(kind, entry)
+        change = kind != p4r.Update.DELETE
+        if which == "table_entry":
+            return view.apply(kind, entries.parse(view.pipeline, update.entity.table_entry, need_action=change))
+        if which == "action_profile_member":
+            member = action_profiles.parse_member(view.pipeline, update.entity.action_profile_member, need_action=change)
+            return view.profiles.apply_member(kind, member)
+        if which == "action_profile_group":
+            group = action_profiles.parse_group(view.pipeline, update.entity.action_profile_group, need_members=change)
+            return view.profiles.apply_group(kind, group)
+        raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"writing {which or 'an empty entity'} is not supported")
 
     # -- read -------------------------------------------------------------------------------
     def read(self, req: p4r.ReadRequest) -> list:
         """The entities a ReadRequest selects: table entries (wildcard, by table, by key,
-        default entries) and counter entries (all counters, one counter, one index)."""
+        default entries), counter entries (all counters, one counter, one index), and action
+        profile members and groups (all, or by id)."""
         self._check_device(req.device_id)
         with self._lock:
             view = self._need_view()
@@ -175,6 +202,10 @@ class Device:
                     found += [p4r.Entity(table_entry=e) for e in self._read_tables(view, entity.table_entry)]
                 elif which == "counter_entry":
                     found += [p4r.Entity(counter_entry=c) for c in self._read_counters(view, entity.counter_entry)]
+                elif which == "action_profile_member":
+                    found += [p4r.Entity(action_profile_member=m) for m in _read_members(view, entity.action_profile_member)]
+                elif which == "action_profile_group":
+                    found += [p4r.Entity(action_profile_group=g) for g in _read_groups(view, entity.action_profile_group)]
                 elif which == "packet_replication_engine_entry":
                     pass  # the program has no multicast groups or clone sessions: none to read
                 else:
@@ -231,6 +262,28 @@ class Device:
 
 
 API_VERSION = "1.4.0"
+
+
+def _read_members(view: TableView, query: p4r.ActionProfileMember):
+    """Members selected by ``query`` (spec 9.2.1: profile id 0 = every profile, member id 0 =
+    every member of the profile)."""
+    if query.action_profile_id:
+        action_profiles.profile_of(view.pipeline, query.action_profile_id)
+    members = view.profiles.members
+    chosen = [members[query.member_id]] if query.member_id in members else [] if query.member_id else members.values()
+    for member in sorted(chosen, key=lambda m: m.member_id):
+        yield action_profiles.member_proto(member)
+
+
+def _read_groups(view: TableView, query: p4r.ActionProfileGroup):
+    """Groups selected by ``query`` (spec 9.2.2: profile id 0 = every selector, group id 0 =
+    every group of the selector)."""
+    if query.action_profile_id:
+        action_profiles.profile_of(view.pipeline, query.action_profile_id)
+    groups = view.profiles.groups
+    chosen = [groups[query.group_id]] if query.group_id in groups else [] if query.group_id else groups.values()
+    for group in sorted(chosen, key=lambda g: g.group_id):
+        yield action_profiles.group_proto(group)
 
 
 def _election(req) -> int | None:

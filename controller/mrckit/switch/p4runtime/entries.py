@@ -2,9 +2,11 @@
 
 An ``Entry`` holds a table (``TableInfo``), its key as a tuple with one item per match field
 (exact: int; lpm: (value, prefix_len); ternary: (value, mask); optional: int or None for a
-wildcard), and an action name with integer parameters by name. The server keeps entries in its
-view and hands the plain values to the backend. P4Runtime spec 1.4 sections 9.1 (TableEntry),
-8.4 (bytestrings) and 9.1.1 (match formats: canonical, don't-care fields omitted).
+wildcard), and an action name with integer parameters by name, or, in an indirect table
+(implemented by an action profile), ``ref``: the member or group it names. The server keeps
+entries in its view and hands the plain values to the backend. P4Runtime spec 1.4 sections 9.1
+(TableEntry), 9.1.2 (action specification: direct action vs. member or group id), 8.4
+(bytestrings) and 9.1.1 (match formats: canonical, don't-care fields omitted).
 """
 
 from dataclasses import dataclass
@@ -17,15 +19,24 @@ from .errors import P4RuntimeError, invalid
 from .p4info import ActionInfo, Pipeline, TableInfo
 
 
+MEMBER, GROUP = "member", "group"
+"""The two kinds of reference an indirect table entry makes (``Entry.ref``)."""
+
+
 @dataclass(frozen=True)
 class Entry:
-    """One table entry (or, with ``key == ()`` and ``default``, a table's default action)."""
+    """One table entry (or, with ``key == ()`` and ``default``, a table's default action).
+
+    A direct table's entry has ``action`` and ``params``; an indirect table's has ``action``
+    None and ``ref`` = (MEMBER or GROUP, id).
+    """
 
     table: TableInfo
     key: tuple
     action: str | None
     params: dict
     default: bool = False
+    ref: tuple[str, int] | None = None
 
 
 def table_of(pipeline: Pipeline, table_id: int) -> TableInfo:
@@ -55,7 +66,8 @@ def parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> Entry:
         if msg.match:
             raise invalid(f"{where}: a default entry has no match fields")
         if table.const_default:
-            raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, f"{where}: the default action is const")
+            why = " (an indirect table's default entry is a constant NoAction, spec 9.1.4)" if table.profile_id else ""
+            raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, f"{where}: the default action is const{why}")
         if not msg.HasField("action"):
             return Entry(table, (), None, {}, default=True)
         name, params = parse_action(table, msg.action, default=True)
@@ -65,8 +77,35 @@ def parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> Entry:
         return Entry(table, key, None, {})
     if not msg.HasField("action"):
         raise invalid(f"{where}: entry has no action")
+    if table.profile_id:
+        return Entry(table, key, None, {}, ref=parse_ref(pipeline, table, msg.action))
     name, params = parse_action(table, msg.action, default=False)
     return Entry(table, key, name, params)
+
+
+def parse_ref(pipeline: Pipeline, table: TableInfo, msg: p4r.TableAction) -> tuple[str, int]:
+    """(MEMBER or GROUP, id) of an indirect table entry's action (spec 9.1.2).
+
+    Raises ``P4RuntimeError``: INVALID_ARGUMENT for a direct action, an id of 0, or a group id
+    when the profile has no selector; UNIMPLEMENTED for one-shot programming (an action set).
+    """
+    profile = pipeline.profiles[table.profile_id]
+    where = f"table {table.name!r}"
+    kind = msg.WhichOneof("type")
+    if kind == "action":
+        raise invalid(f"{where} is an indirect table (implementation {profile.name!r}): an entry names an "
+                      "action profile member or group, not an action")
+    if kind == "action_profile_action_set":
+        raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED,
+                             f"{where}: mrckit does not support one-shot action selector programming; "
+                             f"insert members and groups into {profile.name!r} and name them")
+    if kind == "action_profile_group_id" and not profile.with_selector:
+        raise invalid(f"{where}: action profile {profile.name!r} has no selector, so no groups")
+    ref = (MEMBER, msg.action_profile_member_id) if kind == "action_profile_member_id" \
+        else (GROUP, msg.action_profile_group_id)
+    if ref[1] == 0:
+        raise invalid(f"{where}: {ref[0]} id 0 (ids are non-zero)")
+    return ref
 
 
 def parse_key(table: TableInfo, matches) -> tuple:
@@ -123,7 +162,7 @@ def parse_action(table: TableInfo, msg: p4r.TableAction, default: bool) -> tuple
     """(action name, {param name: int}) of a direct action, checked against the table."""
     where = f"table {table.name!r}"
     if msg.WhichOneof("type") != "action":
-        raise invalid(f"{where}: only direct actions are supported (no action profiles)")
+        raise invalid(f"{where} is a direct table: an entry takes an action, not an action profile member or group")
     action: ActionInfo | None = table.actions.get(msg.action.action_id)
     if action is None:
         raise invalid(f"{where}: unknown action id {msg.action.action_id:#x} for this table")
@@ -131,10 +170,12 @@ def parse_action(table: TableInfo, msg: p4r.TableAction, default: bool) -> tuple
         raise invalid(f"{where}: action {action.name!r} is @tableonly, not a default action")
     if not default and not action.table_ok:
         raise invalid(f"{where}: action {action.name!r} is @defaultonly")
-    return action.name, _params(where, action, msg.action.params)
+    return action.name, parse_params(where, action, msg.action.params)
 
 
-def _params(where: str, action: ActionInfo, params) -> dict:
+def parse_params(where: str, action: ActionInfo, params) -> dict:
+    """{name: int} of an action's ``params`` (repeated Action.Param): every parameter exactly
+    once, each within its width. Raises ``P4RuntimeError`` INVALID_ARGUMENT."""
     values = {}
     for p in params:
         if p.param_id not in action.params:
@@ -155,11 +196,22 @@ def to_proto(entry: Entry) -> p4r.TableEntry:
     msg = p4r.TableEntry(table_id=table.id, is_default_action=entry.default)
     for field, value in zip(table.fields.values(), entry.key):
         _add_match(msg, field, value)
-    if entry.action is not None:
-        action = table.action_by_name(entry.action)
-        msg.action.action.action_id = action.id
-        for pid, (name, _bits) in action.params.items():
-            msg.action.action.params.add(param_id=pid, value=bytestrings.encode(entry.params[name]))
+    if entry.ref is not None:
+        kind, ref_id = entry.ref
+        if kind == MEMBER:
+            msg.action.action_profile_member_id = ref_id
+        else:
+            msg.action.action_profile_group_id = ref_id
+    elif entry.action is not None:
+        msg.action.action.CopyFrom(action_proto(table.action_by_name(entry.action), entry.params))
+    return msg
+
+
+def action_proto(action: ActionInfo, params: dict) -> p4r.Action:
+    """The canonical ``p4.v1.Action`` of ``action`` with ``params`` ({name: int})."""
+    msg = p4r.Action(action_id=action.id)
+    for pid, (name, _bits) in action.params.items():
+        msg.params.add(param_id=pid, value=bytestrings.encode(params[name]))
     return msg
 
 

@@ -28,3 +28,17 @@ class P4RuntimeError(Exception):
 def invalid(message: str) -> P4RuntimeError:
     """Shorthand for an INVALID_ARGUMENT error."""
     return P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def backend_call(fn, *args) -> None:
+    """Call a backend method; turn what it refuses into ``P4RuntimeError``: NotImplementedError
+    -> UNIMPLEMENTED, ValueError/KeyError -> INVALID_ARGUMENT, OSError (a map update) ->
+    INTERNAL. A ``P4RuntimeError`` from the backend passes unchanged."""
+    try:
+        fn(*args)
+    except NotImplementedError as exc:
+        raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, str(exc)) from exc
+    except (ValueError, KeyError) as exc:
+        raise invalid(str(exc)) from exc
+    except OSError as exc:
+        raise P4RuntimeError(grpc.StatusCode.INTERNAL, f"BPF map update failed: {exc}") from exc

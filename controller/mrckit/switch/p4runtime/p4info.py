@@ -2,7 +2,9 @@
 
 ``Pipeline.build(p4info, contract)`` refuses (INVALID_ARGUMENT) a P4Info that is malformed
 (duplicate ids, dangling action references) or that does not match the program: a missing or
-extra table, action or counter, a key or parameter with another name, width or match kind.
+extra table, action, action profile or counter, a key or parameter with another name, width or
+match kind, a table implemented otherwise (direct vs. by an action profile), or an action
+profile larger than its maps (members, members per group).
 P4 objects are matched by their P4Info alias, which p4c sets to the short name (``usid_fib``
 for ``MyIngress.usid_fib``). P4Runtime spec 1.4 sections 6 (P4Info) and 7.
 """
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 
 from finsy.proto import p4i
 
-from .contract import Contract, TableSpec
+from .contract import ActionProfileSpec, Contract, TableSpec
 from .errors import invalid
 
 _MATCH = {
@@ -44,7 +46,9 @@ class ActionInfo:
 
 @dataclass(frozen=True)
 class TableInfo:
-    """A table of the P4Info, bound to its spec in the contract."""
+    """A table of the P4Info, bound to its spec in the contract. ``profile_id`` is the action
+    profile of an indirect table (0: a direct table); the default entry of an indirect table is
+    constant (P4Runtime spec 1.4 section 9.1.4), so ``const_default`` is then true."""
 
     id: int
     name: str
@@ -52,10 +56,37 @@ class TableInfo:
     actions: dict  # id -> ActionInfo
     const_default: bool
     spec: TableSpec
+    profile_id: int = 0
 
     def action_by_name(self, name: str) -> ActionInfo:
         """The action called ``name`` (short name); KeyError if the table has none."""
         return next(a for a in self.actions.values() if a.name == name)
+
+
+@dataclass(frozen=True)
+class ProfileInfo:
+    """An action profile of the P4Info, bound to its spec in the contract.
+
+    ``actions`` (id -> ActionInfo) are those of the tables it implements; ``max_group_size``
+    is the members one group may hold: the P4Info's value (``declared_max_group_size``), or the
+    program's when the P4Info says 0 (no ``@max_group_size``); ``weights_disallowed`` as in the
+    P4Info (then 0 is the only valid member weight, else 1 is: mrckit has no weighted members).
+    """
+
+    id: int
+    name: str
+    with_selector: bool
+    size: int
+    max_group_size: int
+    declared_max_group_size: int
+    weights_disallowed: bool
+    actions: dict
+    spec: ActionProfileSpec
+
+    @property
+    def weight(self) -> int:
+        """The member weight this profile reads back (and accepts)."""
+        return 0 if self.weights_disallowed else 1
 
 
 @dataclass(frozen=True)
@@ -73,12 +104,14 @@ def short_name(preamble) -> str:
 
 
 class Pipeline:
-    """A P4Info that matches ``contract``: ``tables`` and ``counters`` keyed by P4Runtime id."""
+    """A P4Info that matches ``contract``: ``tables``, ``counters`` and ``profiles`` (action
+    profiles) keyed by P4Runtime id."""
 
-    def __init__(self, p4info: p4i.P4Info, tables: dict, counters: dict):
+    def __init__(self, p4info: p4i.P4Info, tables: dict, counters: dict, profiles: dict | None = None):
         self.p4info = p4info
         self.tables = tables
         self.counters = counters
+        self.profiles = profiles or {}
 
     def table_by_name(self, name: str) -> TableInfo:
         """The table called ``name``; KeyError if absent."""
@@ -103,11 +136,16 @@ class Pipeline:
             tables[info.id] = info
         for name in by_name.keys() - {t.name for t in contract.tables}:
             problems.append(f"table {name!r} is not implemented by the eBPF program")
+        profiles = _profiles(p4info, contract, tables, problems)
         counters = _counters(p4info, contract, problems)
         _unsupported(p4info, problems)
         if problems:
             raise invalid("P4Info does not match the loaded eBPF program: " + "; ".join(problems))
-        return cls(p4info, tables, counters)
+        return cls(p4info, tables, counters, profiles)
+
+    def profile_by_name(self, name: str) -> ProfileInfo:
+        """The action profile called ``name``; KeyError if absent."""
+        return next(p for p in self.profiles.values() if p.name == name)
 
 
 def _index_actions(p4info, problems) -> dict:
@@ -148,7 +186,12 @@ def _table(table, spec: TableSpec, actions: dict, problems: list) -> TableInfo:
         problems.append(f"{where} has size {table.size}, the program's map holds {spec.size} entries")
     if table.const_default_action_id and table.const_default_action_id not in refs:
         problems.append(f"{where} const default action id {table.const_default_action_id:#x} is not one of its actions")
-    return TableInfo(table.preamble.id, spec.name, fields, refs, bool(table.const_default_action_id), spec)
+    if bool(table.implementation_id) != bool(spec.implementation):
+        problems.append(f"{where} is implemented by action profile id {table.implementation_id:#x}, the program's is direct"
+                        if table.implementation_id else
+                        f"{where} is direct, the program implements it with action profile {spec.implementation!r}")
+    const_default = bool(table.const_default_action_id) or bool(table.implementation_id)
+    return TableInfo(table.preamble.id, spec.name, fields, refs, const_default, spec, table.implementation_id)
 
 
 def _check_actions(where: str, refs: dict, spec: TableSpec, problems: list) -> None:
@@ -162,6 +205,46 @@ def _check_actions(where: str, refs: dict, spec: TableSpec, problems: list) -> N
         got = tuple(have[name].params.values())
         if got != want[name].params:
             problems.append(f"{where} action {name!r} has parameters {list(got)}, the program has {list(want[name].params)}")
+
+
+def _profiles(p4info, contract: Contract, tables: dict, problems: list) -> dict:
+    by_name = {short_name(p.preamble): p for p in p4info.action_profiles}
+    profiles = {}
+    for spec in contract.action_profiles:
+        profile = by_name.get(spec.name)
+        if profile is None:
+            problems.append(f"action profile {spec.name!r} is missing from the P4Info")
+            continue
+        info = _profile(profile, spec, tables, problems)
+        profiles[info.id] = info
+    for name in by_name.keys() - {p.name for p in contract.action_profiles}:
+        problems.append(f"action profile {name!r} is not implemented by the eBPF program")
+    for table in tables.values():
+        if table.profile_id and table.profile_id not in profiles:
+            problems.append(f"table {table.name!r} is implemented by action profile id {table.profile_id:#x}, "
+                            f"not {table.spec.implementation!r}")
+    return profiles
+
+
+def _profile(profile, spec: ActionProfileSpec, tables: dict, problems: list) -> ProfileInfo:
+    where = f"action profile {spec.name!r}"
+    if profile.with_selector != spec.with_selector:
+        problems.append(f"{where} is {'an action selector' if profile.with_selector else 'without selector'}, "
+                        f"the program's is {'an action selector' if spec.with_selector else 'without selector'}")
+    if profile.size > spec.size:
+        problems.append(f"{where} has size {profile.size}, the program holds {spec.size} members")
+    if profile.max_group_size > spec.max_group_size:
+        problems.append(f"{where} has max_group_size {profile.max_group_size}, "
+                        f"the program's groups hold {spec.max_group_size} members")
+    names = {t.id: t.name for t in tables.values()}
+    served = sorted(names.get(i, f"{i:#x}") for i in profile.table_ids)
+    if served != sorted(spec.tables):
+        problems.append(f"{where} implements tables {served}, the program's implements {sorted(spec.tables)}")
+    users = [t for t in tables.values() if t.name in spec.tables]
+    actions = users[0].actions if users else {}
+    return ProfileInfo(profile.preamble.id, spec.name, profile.with_selector, profile.size,
+                       profile.max_group_size or spec.max_group_size, profile.max_group_size,
+                       profile.weights_disallowed, actions, spec)
 
 
 def _counters(p4info, contract: Contract, problems: list) -> dict:
@@ -183,6 +266,6 @@ def _counters(p4info, contract: Contract, problems: list) -> dict:
 
 
 def _unsupported(p4info, problems: list) -> None:
-    for kind in ("direct_counters", "meters", "direct_meters", "registers", "action_profiles", "digests", "value_sets"):
+    for kind in ("direct_counters", "meters", "direct_meters", "registers", "digests", "value_sets"):
         for obj in getattr(p4info, kind):
             problems.append(f"{kind[:-1].replace('_', ' ')} {short_name(obj.preamble)!r} is not implemented by the eBPF program")

@@ -5,8 +5,13 @@ bpffs holds only BPF objects, so the file lives in a state directory of its own
 the backend's identity (the ids of the pinned maps), and a file written for other maps is
 ignored. The file is a ``p4.v1.ForwardingPipelineConfig`` (P4Info, device config and cookie,
 untouched) preceded by one line with the identity. Design section 7.
+
+The maps do not hold an action profile group's ``max_size`` either, so the groups created with
+one are kept beside it in ``group_sizes.json`` (``{"identity": ..., "max_size": {group id:
+max_size}}``), rewritten after each Write that changes them.
 """
 
+import json
 import os
 from pathlib import Path
 
@@ -14,6 +19,7 @@ from finsy.proto import p4r
 
 STATE_ROOT = "/run/mrckit/switch"
 FILE_NAME = "pipeline.bin"
+SIZES_NAME = "group_sizes.json"
 
 
 def default_dir(switch: str) -> Path:
@@ -45,5 +51,25 @@ def load(directory: Path, identity: str) -> p4r.ForwardingPipelineConfig | None:
 
 
 def remove(directory: Path) -> None:
-    """Forget the stored pipeline (the switch was torn down)."""
+    """Forget the stored pipeline and group sizes (the switch was torn down)."""
     (directory / FILE_NAME).unlink(missing_ok=True)
+    (directory / SIZES_NAME).unlink(missing_ok=True)
+
+
+def save_group_sizes(directory: Path, identity: str, sizes: dict[int, int]) -> None:
+    """Write {group id: max_size} for the maps named by ``identity``, atomically."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / (SIZES_NAME + ".tmp")
+    tmp.write_text(json.dumps({"identity": identity, "max_size": {str(k): v for k, v in sorted(sizes.items())}}))
+    os.replace(tmp, directory / SIZES_NAME)
+
+
+def load_group_sizes(directory: Path, identity: str) -> dict[int, int]:
+    """The stored {group id: max_size} for these maps, or {} (none stored, or for other maps)."""
+    try:
+        data = json.loads((directory / SIZES_NAME).read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("identity") != identity:
+        return {}
+    return {int(k): int(v) for k, v in data.get("max_size", {}).items()}
