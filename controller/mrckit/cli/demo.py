@@ -12,6 +12,9 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.command("demo")
 @click.option("--target", type=click.Choice(["ebpf", "bmv2"]), default="ebpf", show_default=True,
               help="Switch target of the emulated fabric.")
+@click.option("--mode", type=click.Choice(["srv6", "ecmp"]), default="srv6", show_default=True,
+              help="srv6: the demo on an SRv6 fabric. ecmp: the same write and fault on an EV-hash "
+              "(ECMP) fabric and then on an SRv6 fabric, compared (the cost of opaque paths).")
 @click.option("--size", default="96M", show_default=True, help="Bytes to write, e.g. 16M, 64MiB, 1G.")
 @click.option("--fail", "fail", type=click.Choice(["down", "flap", "loss", "blackhole"]), default="down",
               show_default=True, help="How the link p0/t0-1/t1-1 fails at a third of the transfer.")
@@ -21,10 +24,11 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.option("--plot", "plot_path", default=DEFAULT_PLOT, show_default=True, help="Where to write the PNG plot.")
 @click.option("--name", default="", help="Fabric name (default demo<pid>).")
 @click.option("--logs", default="", help="Copy every fabric process's log into this folder before teardown.")
-def demo(target, size, fail, loss_percent, flap_hz, json_path, plot_path, name, logs):
+def demo(target, mode, size, fail, loss_percent, flap_hz, json_path, plot_path, name, logs):
     """Bring up the default fabric, run one RDMA write across it, fail a spine link at a third
     of the bytes and restore it at two thirds, verify every byte, tear down, and print the
-    report. Exits 0 when every check of the report holds, 1 when one does not."""
+    report. With --mode ecmp, do it in EV-hash mode and then in SRv6 mode, and compare the
+    packets each lost. Exits 0 when every check of the report holds, 1 when one does not."""
     from rich.console import Console
 
     from ..fabric.demo import DemoOptions, run_demo
@@ -32,10 +36,13 @@ def demo(target, size, fail, loss_percent, flap_hz, json_path, plot_path, name, 
     from ..fabric.render import render
     from .endpoint import parse_size
 
-    opts = DemoOptions(target=target, size=parse_size(size), fail=fail, loss_percent=loss_percent,
+    opts = DemoOptions(target=target, mode=mode, size=parse_size(size), fail=fail, loss_percent=loss_percent,
                        flap_hz=flap_hz, name=name, logs=logs)
     opts.check()
     console = Console()
+    if mode == "ecmp":
+        _compare(console, opts, json_path, plot_path)
+        return
     with _RichObserver(console) as observer:
         report = run_demo(opts, observer)
     console.print(render(report))
@@ -44,6 +51,28 @@ def demo(target, size, fail, loss_percent, flap_hz, json_path, plot_path, name, 
     console.print(f"report: {json_path}   plot: {plot_path}")
     if report.passed:
         console.print("[bold green]demo passed:[/] every byte verified, the failed path bypassed and restored")
+    else:
+        failed = ", ".join(c.name for c in report.checks if not c.ok)
+        console.print(f"[bold red]demo FAILED:[/] {failed}")
+    sys.exit(0 if report.passed else 1)
+
+
+def _compare(console, opts, json_path: str, plot_path: str) -> None:
+    """``--mode ecmp``: both runs, the comparison printed, its JSON and plot written."""
+    from ..fabric.compare import run_comparison
+    from ..fabric.plots import plot_comparison
+    from ..fabric.render import render_comparison
+
+    with _RichObserver(console) as observer:
+        report = run_comparison(opts, observer)
+    console.print(render_comparison(report))
+    report.write_json(json_path)
+    plot_comparison(report, plot_path)
+    console.print(f"report: {json_path}   plot: {plot_path}")
+    d = report.difference
+    if report.passed:
+        console.print(f"[bold green]demo passed:[/] every byte verified in both modes; ecmp lost "
+                      f"{d.packets_lost:+d} packets and retired {d.evs_retired:+d} EVs compared with srv6")
     else:
         failed = ", ".join(c.name for c in report.checks if not c.ok)
         console.print(f"[bold red]demo FAILED:[/] {failed}")

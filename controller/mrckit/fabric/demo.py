@@ -26,7 +26,7 @@ from ..topology.plan import switch_name
 from ..wire.addressing import t1_link_name
 from .report import FAIL_KINDS, ByteCounts, DemoReport, EndpointCounts, FaultInfo, SwitchCounts
 from .demo_worker import WorkerProcess, demo_data
-from .observe import EventWatcher, EvTableSampler, controller_events, switch_counts
+from .observe import EventWatcher, EvTableSampler, controller_events, link_counters, switch_counts
 from .scenario import Phases, RunRecord, analyze
 from .series import Recorder
 
@@ -71,9 +71,13 @@ class Observer:
 @dataclass
 class DemoOptions:
     """The demo's knobs (CLI options). ``size`` in bytes; ``loss_percent`` for ``loss``,
-    ``flap_hz`` for ``flap``; ``name`` is the fabric's name (default ``demo<pid>``)."""
+    ``flap_hz`` for ``flap``; ``name`` is the fabric's name (default ``demo<pid>``); ``mode``
+    the fabric's forwarding mode (``srv6`` or ``ecmp``); ``seed`` the data's seed (None: random;
+    the EV-hash comparison gives both runs the same one)."""
 
     target: str = "ebpf"
+    mode: str = "srv6"
+    seed: int | None = None
     size: int = DEFAULT_SIZE
     fail: str = "down"
     loss_percent: float = DEFAULT_LOSS_PERCENT
@@ -86,6 +90,8 @@ class DemoOptions:
         """Raises MrcError naming the bad option."""
         if self.target not in ("ebpf", "bmv2"):
             raise MrcError(f"--target {self.target!r}: use ebpf or bmv2")
+        if self.mode not in ("srv6", "ecmp"):
+            raise MrcError(f"--mode {self.mode!r}: use srv6 or ecmp")
         if self.fail not in FAIL_KINDS:
             raise MrcError(f"--fail {self.fail!r}: use one of {', '.join(FAIL_KINDS)}")
         if not 1 << 20 <= self.size <= 1 << 30:
@@ -121,15 +127,17 @@ def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
     check_target(opts.target)  # bmv2 needs simple_switch_grpc: say so before anything starts
     obs = observer or Observer()
     topo = generate_clos()
-    obs.phase(f"bringing up the default fabric on the {opts.target} target: {topo.planes} planes, "
+    in_mode = " in EV-hash (ecmp) mode" if opts.mode == "ecmp" else ""
+    obs.phase(f"bringing up the default fabric on the {opts.target} target{in_mode}: {topo.planes} planes, "
               f"{len(topo.switches)} switches, {len(topo.hosts)} hosts, the controller")
     name = opts.name or f"demo{os.getpid() % 100000}"
     p4info, device_config = pipeline_files(opts.target)
     args = ("--name", name, "--p4info", str(p4info), "--device-config", str(device_config))
-    fab = Fabric.up(topo, name=name, target=opts.target, settings=opts.settings, controller_args=args)
+    fab = Fabric.up(topo, name=name, target=opts.target, mode=opts.mode, settings=opts.settings,
+                    controller_args=args)
     try:
         obs.phase(f"fabric {fab.name} is up and programmed")
-        run = _Run(fab, opts, obs)
+        run = _Run(fab, opts, obs, p4info)
         record = run.execute()
         record.switches = switch_counts(fab, p4info)
     finally:
@@ -143,8 +151,14 @@ def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
 class _Run:
     """One write with its fault, on a running fabric."""
 
-    def __init__(self, fab, opts: DemoOptions, obs: Observer):
-        self.fab, self.opts, self.obs = fab, opts, obs
+    def __init__(self, fab, opts: DemoOptions, obs: Observer, p4info: Path | None = None):
+        self.fab, self.opts, self.obs, self.p4info = fab, opts, obs, p4info
+        self.path_of = None
+        if opts.mode == "ecmp":
+            from .ecmp_paths import nominal_path
+
+            self.path_of = nominal_path(fab.compiled, fab.compiled.host(SENDER).leaf)
+        self.link_before: dict | None = None
         self.a, self.b = fab.host(SENDER), fab.host(RECEIVER)
         self.fault = fault_info(opts)
         self.demo_log: list[tuple[int, str]] = []
@@ -166,7 +180,8 @@ class _Run:
                 w.stop()
 
     def _transfer(self, watchers, workers) -> RunRecord:
-        size, seed = self.opts.size, random.getrandbits(32)
+        size = self.opts.size
+        seed = self.opts.seed if self.opts.seed is not None else random.getrandbits(32)
         common = ["--size", str(size), "--seed", str(seed), "--rkey", str(RKEY)]
         rx = WorkerProcess(self.b, ["respond", "--nic", self.b.nic_address, "--peer", self.a.nic_address,
                                     "--qpn", str(QPN_RECEIVER), "--remote-qpn", str(QPN_SENDER), *common])
@@ -181,7 +196,7 @@ class _Run:
         phases = Phases(size, min_fault_ns=int(MIN_FAULT_S * 1e9))
         rec = Recorder(time.monotonic_ns(), [(p, s) for p in range(self.fab.topology.planes)
                                              for s in range(_spines(self.fab.topology, p))])
-        sampler = EvTableSampler(self.a, self.b.nic_address, rec, lambda: rx.state.get("placed", 0))
+        sampler = EvTableSampler(self.a, self.b.nic_address, rec, lambda: rx.state.get("placed", 0), self.path_of)
         self.say(f"RDMA WRITE of {size} B from {SENDER} [{self.a.nic_address}] to {RECEIVER} "
                  f"[{self.b.nic_address}], sprayed over every plane and spine")
         tx.send("go")
@@ -203,6 +218,8 @@ class _Run:
                 self._restore(marks, [])
             sampler.stop()
         self._wait_lift(marks["t_restore"])
+        link_lost = self._link_lost()
+        rx.close()  # its final counts include the requestor's last retransmissions
         sha_got, verified = result["sha256"], result["verified"]
         self.say(f"verified {verified} of {size} B; SHA-256 {'match' if sha_got == sha_sent else 'MISMATCH'}")
         events = [e for w in watchers for e in w.snapshot()]
@@ -215,7 +232,11 @@ class _Run:
                              sha256_sent=sha_sent, sha256_received=sha_got, hash_match=sha_got == sha_sent),
             endpoint=_endpoint_counts(rq, rs), switches=SwitchCounts(),
             events=events, controller=controller_events(self.fab), fault_log=self.fault_log,
-            demo_log=self.demo_log, fault_rows=marks["fault_rows"], restore_rows=marks["restore_rows"])
+            demo_log=self.demo_log, fault_rows=marks["fault_rows"], restore_rows=marks["restore_rows"],
+            mode=self.opts.mode, **({"path_of": self.path_of} if self.path_of else {}),
+            rx_reports=rx.ev_rx_log, final_rx=rx.ev_rx_log[-1][1] if "final" in rx.state else {},
+            packets_sent=rq["packets"] + rq["probes"], packets_received=rx.state["stats"]["packets"],
+            link_packets_lost=link_lost)
 
     def _drive(self, tx, rx, sampler, phases: Phases, marks: dict) -> None:
         """Until the writer reports, fire the fault and the restore as the bytes come in."""
@@ -233,6 +254,7 @@ class _Run:
         action = phases.due(placed, time.monotonic_ns())
         rows = sampler.last_rows
         if action == "fail":
+            self.link_before = self._link_counts()
             marks["fault_rows"] = rows
             marks["t_fault"] = time.monotonic_ns()
             line = self._fail()
@@ -242,6 +264,19 @@ class _Run:
         elif action == "restore":
             self._restore(marks, rows)
             self.say(f"fault restored at {placed * 100 // self.opts.size} % of the bytes")
+
+    def _link_counts(self) -> dict | None:
+        """The failed link's port counters at both ends (None if a switch did not answer)."""
+        try:
+            return link_counters(self.fab, self.p4info, *self._link_nodes()) if self.p4info else None
+        except MrcError:
+            return None
+
+    def _link_lost(self) -> int | None:
+        from .loss import link_loss
+
+        after = self._link_counts() if self.link_before else None
+        return link_loss(self.link_before, after) if after else None
 
     def _link_nodes(self) -> tuple[str, str]:
         return (switch_name(Role.T0, FAILED_PLANE, FAILED_LEAF), switch_name(Role.T1, FAILED_PLANE, FAILED_SPINE))

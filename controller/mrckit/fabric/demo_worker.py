@@ -7,10 +7,12 @@ process for everything stalls for longer than an agent RTO and retires healthy E
 The processes talk JSON lines on stdout; the demo writes commands on stdin:
 
 - ``respond``: registers a region of ``--size`` bytes (rkey ``--rkey``), creates the QP, prints
-  ``{"ready": ...}``, then ``{"placed": BYTES}`` every ``--every`` seconds; after the
-  WRITE_WITH_IMM completion, it compares the region with the data that ``--seed`` gives and
-  prints ``{"done": ..., "sha256": ..., "verified": BYTES, "stats": {...}}``; exits when its
-  stdin closes.
+  ``{"ready": ...}``, then ``{"placed": BYTES, "t_ns": ...}`` every ``--every`` seconds, with
+  ``"ev_rx": {EV: packets}`` (every packet from the peer, counted by the EV it arrived on) at
+  most every ``EV_REPORT_S``; after the WRITE_WITH_IMM completion, it compares the region with
+  the data that ``--seed`` gives and prints ``{"done": ..., "sha256": ..., "verified": BYTES,
+  "stats": {...}}``; when its stdin closes it prints ``{"final": ..., "stats": ..., "ev_rx":
+  ...}`` (counts that include the requestor's last retransmissions) and exits.
 - ``write``: creates the QP, prints ``{"ready": ...}``, waits for the line ``go``, posts one
   WRITE_WITH_IMM of the ``--seed`` data, and prints ``{"done": ..., "started_ns": ...,
   "finished_ns": ..., "stats": {...}}`` or ``{"error": TEXT}``.
@@ -37,6 +39,8 @@ import numpy as np
 from ..errors import MrcError
 
 MODULE = "mrckit.fabric.demo_worker"
+EV_REPORT_S = 0.05
+"""How often the responder reports its per-EV packet counts (the demo's EV-table sampling period)."""
 SACK_EVERY_PACKET = 1
 """Responder SACK coalescing, bytes: a SACK (and so an echoed EV) per packet, which is what
 the host agent's per-EV ack times need."""
@@ -64,19 +68,50 @@ def _plain(value):
     return value
 
 
+class EvTally:
+    """Packets that reach the responder, per EV (``UDP sport << 16 | flow label & 0xFFFF``,
+    design 3.3, as the responder itself reads it): the receiving side of the demo's loss
+    accounting (``mrckit.fabric.loss``). Wraps ``responder.handle``; the counts are read from
+    another thread, hence the lock."""
+
+    def __init__(self, responder):
+        self._counts: dict[int, int] = {}
+        self._lock = threading.Lock()
+        inner = responder.handle
+
+        def handle(buf, n, tclass, flowinfo, sport, peer):
+            ev = (sport << 16) | (flowinfo & 0xFFFF)
+            with self._lock:
+                self._counts[ev] = self._counts.get(ev, 0) + 1
+            inner(buf, n, tclass, flowinfo, sport, peer)
+
+        responder.handle = handle
+
+    def snapshot(self) -> dict[str, int]:
+        """EV (decimal text, a JSON key) -> packets received so far."""
+        with self._lock:
+            return {str(ev): n for ev, n in self._counts.items()}
+
+
 def respond(args) -> int:
     from ..endpoint import Endpoint
 
     ep = Endpoint(args.nic, sack_coalesce_bytes=SACK_EVERY_PACKET)
+    tally = EvTally(ep.responder)
     try:
         mr = ep.register_mr(args.size, rkey=args.rkey)
         ep.create_qp(args.peer, qpn=args.qpn, remote_qpn=args.remote_qpn)
         _say(ready=True)
         closed = threading.Event()
         threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
-        done = False
+        done, last_ev_report = False, 0.0
         while not closed.is_set():
-            _say(placed=mr.placed_bytes, t_ns=time.monotonic_ns())
+            now = time.monotonic()
+            if now - last_ev_report >= EV_REPORT_S:
+                last_ev_report = now
+                _say(placed=mr.placed_bytes, t_ns=time.monotonic_ns(), ev_rx=tally.snapshot())
+            else:
+                _say(placed=mr.placed_bytes, t_ns=time.monotonic_ns())
             if not done and ep.poll_recv(timeout=args.every) is not None:
                 done = True
                 expected = demo_data(args.seed, args.size)
@@ -86,6 +121,7 @@ def respond(args) -> int:
                      stats=_stats(ep.responder.stats))
             elif done:
                 closed.wait(args.every)
+        _say(final=True, t_ns=time.monotonic_ns(), stats=_stats(ep.responder.stats), ev_rx=tally.snapshot())
     finally:
         ep.close()
     return 0
@@ -123,6 +159,8 @@ class WorkerProcess:
         self.proc = host.popen([sys.executable, "-m", MODULE, *argv], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.state: dict = {}
+        self.ev_rx_log: list[tuple[int, dict[int, int]]] = []
+        """Per-EV packet counts the responder reported, ``(t_ns, {EV: packets})``, oldest first."""
         self._cv = threading.Condition()
         self._reader = threading.Thread(target=self._read, name=f"demo-{argv[0]}", daemon=True)
         self._reader.start()
@@ -134,6 +172,8 @@ class WorkerProcess:
             except ValueError:
                 continue
             with self._cv:
+                if "ev_rx" in msg:
+                    self.ev_rx_log.append((msg["t_ns"], {int(ev): n for ev, n in msg.pop("ev_rx").items()}))
                 self.state.update(msg)
                 self._cv.notify_all()
         with self._cv:
@@ -175,6 +215,7 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             self.proc.terminate()
             self.proc.wait(5)
+        self._reader.join(5)  # every line it printed is in ``state`` and ``ev_rx_log`` now
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,10 +27,11 @@ SAMPLE_S = 0.05
 class EvTableSampler:
     """A thread that reads the sender's EV table toward one peer over the agent's gRPC API
     every ``SAMPLE_S`` and records it with ``placed()`` into ``rec``; a slow read never holds
-    up the fault and restore, which the main loop fires."""
+    up the fault and restore, which the main loop fires. ``path_of(ev) -> (plane, spine)``, when
+    given, replaces the spine an EV's own T1 field names (EV-hash mode: the hash decides)."""
 
-    def __init__(self, host, peer: str, rec: Recorder, placed):
-        self.peer, self.rec, self.placed = peer, rec, placed
+    def __init__(self, host, peer: str, rec: Recorder, placed, path_of=None):
+        self.peer, self.rec, self.placed, self.path_of = peer, rec, placed, path_of
         self.channel = grpc.insecure_channel(host.agent_address)
         self.stub = pbg.HostAgentStub(self.channel)
         self.last_rows: list[dict] = []
@@ -57,7 +58,8 @@ class EvTableSampler:
 
     def rows(self) -> list[dict]:
         stats = self.stub.GetStats(pb.GetStatsRequest(include_evs=True, peer=self.peer), timeout=10)
-        return [dict(ev=e.ev, plane=e.plane, t1=e.t1, state=pb.EvState.Name(e.state), tx_packets=e.tx_packets,
+        return [dict(ev=e.ev, plane=e.plane, t1=self.path_of(e.ev)[1] if self.path_of else e.t1,
+                     state=pb.EvState.Name(e.state), tx_packets=e.tx_packets,
                      last_tx_ns=e.last_tx_ns, retired=e.retired)
                 for p in stats.peers for e in p.evs]
 
@@ -129,3 +131,19 @@ def switch_counts(fab, p4info: Path) -> SwitchCounts:
     schema = load_pipeline(p4info, b"").schema
     return fabric_counts(fab.topology, lambda name: read_counters(
         fab.switch_address(name), fab.state.device_ids[name], schema))
+
+
+def link_counters(fab, p4info: Path, a: str, b: str) -> dict[str, int]:
+    """Packet counters of both ends of link a–b (switches): ``{"a_tx", "a_rx", "b_tx",
+    "b_rx"}`` from ``tx_port``/``rx_port`` of each end's port on the link, over P4Runtime (any
+    target). Raises MrcError when a switch does not answer."""
+    from ..control.pipeline import load_pipeline
+    from .counters import read_counters
+
+    schema = load_pipeline(p4info, b"").schema
+    out = {}
+    for end, node, peer in (("a", a, b), ("b", b, a)):
+        port = next(p.number for p in fab.compiled.switch(node).ports if p.peer == peer)
+        c = read_counters(fab.switch_address(node), fab.state.device_ids[node], schema, ("tx_port", "rx_port"))
+        out[f"{end}_tx"], out[f"{end}_rx"] = c["tx_port"].get(port, 0), c["rx_port"].get(port, 0)
+    return out

@@ -117,3 +117,60 @@ def _paths_panel(ax, report: DemoReport) -> None:
     ax.set_ylabel("data packets/s per path\n(plane × spine, sender's EV counters)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower left", ncol=4, framealpha=0.85)
+
+
+_MODE_STYLE = {"srv6": ("tab:blue", "srv6 (hosts source-route)"), "ecmp": ("tab:red", "ecmp (switches hash the EV)")}
+
+
+def plot_comparison(c, path: str | Path) -> Path:
+    """``mrc demo --mode ecmp``'s plot (``c``: a ``mrckit.fabric.compare.ComparisonReport``),
+    one PNG, two panels over the time since the fault: each mode's goodput, and each mode's
+    cumulative packets lost (``LossStats.lost``), with its restore and last loss marked.
+
+    Raises:
+        ValueError: a run has fewer than two samples.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 7.5), sharex=True, constrained_layout=True)
+    try:
+        for mode in ("srv6", "ecmp"):
+            _comparison_mode(top, bottom, c.runs[mode], *_MODE_STYLE[mode])
+        for ax in (top, bottom):
+            ax.axvline(0, color="black", ls="--", lw=1.2)
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8, loc="upper right", framealpha=0.85)
+        top.set_ylabel(f"goodput (Gb/s, {BIN_S * 1e3:.0f} ms bins)")
+        bottom.set_ylabel("packets lost since the start\n(requestor sent, responder never got)")
+        bottom.set_xlabel(f"time since the fault (s): {c.fault.describe()} on {c.fault.link}")
+        d = c.difference
+        fig.suptitle(f"mrc demo --mode ecmp ({c.target}): {c.size / 2**20:.0f} MiB written in each mode; "
+                     f"packets lost ecmp - srv6 = {d.packets_lost:+d}, EV retirements {d.evs_retired:+d}",
+                     fontsize=11)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _comparison_mode(top, bottom, r: DemoReport, colour: str, label: str) -> None:
+    s, f, loss = r.series, r.failover, r.loss
+    if len(s.t_s) < 2:
+        raise ValueError(f"the {r.mode} run has fewer than two samples: nothing to plot")
+    mids, bps = rates([t - f.t_fault_s for t in s.t_s], s.bytes_placed, BIN_S)
+    top.plot(mids, [v * 8 / 1e9 for v in bps], color=colour, lw=1.5, label=label)
+    restore = f.t_restore_s - f.t_fault_s
+    for ax in (top, bottom):
+        ax.axvline(restore, color=colour, ls=":", lw=1.2)
+    bottom.plot(loss.t_s, loss.lost, color=colour, lw=1.8,
+                label=f"{label}: {loss.packets_lost} lost, {loss.evs_retired} EV retirements; "
+                      f"restored at {restore:.2f} s (dotted)")
+    if loss.t_last_loss_s is not None:
+        bottom.plot([loss.t_last_loss_s], [loss.packets_lost_by_ev], "o", color=colour, ms=6,
+                    label=f"{r.mode}: last loss {loss.t_last_loss_s:.3f} s after the fault")

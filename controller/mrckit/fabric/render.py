@@ -8,6 +8,9 @@ from rich.text import Text
 
 from .report import DemoReport
 
+MODE_NAMES = {"srv6": "srv6 (SRv6 uSID source routing: the hosts choose each EV's path)",
+              "ecmp": "ecmp (EV-hash mode: the switches hash each EV; paths are opaque to the hosts)"}
+
 
 def _s(t: float | None) -> str:
     return "-" if t is None else f"{t:.3f} s"
@@ -32,6 +35,7 @@ def summary(r: DemoReport) -> Table:
     rtx = ", ".join(f"{k} {v}" for k, v in sorted(r.endpoint.retransmits.items())) or "none"
     nacks = ", ".join(f"{k} {v}" for k, v in sorted(r.endpoint.nacks.items())) or "none"
     return _kv("transfer", [
+        ("mode", MODE_NAMES.get(r.mode, r.mode)),
         ("write", f"{r.sender} -> {r.receiver} on the {r.target} target, {b.sent} B in {r.duration_s:.2f} s "
                   f"({r.goodput_gbps:.3f} Gb/s)"),
         ("bytes", f"sent {b.sent}, placed {b.placed}, verified {b.verified}"),
@@ -122,3 +126,56 @@ def render(r: DemoReport) -> Group:
     """The whole report, in the order a reader wants it."""
     return Group(summary(r), Text(), failover(r), Text(), paths(r), switches(r), transitions(r), timeline(r),
                  verdict(r))
+
+
+def _num(v, unit: str = "", signed: bool = False) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:+.3f}{unit}" if signed else f"{v:.3f}{unit}"
+    return f"{v:+d}{unit}" if signed else f"{v}{unit}"
+
+
+COMPARISON_ROWS = (  # field, label
+    ("packets_lost", "packets lost (sent by the requestor, never at the responder)"),
+    ("packets_lost_by_ev", "  the same, summed per EV (dataplane tx - responder rx)"),
+    ("evs_with_loss", "EVs that lost packets"),
+    ("link_packets_lost", "packets lost on the failed link (switch counters, every class)"),
+    ("evs_retired", "EV retirements, fault to restore (sender)"),
+    ("evs_retired_distinct", "  distinct EVs retired"),
+    ("t_last_loss_s", "fault to last loss"),
+    ("retransmits_total", "retransmissions (requestor)"),
+)
+
+
+def comparison(c) -> Table:
+    """The two modes side by side, with the difference ECMP − SRv6 (``c``: a
+    ``mrckit.fabric.compare.ComparisonReport``)."""
+    table = Table(title=f"the cost of opaque paths: the same write and fault ({c.fault.describe()} on "
+                        f"{c.fault.link}) in both modes", title_justify="left")
+    for col in ("", "srv6", "ecmp", "ecmp - srv6"):
+        table.add_column(col, justify="left" if not col else "right")
+    s, e, d = c.modes["srv6"], c.modes["ecmp"], c.difference
+    for field, label in COMPARISON_ROWS:
+        unit = " s" if field.endswith("_s") else ""
+        table.add_row(label, _num(getattr(s, field), unit), _num(getattr(e, field), unit),
+                      _num(getattr(d, field), unit, signed=True), style="bold" if field == "packets_lost" else None)
+    table.add_row("write duration", _num(s.duration_s, " s"), _num(e.duration_s, " s"),
+                  _num(e.duration_s - s.duration_s, " s", signed=True))
+    table.add_row("bytes verified (SHA-256)", f"{s.bytes_verified} ({'match' if s.hash_match else 'MISMATCH'})",
+                  f"{e.bytes_verified} ({'match' if e.hash_match else 'MISMATCH'})", "")
+    return table
+
+
+def render_comparison(c) -> Group:
+    """``mrc demo --mode ecmp``'s report: each run's transfer summary, the side-by-side
+    comparison, then every check."""
+    parts = []
+    for mode in ("ecmp", "srv6"):
+        parts += [summary(c.runs[mode]), Text()]
+    checks = Table(title="checks", title_justify="left")
+    for col in ("check", "result", "detail"):
+        checks.add_column(col)
+    for ch in c.checks:
+        checks.add_row(ch.name, Text("ok", style="green") if ch.ok else Text("FAILED", style="bold red"), ch.detail)
+    return Group(*parts, comparison(c), Text(), checks)

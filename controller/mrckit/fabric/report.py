@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 SCHEMA_VERSION = 1
 FAIL_KINDS = ("down", "flap", "loss", "blackhole")
 FailKind = Literal["down", "flap", "loss", "blackhole"]
+Mode = Literal["srv6", "ecmp"]
 
 
 class FaultInfo(BaseModel):
@@ -161,6 +162,43 @@ class Series(BaseModel):
     failed_path_probed_back_t_s: list[float] = Field(default_factory=list)
 
 
+class LossStats(BaseModel):
+    """Packets lost to the fault, defined the same way in both forwarding modes (docs/demo.md,
+    "Loss accounting"). Counts are packets the requestor sent toward the responder (data and
+    the endpoint's PROBEs); times are seconds since the fault.
+
+    Attributes:
+        packets_sent, packets_received: what the requestor put on the wire (first sends and
+            retransmissions) and what reached the responder, from the endpoints' counters read
+            after the write completed.
+        packets_lost: ``packets_sent - packets_received``, the headline figure.
+        packets_lost_by_ev, evs_with_loss: per EV, the sender dataplane's data counter
+            (``tx_packets``) minus the responder's count of packets that arrived on that EV,
+            summed over EVs, and how many EVs lost at least one packet.
+        link_packets_lost: the switch counters at the failed link, fault to end: packets one
+            end counted out (``tx_port``) that the other end never counted in (``rx_port``),
+            both directions, every class (data, SACKs, probes). None if unread.
+        evs_retired, evs_retired_distinct: the sender's EV retirements toward the receiver
+            (ASSUMED_BAD for RTO_TIMEOUT, LOSS, PORT_DOWN, PEER_PORT_DOWN or SACK_ALWAYS_SKIP)
+            from the fault to the restore, and how many EVs they concern.
+        t_last_loss_s: from the fault to the last lost packet (sampled per EV, one sampling
+            period of resolution); None without loss.
+        t_s, lost: the cumulative loss over time (seconds since the fault, packets), for plots.
+    """
+
+    packets_sent: int = 0
+    packets_received: int = 0
+    packets_lost: int = 0
+    packets_lost_by_ev: int = 0
+    evs_with_loss: int = 0
+    link_packets_lost: int | None = None
+    evs_retired: int = 0
+    evs_retired_distinct: int = 0
+    t_last_loss_s: float | None = None
+    t_s: list[float] = Field(default_factory=list)
+    lost: list[int] = Field(default_factory=list)
+
+
 class Check(BaseModel):
     """One acceptance fact of the demo, with the numbers behind it."""
 
@@ -174,6 +212,7 @@ class DemoReport(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     target: Literal["ebpf", "bmv2"]
+    mode: Mode = "srv6"
     topology: dict[str, int]
     sender: str
     receiver: str
@@ -189,6 +228,7 @@ class DemoReport(BaseModel):
     switches: SwitchCounts = Field(default_factory=SwitchCounts)
     timeline: list[TimelineEvent] = Field(default_factory=list)
     series: Series = Field(default_factory=Series)
+    loss: LossStats = Field(default_factory=LossStats)
     checks: list[Check] = Field(default_factory=list)
     passed: bool = False
 

@@ -9,12 +9,14 @@ two thirds (later if the fault has not lasted long enough yet). :func:`analyze` 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .report import (
     ByteCounts, Check, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultInfo, PathStats,
     SwitchCounts, TimelineEvent, path_name,
 )
+from .loss import loss_stats
 from .series import Recorder, Sample
 
 FAIL_FRACTION, RESTORE_FRACTION = 1 / 3, 2 / 3
@@ -96,7 +98,13 @@ class RunRecord:
     """Everything one demo run measured, before analysis. Times are CLOCK_MONOTONIC ns.
 
     ``fault_rows``/``restore_rows``: the sender's EV table toward the receiver just before the
-    fault and just before the restore (rows as ``HostAgent.ev_table``)."""
+    fault and just before the restore (rows as ``HostAgent.ev_table``).
+
+    ``mode``: the fabric's forwarding mode. ``path_of``: EV -> (plane, spine) of the path the
+    report attributes it to (SRv6: the EV's own fields; EV-hash mode: the spine it hashes to).
+    Loss accounting (``mrckit.fabric.loss``): ``rx_reports``/``final_rx`` the responder's
+    per-EV packet counts during and after the write, ``packets_sent``/``packets_received`` the
+    endpoints' totals, ``link_packets_lost`` the failed link's switch counters' figure."""
 
     target: str
     topology: dict[str, int]
@@ -117,6 +125,13 @@ class RunRecord:
     demo_log: list[tuple[int, str]] = field(default_factory=list)
     fault_rows: list[dict] = field(default_factory=list)
     restore_rows: list[dict] = field(default_factory=list)
+    mode: str = "srv6"
+    path_of: Callable[[int], tuple[int, int]] = field(default=lambda ev: _ev_path(ev))
+    rx_reports: list[tuple[int, dict[int, int]]] = field(default_factory=list)
+    final_rx: dict[int, int] = field(default_factory=dict)
+    packets_sent: int = 0
+    packets_received: int = 0
+    link_packets_lost: int | None = None
 
 
 def analyze(run: RunRecord) -> DemoReport:
@@ -132,15 +147,24 @@ def analyze(run: RunRecord) -> DemoReport:
     paths = _paths(run, failover)
     duration = (run.t_end_ns - rec.t0_ns) / 1e9
     report = DemoReport(
-        target=run.target, topology=run.topology, sender=run.sender, receiver=run.receiver,
+        target=run.target, mode=run.mode, topology=run.topology, sender=run.sender, receiver=run.receiver,
         duration_s=duration, goodput_gbps=_gbps(run.bytes.sent, duration), bytes=run.bytes,
         endpoint=run.endpoint, fault=run.fault, failover=failover,
         ev_transitions=_transitions(run.events), ev_cycles=_cycles(run), paths=paths,
-        switches=run.switches, timeline=_timeline(run), series=rec.series())
+        switches=run.switches, timeline=_timeline(run), series=rec.series(), loss=_loss(run))
     report.series.failed_path_retired_t_s, report.series.failed_path_probed_back_t_s = _cycle_times(run)
     report.checks = checks(report)
     report.passed = all(c.ok for c in report.checks)
     return report
+
+
+def _loss(run: RunRecord):
+    retirements = [(e.t_ns, e.ev) for e in _sender_events(run)
+                   if e.ev and e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS]
+    return loss_stats(tx_samples=run.recorder.ev_samples, rx_reports=run.rx_reports, final_rx=run.final_rx,
+                      packets_sent=run.packets_sent, packets_received=run.packets_received,
+                      t_fault_ns=run.t_fault_ns, t_restore_ns=run.t_restore_ns, retirements=retirements,
+                      link_packets_lost=run.link_packets_lost)
 
 
 # ---------------------------------------------------------------- failover figures ------
@@ -201,7 +225,7 @@ def _t_out_of_service(run: RunRecord, deny: ControllerEvent | None) -> int | Non
     for e in sorted(_sender_events(run), key=lambda e: e.t_ns):
         if not run.t_fault_ns <= e.t_ns <= run.t_restore_ns:
             continue
-        if e.reason == "REPLACED" and e.replaced_by and _on_path(*_ev_path(e.replaced_by), fault):
+        if e.reason == "REPLACED" and e.replaced_by and _on_path(*run.path_of(e.replaced_by), fault):
             live.add(e.replaced_by)  # a backup on the failed path took a slot: it must fail too
         elif e.ev in live and e.new_state in OUT_OF_SERVICE:
             out[e.ev] = e.t_ns
@@ -249,30 +273,30 @@ def _per_path_cycles(run: RunRecord) -> tuple[Counter, Counter]:
         if not e.ev:
             continue
         if e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS:
-            retired[_ev_path(e.ev)] += 1
+            retired[run.path_of(e.ev)] += 1
         elif e.reason == "PROBE_OK" and e.new_state == "GOOD":
-            back[_ev_path(e.ev)] += 1
+            back[run.path_of(e.ev)] += 1
     return retired, back
 
 
 def _cycles(run: RunRecord) -> list[EvCycle]:
     per_ev: dict[int, list[int]] = {}
     for e in _sender_events(run):
-        if not e.ev or not _on_path(*_ev_path(e.ev), run.fault):
+        if not e.ev or not _on_path(*run.path_of(e.ev), run.fault):
             continue
         counts = per_ev.setdefault(e.ev, [0, 0])
         if e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS:
             counts[0] += 1
         elif e.reason == "PROBE_OK" and e.new_state == "GOOD":
             counts[1] += 1
-    return [EvCycle(ev=f"{ev:#010x}", path=path_name(*_ev_path(ev)), retired=r, probed_back=b)
+    return [EvCycle(ev=f"{ev:#010x}", path=path_name(*run.path_of(ev)), retired=r, probed_back=b)
             for ev, (r, b) in sorted(per_ev.items()) if r or b]
 
 
 def _cycle_times(run: RunRecord) -> tuple[list[float], list[float]]:
     retired, back = [], []
     for e in _sender_events(run):
-        if e.ev and _on_path(*_ev_path(e.ev), run.fault):
+        if e.ev and _on_path(*run.path_of(e.ev), run.fault):
             if e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS:
                 retired.append(run.recorder.seconds(e.t_ns))
             elif e.reason == "PROBE_OK" and e.new_state == "GOOD":
@@ -309,10 +333,12 @@ def _timeline(run: RunRecord) -> list[TimelineEvent]:
 
 # ---------------------------------------------------------------- checks -----------------
 def checks(report: DemoReport) -> list[Check]:
-    """The issue's acceptance facts, evaluated on ``report``."""
+    """The issue's acceptance facts, evaluated on ``report`` (EV-hash mode: :func:`ecmp_checks`)."""
     b, f = report.bytes, report.failover
     out = [Check(name="bytes_verified", ok=b.verified == b.sent and b.hash_match,
                  detail=f"sent {b.sent} B, verified {b.verified} B, SHA-256 match {b.hash_match}")]
+    if report.mode == "ecmp":
+        return out + ecmp_checks(report)
     failed = [p for p in report.paths if p.failed]
     healthy = [p for p in report.paths if not p.failed]
     if not failed:
@@ -339,6 +365,26 @@ def checks(report: DemoReport) -> list[Check]:
                      detail="every other path carried data before, during and after the fault"
                      if not idle else f"idle in some phase: {', '.join(idle)}"))
     return out
+
+
+def ecmp_checks(report: DemoReport) -> list[Check]:
+    """EV-hash mode: EVs are opaque to the hosts, so a path (plane x spine) is the switches'
+    hash, not the host's choice, and the SRv6 path checks do not apply. What must hold: every
+    plane carried data before, during and after the fault, and the loss accounting agrees
+    with itself (the per-EV sum is the endpoints' total)."""
+    planes: dict[int, list[int]] = {}
+    for p in report.paths:
+        sums = planes.setdefault(p.plane, [0, 0, 0])
+        for i, n in enumerate((p.packets_before, p.packets_during, p.packets_after)):
+            sums[i] += n
+    idle = [f"plane {p}" for p, sums in sorted(planes.items()) if min(sums) <= 0]
+    loss = report.loss
+    return [Check(name="planes_carry", ok=bool(planes) and not idle,
+                  detail="every plane carried data before, during and after the fault"
+                  if not idle else f"idle in some phase: {', '.join(idle)}"),
+            Check(name="loss_accounted", ok=loss.packets_lost >= 0 and loss.packets_lost_by_ev == loss.packets_lost,
+                  detail=f"{loss.packets_lost} packets lost (endpoints), {loss.packets_lost_by_ev} per EV "
+                         f"(dataplane counters vs responder) on {loss.evs_with_loss} EVs")]
 
 
 def _fmt_s(t: float | None) -> str:

@@ -81,16 +81,20 @@ class Sample:
 
 @dataclass
 class Recorder:
-    """Samples of one transfer, with ``t0_ns`` the transfer's start (CLOCK_MONOTONIC)."""
+    """Samples of one transfer, with ``t0_ns`` the transfer's start (CLOCK_MONOTONIC);
+    ``ev_samples`` keeps each sample's cumulative data packets per EV, ``(t_ns, {EV: packets})``,
+    for the loss accounting (``mrckit.fabric.loss``)."""
 
     t0_ns: int
     paths: list[tuple[int, int]]
     samples: list[Sample] = field(default_factory=list)
     counter: PathCounter = field(default_factory=PathCounter)
+    ev_samples: list[tuple[int, dict[int, int]]] = field(default_factory=list)
 
     def record(self, t_ns: int, bytes_placed: int, ev_rows: Iterable[Mapping]) -> Sample:
         """Account an EV-table read taken at ``t_ns`` and append a sample."""
         self.counter.update(ev_rows)
+        self.ev_samples.append((t_ns, self.counter.per_ev()))
         per_path = self.counter.per_path()
         sample = Sample(t_ns, bytes_placed, {p: per_path.get(p, 0) for p in self.paths})
         self.samples.append(sample)

@@ -1,0 +1,174 @@
+"""``mrc demo --mode ecmp``: the cost of opaque paths, measured (issue 11).
+
+One invocation runs the demo twice, one fabric after the other: in EV-hash (ECMP) mode, where
+the switches hash each EV and no host knows its path, then in SRv6 mode, where the hosts
+source-route each EV. Both runs write the same bytes (same size and seed) between the same
+hosts, with the same fault on the same link at the same point of the transfer (a third of the
+bytes placed). :func:`compare` puts their loss figures side by side (``LossStats``,
+``mrckit.fabric.loss``) with the difference ECMP − SRv6.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ..errors import MrcError
+from .report import SCHEMA_VERSION, Check, DemoReport, FaultInfo
+
+MODES = ("ecmp", "srv6")
+"""The order of the runs: EV-hash mode first, then the SRv6 baseline."""
+MAX_BASE_NAME = 15
+"""A run's fabric is ``<name><e|s>``, within the 16 characters of a fabric name."""
+
+
+class ModeFigures(BaseModel):
+    """One mode's figures in the comparison (see ``LossStats`` for the loss fields).
+
+    Attributes:
+        mode: ``srv6`` or ``ecmp``. packets_lost ... t_last_loss_s: from its ``loss``.
+        retransmits_total: the requestor's retransmissions, every reason.
+        duration_s, goodput_gbps: the write's duration and goodput.
+        bytes_sent, bytes_verified, hash_match: the data check.
+        passed: every check of that run held.
+    """
+
+    mode: Literal["srv6", "ecmp"]
+    packets_lost: int
+    packets_lost_by_ev: int
+    evs_with_loss: int
+    link_packets_lost: int | None
+    evs_retired: int
+    evs_retired_distinct: int
+    t_last_loss_s: float | None
+    retransmits_total: int
+    duration_s: float
+    goodput_gbps: float
+    bytes_sent: int
+    bytes_verified: int
+    hash_match: bool
+    passed: bool
+
+
+class Difference(BaseModel):
+    """ECMP − SRv6 for each figure (None when either side has none)."""
+
+    packets_lost: int
+    packets_lost_by_ev: int
+    evs_with_loss: int
+    link_packets_lost: int | None
+    evs_retired: int
+    evs_retired_distinct: int
+    t_last_loss_s: float | None
+    retransmits_total: int
+
+
+class ComparisonReport(BaseModel):
+    """Everything ``mrc demo --mode ecmp`` measured: both runs' full reports (``runs``), their
+    figures side by side (``modes``), the difference ECMP − SRv6, and the checks."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["ecmp_vs_srv6"] = "ecmp_vs_srv6"
+    target: Literal["ebpf", "bmv2"]
+    size: int
+    seed: int
+    fault: FaultInfo
+    modes: dict[str, ModeFigures]
+    difference: Difference
+    runs: dict[str, DemoReport]
+    checks: list[Check] = Field(default_factory=list)
+    passed: bool = False
+
+    def write_json(self, path: str | Path) -> None:
+        """Write the comparison as indented JSON to ``path`` (folders are created)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.model_dump_json(indent=2) + "\n")
+
+    @classmethod
+    def read_json(cls, path: str | Path) -> "ComparisonReport":
+        """Read a comparison written by :meth:`write_json` (pydantic.ValidationError if not one)."""
+        return cls.model_validate_json(Path(path).read_text())
+
+
+def figures(r: DemoReport) -> ModeFigures:
+    """The comparison's figures of one run."""
+    loss, b = r.loss, r.bytes
+    return ModeFigures(
+        mode=r.mode, packets_lost=loss.packets_lost, packets_lost_by_ev=loss.packets_lost_by_ev,
+        evs_with_loss=loss.evs_with_loss, link_packets_lost=loss.link_packets_lost, evs_retired=loss.evs_retired,
+        evs_retired_distinct=loss.evs_retired_distinct, t_last_loss_s=loss.t_last_loss_s,
+        retransmits_total=r.endpoint.retransmits_total, duration_s=r.duration_s, goodput_gbps=r.goodput_gbps,
+        bytes_sent=b.sent, bytes_verified=b.verified, hash_match=b.hash_match, passed=r.passed)
+
+
+def _minus(a, b):
+    return None if a is None or b is None else a - b
+
+
+def compare(ecmp: DemoReport, srv6: DemoReport, seed: int) -> ComparisonReport:
+    """The comparison of two runs of the same write and fault, one per mode.
+
+    Raises:
+        ValueError: the runs are not one ecmp and one srv6 run of the same size and fault.
+    """
+    if (ecmp.mode, srv6.mode) != ("ecmp", "srv6"):
+        raise ValueError(f"compare wants an ecmp run and an srv6 run, got {ecmp.mode} and {srv6.mode}")
+    same = ("bytes.sent", ecmp.bytes.sent, srv6.bytes.sent), ("fault", ecmp.fault, srv6.fault)
+    for what, x, y in same:
+        if x != y:
+            raise ValueError(f"the runs differ in {what}: {x} vs {y}")
+    e, s = figures(ecmp), figures(srv6)
+    diff = Difference(**{k: _minus(getattr(e, k), getattr(s, k)) for k in Difference.model_fields})
+    report = ComparisonReport(target=ecmp.target, size=ecmp.bytes.sent, seed=seed, fault=ecmp.fault,
+                              modes={"srv6": s, "ecmp": e}, difference=diff, runs={"srv6": srv6, "ecmp": ecmp})
+    report.checks = comparison_checks(report)
+    report.passed = all(c.ok for c in report.checks)
+    return report
+
+
+def comparison_checks(report: ComparisonReport) -> list[Check]:
+    """Each run's own checks (prefixed with its mode), and that both runs counted their loss
+    the same way (the endpoints' totals are the per-EV sums)."""
+    out = [Check(name=f"{mode}.{c.name}", ok=c.ok, detail=c.detail)
+           for mode in MODES for c in report.runs[mode].checks]
+    for mode in MODES:
+        m = report.modes[mode]
+        out.append(Check(name=f"{mode}.zero_bytes_lost", ok=m.hash_match and m.bytes_verified == m.bytes_sent,
+                         detail=f"{m.bytes_verified} of {m.bytes_sent} B verified, SHA-256 match {m.hash_match}"))
+    return out
+
+
+def run_comparison(opts, observer=None) -> ComparisonReport:
+    """Run the demo in EV-hash mode, then in SRv6 mode, with ``opts``'s size, fault and target
+    and one seed, and compare them (``opts`` is a ``mrckit.fabric.demo.DemoOptions``; its
+    ``mode`` is ignored). Each run builds its own fabric, ``<name>e`` then ``<name>s``, and tears
+    it down before the next starts.
+
+    Raises:
+        MrcError: a bad option, or either run failed (see ``run_demo``).
+    """
+    from .demo import Observer, run_demo
+
+    obs = observer or Observer()
+    base = opts.name or f"demo{os.getpid() % 100000}"
+    if len(base) > MAX_BASE_NAME:
+        raise MrcError(f"--name {base!r}: at most {MAX_BASE_NAME} characters with --mode ecmp "
+                       "(the two runs' fabrics are NAMEe and NAMEs)")
+    seed = opts.seed if opts.seed is not None else random.getrandbits(32)
+    reports = {}
+    for mode in MODES:
+        run_opts = dataclasses.replace(opts, mode=mode, seed=seed, name=f"{base}{mode[0]}",
+                                       logs=str(Path(opts.logs) / mode) if opts.logs else "")
+        run_opts.check()
+        obs.phase(f"run {MODES.index(mode) + 1} of 2: {mode} mode"
+                  + (" (switches hash the EV; hosts cannot see paths)" if mode == "ecmp"
+                     else " (hosts source-route each EV), the baseline"))
+        reports[mode] = run_demo(run_opts, obs)
+    return compare(reports["ecmp"], reports["srv6"], seed)
+
