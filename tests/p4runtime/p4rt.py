@@ -70,3 +70,64 @@ def batch_errors(exc) -> list:
                 out.append((err.canonical_code, err.message))
             return out
     return []
+
+
+# -- EV-hash mode: ipv6_fib (LPM, indirect) and the action selector ecmp_selector ----------------
+def profile_id(p4info, name: str = "ecmp_selector") -> int:
+    """P4Runtime id of an action profile by short name."""
+    return _by_alias(p4info.action_profiles, name).preamble.id
+
+
+def member(p4info, member_id: int, action: str | None = None, **params) -> p4r.ActionProfileMember:
+    """An ActionProfileMember of ecmp_selector (no action: for DELETE and reads)."""
+    msg = p4r.ActionProfileMember(action_profile_id=profile_id(p4info), member_id=member_id)
+    if action is not None:
+        act = _by_alias(p4info.actions, action)
+        msg.action.action_id = act.preamble.id
+        for p in act.params:
+            msg.action.params.add(param_id=p.id, value=value(params[p.name]))
+    return msg
+
+
+def group(p4info, group_id: int, members=(), max_size: int = 0, weight: int = 1) -> p4r.ActionProfileGroup:
+    """An ActionProfileGroup of ecmp_selector with ``members`` (ids, in the given order)."""
+    msg = p4r.ActionProfileGroup(action_profile_id=profile_id(p4info), group_id=group_id, max_size=max_size)
+    for m in members:
+        msg.members.add(member_id=m, weight=weight)
+    return msg
+
+
+def route(p4info, prefix: str | None, member_id: int | None = None, group_id: int | None = None) -> p4r.TableEntry:
+    """An ipv6_fib entry for ``prefix`` ("2001:db8::/64"; None or a /0: the field is omitted)
+    naming a member or a group (neither: for DELETE and reads)."""
+    import ipaddress
+    table = _by_alias(p4info.tables, "ipv6_fib")
+    msg = p4r.TableEntry(table_id=table.preamble.id)
+    net = ipaddress.IPv6Network(prefix) if prefix else None
+    if net is not None and net.prefixlen:
+        m = msg.match.add(field_id=table.match_fields[0].id)
+        m.lpm.value, m.lpm.prefix_len = value(int(net.network_address)), net.prefixlen
+    if member_id is not None:
+        msg.action.action_profile_member_id = member_id
+    if group_id is not None:
+        msg.action.action_profile_group_id = group_id
+    return msg
+
+
+def entity_update(kind: str, msg) -> p4r.Update:
+    """An Update of type INSERT/MODIFY/DELETE of a TableEntry, ActionProfileMember or Group."""
+    field = {p4r.TableEntry: "table_entry", p4r.ActionProfileMember: "action_profile_member",
+             p4r.ActionProfileGroup: "action_profile_group"}[type(msg)]
+    return p4r.Update(type=getattr(p4r.Update, kind), entity=p4r.Entity(**{field: msg}))
+
+
+def read_members(p4info=None, member_id: int = 0) -> p4r.Entity:
+    """A member read query: every profile (no ``p4info``), ecmp_selector, or one member."""
+    return p4r.Entity(action_profile_member=p4r.ActionProfileMember(
+        action_profile_id=profile_id(p4info) if p4info else 0, member_id=member_id))
+
+
+def read_groups(p4info=None, group_id: int = 0) -> p4r.Entity:
+    """A group read query: every selector (no ``p4info``), ecmp_selector, or one group."""
+    return p4r.Entity(action_profile_group=p4r.ActionProfileGroup(
+        action_profile_id=profile_id(p4info) if p4info else 0, group_id=group_id))

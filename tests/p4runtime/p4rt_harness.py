@@ -53,9 +53,12 @@ class Switch:
         return res.retval, res.data
 
     def snapshot(self) -> dict:
-        """Every table entry and default action, straight from the maps."""
-        return {t: (self.tables.read_entries(t), self.tables.default_action(t))
+        """Every table entry and default action, and every ECMP member, group and route,
+        straight from the maps."""
+        snap = {t: (self.tables.read_entries(t), self.tables.default_action(t))
                 for t in ("my_usid", "usid_fib", "port_config")}
+        return snap | {"members": self.tables.read_members(), "groups": self.tables.read_groups(),
+                       "routes": self.tables.read_routes()}
 
 
 class Client:
