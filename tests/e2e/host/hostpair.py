@@ -33,15 +33,18 @@ class Host:
         return str(self.cfg.nic_address)
 
 
-def host_config(idx: int, leaf: int, planes: int, settings: Settings, neighbor) -> AgentConfig:
+def host_config(idx: int, leaf: int, planes: int, settings: Settings, neighbor,
+                mode: str = "srv6") -> AgentConfig:
     ports = tuple(Port(p, f"plane{p}", port_address(p, leaf, 0), mac(idx, p), neighbor(p),
                        f"p{p}/t0-{leaf}/down-0") for p in range(planes))
     return AgentConfig(f"h{idx}", nic_address(leaf, 0), leaf, 0, "nic0", ports, (4,) * planes,
-                       settings=settings)
+                       settings=settings, mode=mode)
 
 
 @contextlib.contextmanager
-def host_pair(make_netns, planes: int = 2, settings: Settings | None = None):
+def host_pair(make_netns, planes: int = 2, settings: Settings | None = None, mode: str = "srv6"):
+    """Two hosts (leaf 0 and leaf 1) with agents in forwarding ``mode``, plane p of one wired
+    to plane p of the other."""
     settings = settings or Settings(rto_ns=50_000_000, probe_interval_ns=5_000_000, seed=3)
     ns = [make_netns(), make_netns()]
     for p in range(planes):
@@ -51,7 +54,7 @@ def host_pair(make_netns, planes: int = 2, settings: Settings | None = None):
     hosts = []
     try:
         for i in range(2):
-            cfg = host_config(i, i, planes, settings, lambda p, i=i: mac(1 - i, p))
+            cfg = host_config(i, i, planes, settings, lambda p, i=i: mac(1 - i, p), mode)
             create_nic_device("nic0", cfg.nic_address, PORT_MTU, ns=ns[i])
             agent = HostAgent()
             with netns.enter(ns[i]):
