@@ -10,7 +10,8 @@ Modules, bottom up:
   :class:`HostTarget` (name, agent address, NIC device, agent settings, TLS);
   :func:`targets_from_topology` reads them from a topology's ``p4runtime:``/``agent:`` fields.
 - ``pipeline``: :func:`load_pipeline` -> :class:`Pipeline` (P4Info + bmv2 JSON + cookie).
-- ``diff``: :func:`diff_entries` (pure): insert / modify / delete.
+- ``diff``: :func:`diff_entries` (pure): insert / modify / delete; :func:`diff_ecmp` for the
+  EV-hash mode members, groups and routes (:class:`EcmpTables`), in dependency order.
 - ``p4rt``: :func:`open_session` -> :class:`SwitchSession` (arbitration, cookie check,
   VERIFY_AND_COMMIT only on a cookie mismatch, Read, batched Write) with :class:`WriteCounts`.
 - ``hosts``: :func:`open_host` -> :class:`HostSession` (Configure, SetEvState by link,
@@ -20,6 +21,10 @@ Modules, bottom up:
   the reactor's connectivity guard.
 - ``reactor``: :class:`FailureReactor` (no I/O): events in, DENY / lift :class:`Action` s out,
   and the :class:`Timeline`.
+- ``reports``: :func:`report_link` -> ``<status dir>/<name>.links.jsonl``, read by a running
+  controller (``mrc controller link LINK --down``).
+- ``reroute``: :class:`Rerouter` (no I/O): EV-hash mode's reaction: link reports in, the
+  switches whose groups change out (issue 11).
 - ``controller``: :class:`Controller`, the runtime; ``status``: its status file.
 
 Using it from the fabric emulator (``mrckit.fabric``), which starts the servers itself::
@@ -49,18 +54,21 @@ Device ids: finsy's default is 1, bmv2's 0. Every :class:`SwitchTarget` carries 
 """
 
 from .controller import Controller, HostState, SwitchState
-from .diff import EntryDiff, diff_entries
+from .diff import EcmpDiff, EcmpTables, EntryDiff, diff_ecmp, diff_entries
 from .hosts import HostSession, host_config_proto, open_host
 from .localise import Localisation, localise
 from .p4rt import SwitchSession, WriteCounts, default_election_id, open_session
 from .pipeline import Pipeline, load_pipeline
 from .reactor import Action, FailureReactor
+from .reports import LinkReport, ReportInbox, report_link, reports_path
+from .reroute import Reroute, Rerouter
 from .status import STATUS_DIR, read_status, status_path
 from .targets import DEFAULT_DEVICE_ID, HostTarget, SwitchTarget, targets_from_topology
 from .timeline import Mark, Timeline, format_marks
 
 __all__ = [
-    "Controller", "HostState", "SwitchState", "EntryDiff", "diff_entries", "HostSession", "host_config_proto",
+    "Controller", "HostState", "SwitchState", "EntryDiff", "diff_entries", "EcmpDiff", "EcmpTables", "diff_ecmp",
+    "LinkReport", "ReportInbox", "report_link", "reports_path", "Reroute", "Rerouter", "HostSession", "host_config_proto",
     "open_host", "Localisation", "localise", "SwitchSession", "WriteCounts", "default_election_id", "open_session",
     "Pipeline", "load_pipeline", "Action", "FailureReactor", "STATUS_DIR", "read_status", "status_path",
     "DEFAULT_DEVICE_ID", "HostTarget", "SwitchTarget", "targets_from_topology", "Mark", "Timeline", "format_marks",

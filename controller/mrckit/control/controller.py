@@ -8,12 +8,18 @@ controller must not reset running hosts), push the current denials, then stream 
 into the :class:`~mrckit.control.reactor.FailureReactor`. A reaction loop polls the hosts' EV
 counters during a failure episode (good-path evidence), and carries out DENY and lift actions
 on every host. The state goes to a status file (``status.py``) for ``mrc controller status``.
+
+In EV-hash mode (``mode="ecmp"``, issue 11) the switches also get ``ecmp_selector`` members and
+groups and ``ipv6_fib`` routes, and the reaction differs: host evidence cannot name a path, so
+nothing is denied; link reports (``reports.py``, :meth:`Controller.link_report`) make the
+:class:`~mrckit.control.reroute.Rerouter` rewrite the groups of the affected switches.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -22,11 +28,14 @@ from pathlib import Path
 
 from ..errors import MrcError
 from ..topology import Topology, compile_fabric
+from .diff import EcmpTables, diff_ecmp
 from .hosts import HostSession, open_host
 from .localise import Localisation
 from .p4rt import CONNECT_TIMEOUT_S, WriteCounts, default_election_id, open_session
 from .pipeline import Pipeline
 from .reactor import GOOD, LIFT_SUCCESSES, SETTLE_NS, Action, FailureReactor
+from .reports import LinkReport, ReportInbox, reports_path
+from .reroute import Reroute, Rerouter
 from .status import STATUS_DIR, check_not_running, read_status, status_path, write_status
 from .targets import HostTarget, SwitchTarget
 from .timeline import Mark
@@ -53,6 +62,9 @@ class SwitchState:
     last: WriteCounts | None = None
     total: WriteCounts = field(default_factory=WriteCounts)
     error: str = ""
+    session: object | None = None             # the open SwitchSession while connected
+    installed: EcmpTables | None = None       # EV-hash tables as last written (None: unknown)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one writer at a time
 
     def as_dict(self) -> dict:
         """Plain data for the status file."""
@@ -81,6 +93,13 @@ class HostState:
                 "denied": sorted(self.denied), "events": self.events, "error": self.error}
 
 
+def _minus(a: WriteCounts, b: WriteCounts) -> WriteCounts:
+    """The writes counted in ``a`` since the snapshot ``b`` of the same session's counts."""
+    return WriteCounts(entries_read=a.entries_read - b.entries_read, inserted=a.inserted - b.inserted,
+                       modified=a.modified - b.modified, deleted=a.deleted - b.deleted,
+                       write_requests=a.write_requests - b.write_requests)
+
+
 def _add(total: WriteCounts, c: WriteCounts) -> None:
     total.pipeline_pushed |= c.pipeline_pushed
     for name in ("entries_read", "inserted", "modified", "deleted", "write_requests"):
@@ -96,7 +115,10 @@ class Controller:
             node of the topology.
         pipeline: the P4 program to push (``pipeline.py``).
         target: ``"ebpf"`` or ``"bmv2"`` (only the compiler's port-range check differs).
-        name: the status file's name (``/run/mrckit/controller/<name>.json``).
+        mode: ``"srv6"`` (uSID source routing; hosts are DENIED failed links) or ``"ecmp"``
+            (EV-hash mode, issue 11: groups are rewritten on link reports).
+        name: the status file's name (``/run/mrckit/controller/<name>.json``); link reports
+            are read from ``<name>.links.jsonl`` beside it (``reports.py``).
         status_dir: where status files go; None = keep no status file.
         election_id: ours (default: the wall clock in ms, so a restart wins).
         settle_ns, lift_successes: failure-reaction tuning (``reactor.py``).
@@ -110,12 +132,12 @@ class Controller:
     """
 
     def __init__(self, topology: Topology, switches: list[SwitchTarget], hosts: list[HostTarget],
-                 pipeline: Pipeline, *, target: str = "ebpf", name: str = "default",
+                 pipeline: Pipeline, *, target: str = "ebpf", mode: str = "srv6", name: str = "default",
                  status_dir: Path | str | None = STATUS_DIR, election_id: int | None = None,
                  settle_ns: int = SETTLE_NS, lift_successes: int = LIFT_SUCCESSES,
                  connect_timeout_s: float = CONNECT_TIMEOUT_S, reconfigure_hosts: bool = False):
-        self.topology, self.pipeline, self.name = topology, pipeline, name
-        self.compiled = compile_fabric(topology, target)
+        self.topology, self.pipeline, self.name, self.mode = topology, pipeline, name, mode
+        self.compiled = compile_fabric(topology, target, mode)
         for t in switches:
             topology.switch(t.name)  # raises TopologyError (an MrcError) naming it
         for h in hosts:
@@ -130,6 +152,9 @@ class Controller:
         self.status_file = status_path(name, status_dir) if status_dir is not None else None
         if self.status_file is not None:
             check_not_running(self.status_file)  # two would fight over primary (election ids)
+        self.rerouter = Rerouter(self.compiled, self.reactor.timeline) if mode == "ecmp" else None
+        self.inbox = ReportInbox(reports_path(name, status_dir)) if status_dir is not None else None
+        self._adopt_reports()
         self._carry_over_timeline()
         self.started_ns = time.time_ns()
         self.ready = asyncio.Event()  # every switch reconciled once and every host configured once
@@ -148,11 +173,19 @@ class Controller:
         st = self.switches[name]
         session = await open_session(st.target, self.pipeline, self.election_id, self.connect_timeout_s)
         try:
-            await session.reconcile(self.compiled.entries(name))
+            await self._reconcile(st, session)
         finally:
             await session.close()
         self._record(st, session.counts)
         return session.counts
+
+    async def _reconcile(self, st: SwitchState, session) -> None:
+        """Reconcile one switch (table entries; in EV-hash mode members, groups and routes)."""
+        async with st.lock:
+            name = st.target.name
+            ecmp = self.rerouter.desired(name) if self.rerouter is not None else None
+            await session.reconcile(self.compiled.entries(name), ecmp)
+            st.installed = ecmp
 
     async def program_switches(self) -> dict[str, WriteCounts]:
         """:meth:`program_switch` on every switch concurrently.
@@ -202,6 +235,8 @@ class Controller:
         tasks = [asyncio.create_task(self._switch_loop(st), name=f"switch-{n}") for n, st in self.switches.items()]
         tasks += [asyncio.create_task(self._host_loop(hs), name=f"host-{n}") for n, hs in self.hosts.items()]
         tasks.append(asyncio.create_task(self._react_loop(), name="react"))
+        if self.inbox is not None:
+            tasks.append(asyncio.create_task(self._reports_loop(), name="link-reports"))
         tasks.append(asyncio.create_task(self._ready_watch(), name="ready"))
         try:
             await stop.wait()
@@ -227,7 +262,8 @@ class Controller:
             try:
                 session = await open_session(st.target, self.pipeline, self.election_id, self.connect_timeout_s)
                 st.connected, st.error = True, ""
-                await session.reconcile(self.compiled.entries(st.target.name))
+                await self._reconcile(st, session)
+                st.session = session
                 self._record(st, session.counts)
                 delay = 0.2
                 await session.lost.wait()
@@ -236,7 +272,7 @@ class Controller:
                 st.error = str(exc)
                 log.warning("%s", exc)
             finally:
-                st.connected = False
+                st.connected, st.session, st.installed = False, None, None
                 self._dirty = True
                 if session is not None:
                     await session.close()
@@ -245,7 +281,7 @@ class Controller:
 
     def _record(self, st: SwitchState, counts: WriteCounts) -> None:
         st.reconciles += 1
-        st.last = counts
+        st.last = dataclasses.replace(counts)  # later reroute writes count on the session, not here
         _add(st.total, counts)
         self._dirty = True
 
@@ -289,6 +325,10 @@ class Controller:
                 (hs.denied.add if ev.reason == "LINK_DENIED" else hs.denied.discard)(ev.link)
                 self.reactor.adopt_denial(ev.link, ev.reason == "LINK_DENIED", ev.wall_time_ns)
             return
+        if self.rerouter is not None:  # EV-hash mode: EVs name no path, nothing to localise
+            self.rerouter.host_event(hs.target.name, ev, time.time_ns())
+            self._dirty = True
+            return
         self.reactor.event(hs.target.name, ev, time.time_ns())
         self._wake.set()
 
@@ -297,6 +337,101 @@ class Controller:
         for link in sorted(set(self.reactor.denied) - hs.denied):
             await hs.session.set_link_denied(link, True)
             hs.denied.add(link)
+
+    # --- link reports (EV-hash mode reroutes on them) ---------------------------------------
+    async def link_report(self, link: str, up: bool, time_ns: int | None = None,
+                          source: str = "") -> dict[str, int]:
+        """``link`` (design 3.3 name) went down (``up`` False) or came back. In EV-hash mode
+        the groups and routes of every affected switch are rewritten at once (``reroute.py``);
+        in SRv6 mode it only goes on the timeline (the hosts' evidence drives DENY there).
+        Returns switch -> updates written.
+
+        Raises:
+            TopologyError: the fabric has no such link (ValueError: a malformed name).
+        """
+        now = time.time_ns() if time_ns is None else time_ns
+        self._dirty = True
+        if self.rerouter is None:
+            self.compiled.down_links([link])  # raises for a link the fabric lacks
+            self.reactor.timeline.add("link_up" if up else "link_down", now, (link,), source or "reported")
+            return {}
+        change = self.rerouter.report(link, up, now, source)
+        if change is None:
+            return {}
+        return await self._carry_out_reroute(change)
+
+    async def _carry_out_reroute(self, change: Reroute) -> dict[str, int]:
+        async def one(name: str) -> int:
+            st = self.switches[name]
+            async with st.lock:
+                if st.session is None or st.installed is None:
+                    raise MrcError(f"switch {name} is not connected")
+                desired = self.rerouter.desired(name)
+                diff = diff_ecmp(desired, st.installed)
+                counts = st.session.counts
+                before = dataclasses.replace(counts)
+                try:
+                    await st.session.write_ecmp(diff)
+                except MrcError:
+                    st.installed = None  # unknown now: the reconnect reconciles it
+                    raise
+                finally:
+                    _add(st.total, _minus(counts, before))
+                st.installed = desired
+                return counts.writes - before.writes
+
+        names = [n for n in change.switches if n in self.switches]
+        results = await asyncio.gather(*(one(n) for n in names), return_exceptions=True)
+        written = {n: r for n, r in zip(names, results) if not isinstance(r, BaseException)}
+        failed = {n: str(r) for n, r in zip(names, results) if isinstance(r, BaseException)}
+        for name, why in failed.items():
+            log.warning("reroute %s on %s: %s", change.link, name, why)
+            st = self.switches[name]
+            if st.session is not None:
+                st.session.lost.set()  # reconnect and reconcile from a Read
+        self.rerouter.done(change, time.time_ns(), written, failed)
+        self._dirty = True
+        log.info("%s %s: %s", "restored" if change.up else "rerouted around", change.link,
+                 self.reactor.timeline.marks[-1].detail)
+        return written
+
+    def _adopt_reports(self) -> None:
+        """A fresh controller (no status file of a predecessor) drops reports left over from
+        an earlier fabric of the same name; a restarted one re-reads them to know which links
+        are down before it programs anything."""
+        if self.inbox is None:
+            return
+        if self.status_file is None or not self.status_file.exists():
+            self.inbox.discard()
+            return
+        down: dict[str, int] = {}
+        for r in self.inbox.read_new():
+            if r.up:
+                down.pop(r.link, None)
+            else:
+                down[r.link] = r.time_ns
+        if self.rerouter is None:
+            return
+        known = {}
+        for link, t in down.items():
+            try:
+                self.compiled.down_links([link])
+                known[link] = t
+            except (MrcError, ValueError) as exc:
+                log.warning("ignoring a report of link %s: %s", link, exc)
+        self.rerouter.adopt(known)
+
+    async def _reports_loop(self) -> None:
+        while True:
+            for r in self.inbox.read_new():
+                await self._report(r)
+            await asyncio.sleep(TICK_S)
+
+    async def _report(self, r: LinkReport) -> None:
+        try:
+            await self.link_report(r.link, r.up, r.time_ns, r.source)
+        except (MrcError, ValueError) as exc:
+            log.warning("link report %s: %s", r.link, exc)
 
     # --- reaction -----------------------------------------------------------------------------
     async def _react_loop(self) -> None:
@@ -364,10 +499,12 @@ class Controller:
             "name": self.name, "pid": os.getpid(), "started_ns": self.started_ns, "updated_ns": time.time_ns(),
             "topology": self.topology.summary(), "election_id": self.election_id,
             "pipeline": {"p4info": self.pipeline.p4info_path, "cookie": self.pipeline.cookie},
-            "ready": self.ready.is_set(),
+            "ready": self.ready.is_set(), "mode": self.mode,
             "switches": {n: st.as_dict() for n, st in self.switches.items()},
             "hosts": {n: hs.as_dict() for n, hs in self.hosts.items()},
-            "links_down": self.reactor.links_down(),
+            "links_down": sorted(set(self.reactor.links_down())
+                                 | set(self.rerouter.links_down() if self.rerouter else ())),
+            "rerouted": dict(sorted(self.rerouter.rerouted.items())) if self.rerouter else {},
             "denials": {link: t for link, t in sorted(self.reactor.denied.items())},
             "withheld": dict(sorted(self.reactor.withheld.items())),
             "localisation": None if loc is None else {

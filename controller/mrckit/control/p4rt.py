@@ -9,7 +9,10 @@ that design section 7 pins down are spelled out here so that they are visible an
    with P4Info + p4_device_config + cookie only when the cookie differs (bmv2 has no
    RECONCILE_AND_COMMIT; VERIFY_AND_COMMIT clears the tables);
 3. Read every entry of the tables we own, diff (``diff.py``), and Write only the difference,
-   in batches.
+   in batches. In EV-hash mode (issue 11) also the ``ecmp_selector`` members and groups and the
+   ``ipv6_fib`` routes, written in dependency order (``EcmpDiff.phases``). In SRv6 mode those
+   are neither read nor written: SRv6 DAs (under the uSID block) never match an ``ipv6_fib``
+   route, and a server without action profile support keeps working.
 
 The same code drives bmv2 and the eBPF target's server: it cannot tell them apart.
 """
@@ -17,6 +20,7 @@ The same code drives bmv2 and the eBPF target's server: it cannot tell them apar
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import time
 from collections.abc import Iterable
@@ -27,9 +31,9 @@ import finsy as fy
 from finsy.proto import p4r
 
 from ..errors import MrcError
-from ..topology import TableEntry
-from ..topology.entries import TABLES
-from .diff import EntryDiff, diff_entries
+from ..topology import ActionProfileGroup, ActionProfileMember, FibRoute, TableEntry
+from ..topology.entries import ECMP_SELECTOR, IPV6_FIB, TABLES
+from .diff import EcmpDiff, EcmpTables, EntryDiff, diff_ecmp, diff_entries
 from .pipeline import Pipeline
 from .targets import SwitchTarget
 
@@ -111,6 +115,7 @@ class SwitchSession:
     client: fy.P4Client
     counts: WriteCounts = field(default_factory=WriteCounts)
     lost: asyncio.Event = field(default_factory=asyncio.Event)
+    last_ecmp_diff: EcmpDiff = field(default_factory=EcmpDiff)
     _reader: asyncio.Task | None = None
 
     # --- requests -------------------------------------------------------------------------
@@ -170,6 +175,34 @@ class SwitchSession:
         self.counts.entries_read += len(out)
         return out
 
+    async def read_ecmp(self) -> EcmpTables:
+        """EV-hash mode: every ``ecmp_selector`` member and group and every ``ipv6_fib`` route.
+
+        Raises:
+            MrcError: the switch refused the Read, or the P4Info has no EV-hash tables.
+        """
+        schema = self.pipeline.schema
+        _check_ecmp_schema(schema, self.target.name)
+        req = p4r.ReadRequest()
+        req.entities.add().action_profile_member.action_profile_id = schema.action_profiles[ECMP_SELECTOR].id
+        req.entities.add().action_profile_group.action_profile_id = schema.action_profiles[ECMP_SELECTOR].id
+        req.entities.add().table_entry.table_id = schema.tables[IPV6_FIB].id
+        members, groups, routes = [], [], []
+        try:
+            async for reply in self.client.request_iter(req):
+                for e in reply.entities:
+                    if e.HasField("action_profile_member"):
+                        members.append(_decode_member(schema, e.action_profile_member))
+                    elif e.HasField("action_profile_group"):
+                        groups.append(_decode_group(e.action_profile_group))
+                    elif e.HasField("table_entry") and not e.table_entry.is_default_action:
+                        routes.append(_decode_route(schema, e.table_entry))
+        except fy.P4ClientError as exc:
+            raise MrcError(f"switch {self.target.name}: Read (ecmp_selector, ipv6_fib): {exc}") from None
+        self.counts.entries_read += len(members) + len(groups) + len(routes)
+        return EcmpTables(tuple(sorted(members, key=lambda m: m.member_id)),
+                          tuple(sorted(groups, key=lambda g: g.group_id)), tuple(routes))
+
     async def write(self, diff: EntryDiff, batch: int = WRITE_BATCH) -> None:
         """Write ``diff``: inserts and modifies first, then deletes (the switch never lacks
         a route it should have while stale ones go), ``batch`` updates per WriteRequest.
@@ -177,32 +210,58 @@ class SwitchSession:
         Raises:
             MrcError: the switch refused an update (its per-update errors are in the message).
         """
-        U = p4r.Update
-        updates = [(U.INSERT, e) for e in diff.insert] + [(U.MODIFY, e) for e in diff.modify] + \
-                  [(U.DELETE, e) for e in diff.delete]
+        updates = [("insert", e) for e in diff.insert] + [("modify", e) for e in diff.modify] + \
+                  [("delete", e) for e in diff.delete]
+        await self._write_phase(updates, batch)
+
+    async def write_ecmp(self, diff: EcmpDiff, batch: int = WRITE_BATCH) -> None:
+        """Write an EV-hash mode difference, phase by phase (``EcmpDiff.phases``: members,
+        groups, routes; then deletes in the reverse order), each phase in its own requests.
+
+        Raises:
+            MrcError: the switch refused an update; the phases after it are not written.
+        """
+        for phase in diff.phases():
+            await self._write_phase(phase, batch)
+
+    async def _write_phase(self, updates: list[tuple[str, object]], batch: int) -> None:
+        types = {"insert": p4r.Update.INSERT, "modify": p4r.Update.MODIFY, "delete": p4r.Update.DELETE}
         for start in range(0, len(updates), batch):
             chunk = updates[start:start + batch]
             req = p4r.WriteRequest(atomicity=p4r.WriteRequest.CONTINUE_ON_ERROR)
             for kind, e in chunk:
-                req.updates.add(type=kind, entity=_encode(self.pipeline.schema, e))
+                req.updates.add(type=types[kind], entity=_encode(self.pipeline.schema, e))
             self.counts.write_requests += 1
             await self._request(req, "Write")
             for kind, _ in chunk:
-                if kind == U.INSERT:
+                if kind == "insert":
                     self.counts.inserted += 1
-                elif kind == U.MODIFY:
+                elif kind == "modify":
                     self.counts.modified += 1
                 else:
                     self.counts.deleted += 1
 
-    async def reconcile(self, desired: Iterable[TableEntry]) -> EntryDiff:
+    async def reconcile(self, desired: Iterable[TableEntry], ecmp: EcmpTables | None = None) -> EntryDiff:
         """Pipeline by cookie, then Read, diff and write only the difference (design 7).
-        Returns the difference written."""
+        With ``ecmp`` (EV-hash mode), the members, groups and routes too: members and groups
+        are written before the table entries and routes, deletes after them. Returns the
+        table-entry difference written (the EV-hash one is :attr:`last_ecmp_diff`)."""
         await self.ensure_pipeline()
         diff = diff_entries(desired, await self.read_entries())
-        if diff:
-            log.info("switch %s: writing %s", self.target.name, diff.summary())
+        ecmp_diff = diff_ecmp(ecmp, await self.read_ecmp()) if ecmp is not None else EcmpDiff()
+        self.last_ecmp_diff = ecmp_diff
+        if diff or ecmp_diff:
+            log.info("switch %s: writing %s%s", self.target.name, diff.summary(),
+                     f"; {ecmp_diff.summary()}" if ecmp is not None else "")
+        phases = ecmp_diff.phases()
+        # Table entries go with the route upserts: after members and groups, before deletes.
+        upserts = [p for p in phases if p[0][0] != "delete"]
+        deletes = [p for p in phases if p[0][0] == "delete"]
+        for phase in upserts:
+            await self._write_phase(phase, WRITE_BATCH)
         await self.write(diff)
+        for phase in deletes:
+            await self._write_phase(phase, WRITE_BATCH)
         return diff
 
     async def close(self) -> None:
@@ -273,12 +332,71 @@ async def _arbitrate(session: SwitchSession):
 
 
 # --- entry codec (P4 names <-> P4Runtime ids, values as ints) --------------------------------
-def _encode(schema: fy.P4Schema, e: TableEntry) -> p4r.Entity:
+def _check_ecmp_schema(schema: fy.P4Schema, switch: str) -> None:
     try:
-        return fy.P4TableEntry(e.table, match=fy.P4TableMatch(e.match),
-                               action=fy.P4TableAction(e.action, **e.params)).encode(schema)
+        schema.tables[IPV6_FIB], schema.action_profiles[ECMP_SELECTOR]
+    except (KeyError, ValueError):
+        raise MrcError(f"switch {switch}: the pipeline has no table {IPV6_FIB} or action profile {ECMP_SELECTOR} "
+                       f"(EV-hash mode needs a P4 program from issue 11 on: run `make p4`)") from None
+
+
+def _entity(e) -> object:
+    """Our target-neutral entity as finsy's."""
+    if isinstance(e, TableEntry):
+        return fy.P4TableEntry(e.table, match=fy.P4TableMatch(e.match), action=fy.P4TableAction(e.action, **e.params))
+    if isinstance(e, FibRoute):
+        key = {e.field: (int(e.prefix.network_address), e.prefix.prefixlen)}
+        action = fy.P4IndirectAction(member_id=e.member) if e.member is not None else \
+            fy.P4IndirectAction(group_id=e.group)
+        return fy.P4TableEntry(e.table, match=fy.P4TableMatch(key), action=action)
+    if isinstance(e, ActionProfileMember):
+        return fy.P4ActionProfileMember(e.profile, member_id=e.member_id, action=fy.P4TableAction(e.action, **e.params))
+    if isinstance(e, ActionProfileGroup):
+        return fy.P4ActionProfileGroup(e.profile, group_id=e.group_id,
+                                       members=[fy.P4Member(m, weight=1) for m in e.members])
+    raise TypeError(f"cannot write {type(e).__name__}")
+
+
+def _encode(schema: fy.P4Schema, e) -> p4r.Entity:
+    """A table entry, ``ipv6_fib`` route, action profile member or group as a P4Runtime Entity.
+
+    Raises:
+        MrcError: it does not fit the P4Info (unknown name, value too wide).
+    """
+    try:
+        return _entity(e).encode(schema)
     except (ValueError, KeyError) as exc:
         raise MrcError(f"entry {e} does not fit the P4Info: {exc}") from None
+
+
+def _params(schema: fy.P4Schema, action) -> tuple[str, dict[str, int]]:
+    info = schema.actions[action.action_id]
+    return info.alias, {info.params[p.param_id].name: int.from_bytes(p.value, "big") for p in action.params}
+
+
+def _decode_member(schema: fy.P4Schema, m) -> ActionProfileMember:
+    action, params = _params(schema, m.action)
+    return ActionProfileMember(m.member_id, action, params, schema.action_profiles[m.action_profile_id].alias)
+
+
+def _decode_group(g) -> ActionProfileGroup:
+    # Weights are always 1 in what we write; a switch reporting another weight differs from
+    # the desired group, so keep the member twice rather than hide it (the diff then modifies).
+    members = [m.member_id for m in g.members for _ in range(max(1, m.weight))]
+    return ActionProfileGroup(g.group_id, tuple(sorted(members)))
+
+
+def _decode_route(schema: fy.P4Schema, te) -> FibRoute:
+    (m,) = te.match
+    prefix = ipaddress.IPv6Network((int.from_bytes(m.lpm.value, "big"), m.lpm.prefix_len), strict=False)
+    which = te.action.WhichOneof("type")
+    if which == "action_profile_member_id":
+        return FibRoute(prefix, member=te.action.action_profile_member_id)
+    if which == "action_profile_group_id":
+        return FibRoute(prefix, group=te.action.action_profile_group_id)
+    # A direct action in an indirect table is not something we write: a route to member 0
+    # differs from every desired route, so the diff replaces it.
+    return FibRoute(prefix, member=0)
 
 
 def _decode(schema: fy.P4Schema, te) -> TableEntry:

@@ -228,7 +228,7 @@ class CompiledFabric:
         Raises:
             TopologyError: a link the fabric does not have. ValueError: a malformed name.
         """
-        return links if isinstance(links, dict) else down_t1_links(self.topology, links)
+        return links if isinstance(links, DownLinks) else down_t1_links(self.topology, links)
 
     def members(self, switch: str | int) -> tuple[ActionProfileMember, ...]:
         """EV-hash mode: the ``ecmp_selector`` members of one switch, ascending id: one
@@ -287,7 +287,7 @@ class CompiledFabric:
 
     def switches(self, down: Iterable[str] | DownLinks = ()) -> Iterator[SwitchConfig]:
         """Every switch's config, in switch-id order, one at a time (``down``: see :meth:`switch`)."""
-        down = self.down_links(down) if self.mode == "ecmp" else {}
+        down = self.down_links(down) if self.mode == "ecmp" else DownLinks()
         for sid in range(len(self.topology.switches)):
             yield self.switch(sid, down)
 

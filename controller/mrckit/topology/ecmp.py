@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from ..wire.addressing import nic_address, parse_link_name
 from ..wire.constants import MAX_T0_PER_PLANE, UsidRole
@@ -48,8 +49,16 @@ from .plan import Role
 ALL_UPLINKS_GROUP = MAX_T0_PER_PLANE + 1
 """Group id of a T0's shared group of uplinks (1025: above every per-leaf group id L2 + 1)."""
 
-DownLinks = dict[tuple[int, int], frozenset[int]]
-"""T0-T1 links that are down: (plane, leaf) -> the T1 indexes whose link to that T0 is down."""
+@dataclass(frozen=True)
+class DownLinks:
+    """T0-T1 links that are down, parsed: ``by_t0`` maps (plane, leaf) to the T1 indexes whose
+    link to that T0 is down. Build it with :func:`down_t1_links`."""
+
+    by_t0: dict[tuple[int, int], frozenset[int]] = field(default_factory=dict)
+
+    def get(self, key: tuple[int, int], default=None):
+        """The T1 indexes down at T0 (plane, leaf), or ``default``."""
+        return self.by_t0.get(key, default)
 
 
 def member_id(port: int) -> int:
@@ -92,7 +101,7 @@ def down_t1_links(topo: Topology, links: Iterable[str]) -> DownLinks:
                 or topo.switch_at(Role.T1, name.plane, name.index) is None):
             raise TopologyError(f"no link {link} in this fabric")
         out.setdefault((name.plane, name.leaf), set()).add(name.index)
-    return {k: frozenset(v) for k, v in out.items()}
+    return DownLinks({k: frozenset(v) for k, v in out.items()})
 
 
 class EcmpPlan:
@@ -160,8 +169,8 @@ class EcmpPlan:
     def affected_switches(self, down_before: DownLinks, down_after: DownLinks) -> list[int]:
         """Switch ids whose groups or routes may differ between two sets of links down: every
         T0 of each plane where the sets differ (sorted)."""
-        changed = {key for key in down_before.keys() | down_after.keys()
-                   if down_before.get(key) != down_after.get(key)}
+        before, after = down_before.by_t0, down_after.by_t0
+        changed = {key for key in before.keys() | after.keys() if before.get(key) != after.get(key)}
         planes = {plane for plane, _ in changed}
         topo = self.topology
         return [sid for sid, s in enumerate(topo.switches) if s.role == Role.T0 and s.plane in planes]

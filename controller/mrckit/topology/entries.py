@@ -91,6 +91,10 @@ class ActionProfileMember:
     params: dict[str, int]
     profile: str = ECMP_SELECTOR
 
+    def identity(self) -> tuple:
+        """What P4Runtime identifies a member by: (action profile, member id)."""
+        return self.profile, self.member_id
+
     def __hash__(self) -> int:
         return hash((self.profile, self.member_id, self.action, tuple(sorted(self.params.items()))))
 
@@ -113,6 +117,10 @@ class ActionProfileGroup:
     group_id: int
     members: tuple[int, ...]
     profile: str = ECMP_SELECTOR
+
+    def identity(self) -> tuple:
+        """What P4Runtime identifies a group by: (action profile, group id)."""
+        return self.profile, self.group_id
 
     def __str__(self) -> str:
         return f"{self.profile} group {self.group_id} -> members {', '.join(map(str, self.members))}"
@@ -141,6 +149,10 @@ class FibRoute:
     def __post_init__(self):
         if (self.member is None) == (self.group is None):
             raise ValueError(f"route {self.prefix}: give exactly one of member and group")
+
+    def identity(self) -> tuple:
+        """What P4Runtime identifies the entry by: (table, prefix)."""
+        return self.table, self.prefix
 
     @property
     def field(self) -> str:

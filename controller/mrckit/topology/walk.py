@@ -123,7 +123,7 @@ class Walker:
 
     def __init__(self, fabric: CompiledFabric, cache_size: int = 256, down=()):
         self.fabric = fabric
-        down = fabric.down_links(down) if fabric.mode == "ecmp" else {}
+        down = fabric.down_links(down) if fabric.mode == "ecmp" else ()
         self._view = functools.lru_cache(maxsize=cache_size)(lambda name: _SwitchView(fabric.switch(name, down)))
 
     def walk(self, src: str, dst: str, ev: int) -> Trace:
