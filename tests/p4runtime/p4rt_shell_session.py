@@ -2,8 +2,11 @@
 
 Usage: python p4rt_shell_session.py ADDRESS P4INFO DEVICE_CONFIG STEP
 STEP "setup" pushes the pipeline; "write" inserts in every table and modifies the default
-entries; "modify", "delete" and "read" act on what "write" made. Each run prints one JSON object
-with what p4runtime-shell read back, so the test can compare it with the BPF maps.
+entries; "modify", "delete" and "read" act on what "write" made. "ecmp" inserts ecmp_selector
+members 2 and 3, group 7 of both, and ipv6_fib entries naming the group and a member;
+"ecmp-modify" and "ecmp-delete" change and remove them; "ecmp-bad" tries a weighted member.
+Each run prints one JSON object with what p4runtime-shell read back, so the test can compare
+it with the BPF maps.
 """
 
 import json
@@ -13,6 +16,9 @@ import p4runtime_sh.shell as sh
 
 KEY = "hdr.outer_ipv6.dst_addr[127:80]"
 PORT_KEY = "standard_metadata.egress_spec"
+FIB_KEY = "hdr.outer_ipv6.dst_addr"
+SELECTOR = "ecmp_selector"
+NET, HOST = "2001:db8:100:1::/64", "2001:db8:100:1::2/128"
 
 
 def entry(table, key_field, key, action=None, **params):
@@ -37,6 +43,54 @@ def counters(name, index=None):
     if index is not None:
         ce.index = index
     return [(c.msg().index.index, c.msg().data.packet_count, c.msg().data.byte_count) for c in ce.read()]
+
+
+def member(member_id, action, **params):
+    m = sh.ActionProfileMember(SELECTOR)(action=action, member_id=member_id)
+    for name, value in params.items():
+        m.action[name] = value
+    return m
+
+
+def route(prefix, **ref):
+    te = sh.TableEntry("ipv6_fib")
+    te.match[FIB_KEY] = prefix
+    for name, value in ref.items():  # member_id= or group_id=
+        setattr(te, name, value)
+    return te
+
+
+def ecmp_step(step, out):
+    if step == "ecmp":
+        member(2, "set_egress", port="1").insert()
+        member(3, "set_egress", port="2").insert()
+        sh.ActionProfileGroup(SELECTOR)(group_id=7).add(3).add(2).insert()
+        route(NET, group_id=7).insert()
+        route(HOST, member_id=3).insert()
+    elif step == "ecmp-modify":
+        member(2, "set_egress", port="4").modify()
+        sh.ActionProfileGroup(SELECTOR)(group_id=7).add(2).modify()
+        route(HOST, member_id=2).modify()
+    elif step == "ecmp-delete":
+        route(NET).delete()
+        route(HOST).delete()
+        sh.ActionProfileGroup(SELECTOR)(group_id=7).delete()
+        sh.ActionProfileMember(SELECTOR)(member_id=2).delete()
+        sh.ActionProfileMember(SELECTOR)(member_id=3).delete()
+    elif step == "ecmp-bad":
+        try:
+            sh.ActionProfileGroup(SELECTOR)(group_id=8).add(2, weight=3).insert()
+            out["error"] = None
+        except Exception as exc:  # p4runtime-shell's P4RuntimeWriteException
+            out["error"] = str(exc)
+    out["members"] = sorted([m.msg().member_id, m.msg().action.action_id, [p.value.hex() for p in m.msg().action.params]]
+                            for m in sh.ActionProfileMember(SELECTOR).read())
+    out["groups"] = sorted([g.msg().group_id, [(x.member_id, x.weight) for x in g.msg().members]]
+                           for g in sh.ActionProfileGroup(SELECTOR).read())
+    out["routes"] = sorted([te.msg().match[0].lpm.value.hex(), te.msg().match[0].lpm.prefix_len,
+                            te.msg().action.WhichOneof("type"), te.msg().action.action_profile_member_id
+                            or te.msg().action.action_profile_group_id]
+                           for te in sh.TableEntry("ipv6_fib").read())
 
 
 def main():
@@ -70,6 +124,8 @@ def main():
                 out["error"] = None
             except Exception as exc:  # p4runtime-shell's P4RuntimeWriteException
                 out["error"] = str(exc)
+        elif step.startswith("ecmp"):
+            ecmp_step(step, out)
         out["tables"] = {t: dump(t) for t in ("my_usid", "usid_fib", "port_config")}
         out["default"] = [te.msg().action.action.params[0].value.hex() if te.msg().action.action.params else ""
                           for te in sh.TableEntry("usid_fib")(is_default=True).read()]

@@ -94,3 +94,44 @@ def test_mrc_shell_without_the_virtualenv_is_a_clear_error(tmp_path):
     proc = subprocess.run([str(ROOT / ".venv/bin/mrc"), "shell", "unix:/nonexistent"], env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "make p4rt-shell" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_p4runtime_shell_programs_members_groups_and_lpm_routes(need_shell, server, switch, tmp_path):
+    """ecmp_selector and ipv6_fib through p4runtime-shell (EV-hash mode): the maps, the reads
+    and the forwarding follow each step."""
+    from test_p4rt_ecmp_forwarding import frame as ecmp_frame
+    from mrckit.wire.ecmp import ev_member
+
+    switch.wire_ports([1, 2, 4], ingress=0)
+    set_egress = {a.preamble.alias: a.preamble.id for a in load_p4info().actions}["set_egress"]
+    net_hex = "20010db8010000010000000000000000"
+    shell(server.address, "setup", tmp_path)
+
+    out = shell(server.address, "ecmp", tmp_path)
+    assert out["members"] == [[2, set_egress, ["01"]], [3, set_egress, ["02"]]]
+    assert out["groups"] == [[7, [[2, 1], [3, 1]]]]
+    assert out["routes"] == [[net_hex, 64, "action_profile_group_id", 7],
+                             [net_hex[:-1] + "2", 128, "action_profile_member_id", 3]]
+    assert switch.tables.read_groups() == {7: (2, 3)}
+    assert {str(p): r for p, r in switch.tables.read_routes().items()} == {
+        "2001:db8:100:1::/64": ("group", 7), "2001:db8:100:1::2/128": ("member", 3)}
+    for ev in (0x11, 0x2222, 0x30303, 0x4040404):
+        verdict, data = switch.run(ecmp_frame(ev, "2001:db8:100:1::9"))
+        assert verdict == XDP_REDIRECT and Ether(data)[IPv6].hlim == 63
+    assert switch.tables.counter("tx_port", 1)[0] + switch.tables.counter("tx_port", 2)[0] == 4
+    want = sum(ev_member([2, 3], ev) == 2 for ev in (0x11, 0x2222, 0x30303, 0x4040404))
+    assert switch.tables.counter("tx_port", 1)[0] == want
+
+    out = shell(server.address, "ecmp-bad", tmp_path)
+    assert "UNIMPLEMENTED" in out["error"] and "weighted" in out["error"]
+
+    out = shell(server.address, "ecmp-modify", tmp_path)
+    assert out["members"][0] == [2, set_egress, ["04"]] and out["groups"] == [[7, [[2, 1]]]]
+    assert out["routes"][1][2:] == ["action_profile_member_id", 2]
+    switch.run(ecmp_frame(5, "2001:db8:100:1::2"))
+    assert switch.tables.counter("tx_port", 4)[0] == 1  # the /128 names member 2, now port 4
+
+    out = shell(server.address, "ecmp-delete", tmp_path)
+    assert out["members"] == [] and out["groups"] == [] and out["routes"] == []
+    assert switch.snapshot()["routes"] == {} and switch.tables.read_members() == {}
+    assert switch.run(ecmp_frame(5, "2001:db8:100:1::2"))[0] == XDP_DROP
