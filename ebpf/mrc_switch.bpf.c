@@ -4,13 +4,17 @@
  *
  * One program is attached to every port of a switch. For each frame it:
  *   1. drops non-IPv6 (not_ipv6), short frames (malformed) and hop limit <= 1 (hop_limit);
+ *   1b. EV-hash mode (ECMP_CONTRACT.md section 2): looks up ipv6_fib (LPM, full DA of the first
+ *      IPv6 header); on a hit its member, or the member of its group that the EV hashes to
+ *      (CRC-32 of flow label and UDP source port, as bmv2's action selector), gives the egress
+ *      port or drops (no_route), and steps 2-3 are skipped;
  *   2. applies the uN step once: when the first 48 bits of the outer DA are (locator, my uSID)
  *      it shifts the 96 bits after the 32-bit locator left by 16, zero-filled
  *      (RFC 9800 NEXT-C-SID, lblen 32, nflen 16);
  *   3. looks up the egress port exactly on the first 48 bits of the (shifted) DA (no_route);
  *   4. decrements the hop limit and rewrites the MACs from `port_config`;
  *   5. runs the virtual queue of the egress port: trims congested TRIMMABLE/TRIMMABLE_RETX
- *      writes to their headers, drops other congested traffic (congestion), never touches
+ *      writes to their headers (encapsulated, or EV-hash mode's UDP right after the IPv6), drops other congested traffic (congestion), never touches
  *      CONTROL or already-trimmed packets;
  *   6. marks CE on ECT packets above the ECN threshold on ports that do not face a host;
  *   7. redirects through the `tx_ports` DEVMAP.
@@ -22,6 +26,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "mrc_wire.h"
+#include "mrc_crc32.h"
 
 #define MAX_PORTS 512
 #define IFINDEX_SLOTS 1024 /* power of two */
@@ -35,6 +40,8 @@
 #define OFF_UDP (OFF_INNER_IP6 + MRC_IPV6_LEN)
 #define OFF_BTH (OFF_UDP + MRC_UDP_LEN)
 #define OFF_AFTER_BTH (OFF_BTH + MRC_BTH_LEN)
+/* The UDP header of an EV-hash mode frame, right after the only IPv6 header. */
+#define OFF_UDP_NOENCAP (OFF_OUTER_IP6 + MRC_IPV6_LEN)
 
 enum table_action_id {
 	ACTION_NOACTION = 0,
@@ -317,26 +324,23 @@ static __always_inline void vqueue_enqueue(struct vqueue *q, __u64 service_ns, _
 		__sync_fetch_and_add(&q->busy_until_ns, service_ns);
 }
 
-/* Frame length after trimming an MRC write to its last header (design section 4, step 5),
- * or 0 when the frame is not an MRC write with complete headers. */
-static __always_inline __u32 trim_length(void *data, void *data_end)
+/* Frame length up to the last header of an MRC write whose UDP header is at `udp_off`, or 0
+ * when the frame is not an MRC write with complete headers. */
+static __always_inline __u32 write_headers_length(void *data, void *data_end, __u32 udp_off)
 {
-	__u8 *inner = data + OFF_INNER_IP6;
-	__u8 *outer = data + OFF_OUTER_IP6;
-	__u8 *bth = data + OFF_BTH;
-	__u16 *dport = data + OFF_UDP + 2;
+	__u8 *bth = data + udp_off + MRC_UDP_LEN;
+	__u16 *dport = data + udp_off + 2;
 	__u32 len;
 	__u8 op;
 
 	if ((void *)(bth + MRC_BTH_LEN) > data_end)
 		return 0;
-	if (outer[6] != MRC_IPPROTO_IPV6 || inner[6] != MRC_IPPROTO_UDP ||
-	    *dport != bpf_htons(MRC_UDP_PORT_ROCEV2))
+	if (*dport != bpf_htons(MRC_UDP_PORT_ROCEV2))
 		return 0;
 	op = bth[0];
 	if (op < MRC_OP_WRITE_FIRST || op > MRC_OP_WRITE_ONLY_IMM)
 		return 0;
-	len = OFF_AFTER_BTH + MRC_METH_LEN + MRC_RETH_LEN;
+	len = udp_off + MRC_UDP_LEN + MRC_BTH_LEN + MRC_METH_LEN + MRC_RETH_LEN;
 	if (bth[8] & MRC_BTH_FLAG_TS)
 		len += MRC_TSETH_LEN;
 	if (op == MRC_OP_WRITE_LAST_IMM || op == MRC_OP_WRITE_ONLY_IMM)
@@ -346,9 +350,27 @@ static __always_inline __u32 trim_length(void *data, void *data_end)
 	return len;
 }
 
-/* Cut the frame to `len` bytes and fix the outer/inner payload lengths and UDP length.
+/* Frame length after trimming an MRC write to its last header (design section 4, step 5),
+ * or 0 when the frame is not an MRC write with complete headers. The write is either
+ * encapsulated (outer next header 41, inner 17) or, in EV-hash mode, a UDP header follows the
+ * only IPv6 header (ECMP_CONTRACT.md section 1). */
+static __always_inline __u32 trim_length(void *data, void *data_end)
+{
+	__u8 *outer = data + OFF_OUTER_IP6;
+	__u8 *inner = data + OFF_INNER_IP6;
+
+	if (outer[6] == MRC_IPPROTO_UDP)
+		return write_headers_length(data, data_end, OFF_UDP_NOENCAP);
+	if (outer[6] != MRC_IPPROTO_IPV6 || (void *)(inner + MRC_IPV6_LEN) > data_end ||
+	    inner[6] != MRC_IPPROTO_UDP)
+		return 0;
+	return write_headers_length(data, data_end, OFF_UDP);
+}
+
+/* Cut the frame to `len` bytes and fix the IPv6 payload length(s) and the UDP length; `encap`:
+ * the frame has an inner IPv6 header (else the UDP header follows the only one).
  * Returns 0 on success. */
-static __always_inline int trim_to(struct xdp_md *ctx, __u32 len)
+static __always_inline int trim_to(struct xdp_md *ctx, __u32 len, int encap)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -359,12 +381,20 @@ static __always_inline int trim_to(struct xdp_md *ctx, __u32 len)
 		return -1;
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
+	outer = data + OFF_OUTER_IP6;
+	if (!encap) {
+		udp = data + OFF_UDP_NOENCAP;
+		if ((void *)(udp + MRC_UDP_LEN) > data_end)
+			return -1;
+		*(__u16 *)(outer + 4) = bpf_htons(len - OFF_INNER_IP6);
+		*(__u16 *)(udp + 4) = bpf_htons(len - OFF_UDP_NOENCAP);
+		return 0;
+	}
 	if (data + OFF_BTH > data_end)
 		return -1;
-	outer = data + OFF_OUTER_IP6;
+	*(__u16 *)(outer + 4) = bpf_htons(len - OFF_INNER_IP6);
 	inner = data + OFF_INNER_IP6;
 	udp = data + OFF_UDP;
-	*(__u16 *)(outer + 4) = bpf_htons(len - OFF_INNER_IP6);
 	*(__u16 *)(inner + 4) = bpf_htons(len - OFF_UDP);
 	*(__u16 *)(udp + 4) = bpf_htons(len - OFF_UDP);
 	return 0;
@@ -433,6 +463,78 @@ static __always_inline int route(__u8 *da)
 	return (int)act->port;
 }
 
+/* The EV hash of ECMP_CONTRACT.md section 3 (mrckit.wire.ecmp): CRC-32 of the selector fields
+ * packed MSB first, zero-padded: flow label (20 bits) | UDP source port (16 bits) | 0000, or
+ * flow label | 0000 when the P4 parser would not have extracted a UDP header (the one after
+ * the first IPv6, or after the inner one of an encapsulated frame, all 8 bytes in the frame). */
+static __always_inline __u32 ecmp_hash(void *data, void *data_end)
+{
+	__u8 *ip6 = data + OFF_OUTER_IP6;
+	__u8 *inner = data + OFF_INNER_IP6;
+	__u8 *udp = 0;
+	__u32 fl = ((__u32)(ip6[1] & 0x0f) << 16) | ((__u32)ip6[2] << 8) | ip6[3];
+	__u32 crc = MRC_CRC32_INIT;
+	__u32 sport;
+
+	if (ip6[6] == MRC_IPPROTO_UDP)
+		udp = data + OFF_UDP_NOENCAP;
+	else if (ip6[6] == MRC_IPPROTO_IPV6 && (void *)(inner + MRC_IPV6_LEN) <= data_end &&
+		 inner[6] == MRC_IPPROTO_UDP)
+		udp = data + OFF_UDP;
+	crc = mrc_crc32_byte(crc, (__u8)(fl >> 12));
+	crc = mrc_crc32_byte(crc, (__u8)(fl >> 4));
+	if (udp && (void *)(udp + MRC_UDP_LEN) <= data_end) {
+		sport = ((__u32)udp[0] << 8) | udp[1];
+		crc = mrc_crc32_byte(crc, (__u8)((fl << 4) | (sport >> 12)));
+		crc = mrc_crc32_byte(crc, (__u8)(sport >> 4));
+		crc = mrc_crc32_byte(crc, (__u8)(sport << 4));
+	} else {
+		crc = mrc_crc32_byte(crc, (__u8)(fl << 4));
+	}
+	return crc ^ MRC_CRC32_XOROUT;
+}
+
+enum fib_result {
+	FIB_MISS = 0, /* no ipv6_fib entry: the uN path decides */
+	FIB_HIT = 1,  /* *port is the egress port */
+	FIB_DROP = 2, /* a drop() member, an empty group, or an id with no entry: no_route */
+};
+
+/* ipv6_fib and its action selector (ECMP_CONTRACT.md section 2): LPM on the full DA of the
+ * first IPv6 header, then the member named, or the member at hash % count of the group named
+ * (members ascending by id). */
+static __always_inline int fib_route(void *data, void *data_end, __u32 *port)
+{
+	struct ipv6_lpm_key key = { .prefixlen = 128 };
+	struct table_action *act;
+	struct ecmp_group *group;
+	struct fib_ref *ref;
+	__u32 member, idx;
+
+	__builtin_memcpy(key.addr, data + OFF_OUTER_IP6 + 24, 16);
+	ref = bpf_map_lookup_elem(&ipv6_fib, &key);
+	if (!ref)
+		return FIB_MISS;
+	member = ref->id;
+	if (ref->kind == FIB_REF_GROUP) {
+		group = bpf_map_lookup_elem(&ecmp_group, &member);
+		if (!group || group->count == 0 || group->count > ECMP_MAX_GROUP_SIZE)
+			return FIB_DROP;
+		idx = ecmp_hash(data, data_end) % group->count;
+		/* idx < count <= 256 already; the barrier keeps clang from dropping the mask the
+		 * verifier needs to bound the index. */
+		asm volatile("" : "+r"(idx));
+		member = group->member[idx & (ECMP_MAX_GROUP_SIZE - 1)];
+	} else if (ref->kind != FIB_REF_MEMBER) {
+		return FIB_DROP;
+	}
+	act = bpf_map_lookup_elem(&ecmp_member, &member);
+	if (!act || act->action != ACTION_SET_EGRESS || act->port >= MAX_PORTS)
+		return FIB_DROP;
+	*port = act->port;
+	return FIB_HIT;
+}
+
 SEC("xdp")
 int mrc_switch(struct xdp_md *ctx)
 {
@@ -446,7 +548,7 @@ int mrc_switch(struct xdp_md *ctx)
 	struct queue_rate *rate;
 	__u8 *ip6, tclass, dscp, ecn;
 	struct vqueue *q = 0;
-	int known, egress, trim_congested = 0, ecn_congested = 0;
+	int known, egress, fib, trim_congested = 0, ecn_congested = 0;
 
 	in_port = ingress_port(ctx, &known);
 	if (!known)
@@ -465,10 +567,15 @@ int mrc_switch(struct xdp_md *ctx)
 	if (ip6[7] <= 1)
 		return drop(in_port, MRC_DROP_HOP_LIMIT, len);
 
-	egress = route(ip6 + 24);
-	if (egress < 0)
+	fib = fib_route(data, data_end, &out_port);
+	if (fib == FIB_DROP)
 		return drop(in_port, MRC_DROP_NO_ROUTE, len);
-	out_port = (__u32)egress;
+	if (fib == FIB_MISS) {
+		egress = route(ip6 + 24);
+		if (egress < 0)
+			return drop(in_port, MRC_DROP_NO_ROUTE, len);
+		out_port = (__u32)egress;
+	}
 	/* No device behind the port: the route leads nowhere. */
 	if (bpf_redirect_map(&tx_ports, out_port, 0) != XDP_REDIRECT)
 		return drop(in_port, MRC_DROP_NO_ROUTE, len);
@@ -512,7 +619,7 @@ int mrc_switch(struct xdp_md *ctx)
 	set_tclass(ip6, (__u8)(dscp << 2 | ecn));
 
 	if (trim_len) {
-		if (trim_to(ctx, trim_len))
+		if (trim_to(ctx, trim_len, ip6[6] == MRC_IPPROTO_IPV6))
 			return drop(out_port, MRC_DROP_MALFORMED, len);
 		count(&trim_port, out_port, trim_len);
 		len = trim_len;

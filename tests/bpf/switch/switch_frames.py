@@ -73,6 +73,21 @@ def mrc_frame(da: str, *, opcode: int = Opcode.WRITE_ONLY, dscp: int = Dscp.TRIM
     return bytes(pkt)
 
 
+def ecmp_frame(da: str = HOST_B, *, fl: int = 0x5678, sport: int = 0x1234, opcode: int = Opcode.WRITE_ONLY,
+               dscp: int = Dscp.TRIMMABLE, ecn: int = 0, hlim: int = 64, ts: bool = False, payload: int = 256,
+               icrc: bool = True, src: str = "02:00:00:00:01:01", dst: str = SWITCH_MAC,
+               dport: int = 4791) -> bytes:
+    """An EV-hash mode MRC frame (ECMP_CONTRACT.md section 1): Ether | IPv6 (nh 17, flow label
+    ``fl``) | UDP (source port ``sport``) | headers | payload | ICRC, no outer header."""
+    body = mrc_headers(opcode, ts=ts) + bytes((i * 7) & 0xFF for i in range(payload))
+    if icrc:
+        body += ICRC
+    pkt = (Ether(src=src, dst=dst) /
+           IPv6(src=HOST_A, dst=da, nh=17, hlim=hlim, tc=(dscp << 2) | ecn, fl=fl) /
+           UDP(sport=sport, dport=dport, chksum=0) / Raw(body))
+    return bytes(pkt)
+
+
 def ipv4_frame() -> bytes:
     """An IPv4 frame, for not_ipv6."""
     return bytes(Ether(src="02:00:00:00:01:01", dst=SWITCH_MAC) / IP(src="192.0.2.1", dst="192.0.2.2") /

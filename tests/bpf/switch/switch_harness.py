@@ -63,3 +63,18 @@ def leaf(sw, my_usid=T0_0, *, trim=INF, ecn=INF):
         sw.tables.write_entry("usid_fib", prefix48(usid), "set_egress", {"port": port})
     for port in range(4):
         port_config(sw, port, faces_host=port in (HOST_PORT, HOST_PORT_2), trim=trim, ecn=ecn)
+
+
+COUNTER_NAMES = ("rx_port", "tx_port", "trim_port", "ecn_port", "drop_port", "drop_reason")
+
+
+def counters(sw):
+    """Every non-zero counter cell: name -> {index: (packets, bytes)}."""
+    return {name: sw.tables.counters(name) for name in COUNTER_NAMES}
+
+
+def expect_counters(sw, **nonzero):
+    """Assert that the counters named in ``nonzero`` hold exactly those cells, the others none."""
+    want = {name: {} for name in COUNTER_NAMES}
+    want.update(nonzero)
+    assert counters(sw) == want

@@ -6,20 +6,10 @@ the design by hand (uSID values, shifted DAs, trimmed lengths), never taken from
 
 import pytest
 from switch_harness import (DOWN_2, FABRIC_PORT, FABRIC_PORT_2, HOST_PORT, HOST_PORT_2, T0_0, T0_1, T1_5,
-                            XDP_DROP, XDP_REDIRECT, leaf, mac)
+                            XDP_DROP, XDP_REDIRECT, expect_counters, leaf, mac)
 from switch_frames import container, ipv4_frame, mrc_frame, outer, prefix48
 
 from mrckit.wire.constants import Dscp, Ecn, Opcode
-
-def counters(sw):
-    return {name: sw.tables.counters(name)
-            for name in ("rx_port", "tx_port", "trim_port", "ecn_port", "drop_port", "drop_reason")}
-
-
-def expect_counters(sw, **nonzero):
-    want = {name: {} for name in ("rx_port", "tx_port", "trim_port", "ecn_port", "drop_port", "drop_reason")}
-    want.update(nonzero)
-    assert counters(sw) == want
 
 
 # --- uN shift and FIB ------------------------------------------------------------------------
