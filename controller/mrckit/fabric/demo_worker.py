@@ -39,8 +39,9 @@ import numpy as np
 from ..errors import MrcError
 
 MODULE = "mrckit.fabric.demo_worker"
-EV_REPORT_S = 0.05
-"""How often the responder reports its per-EV packet counts (the demo's EV-table sampling period)."""
+EV_REPORT_S = 0.02
+"""How often the responder reports its per-EV packet counts: every progress line (``--every``
+0.02 s), so the demo pairs each EV-table sample with counts at most this old."""
 SACK_EVERY_PACKET = 1
 """Responder SACK coalescing, bytes: a SACK (and so an echoed EV) per packet, which is what
 the host agent's per-EV ack times need."""

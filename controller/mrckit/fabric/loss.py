@@ -14,7 +14,9 @@ of fault:
   final loss is ``L = tx - rx``. Its last loss happened before the first sample from which on
   its running deficit ``tx(t) - rx(t)`` (rx from the responder's last report at or before t,
   so packets in flight only raise it) never falls below L. The last loss of the run is the
-  latest of those, with one sampling period of resolution;
+  latest of those: exact to one sampling period (50 ms) when the counts are in step, and never
+  later than the truth (packets in flight at a sample can only make a loss look settled
+  early; the responder reports every 20 ms, about half a packet per EV at the demo's rates);
 - **at the switches** (a cross-check by another witness): the failed link's two switch ports,
   ``tx_port`` at one end minus ``rx_port`` at the other, both directions, from the fault to the
   end. It sees every class of packet (data, SACKs, probes), whatever drops them: a link down,
