@@ -123,8 +123,13 @@ class Walker:
 
     def __init__(self, fabric: CompiledFabric, cache_size: int = 256, down=()):
         self.fabric = fabric
-        down = fabric.down_links(down) if fabric.mode == "ecmp" else ()
-        self._view = functools.lru_cache(maxsize=cache_size)(lambda name: _SwitchView(fabric.switch(name, down)))
+        self.mode = getattr(fabric, "mode", "srv6")
+        if self.mode == "ecmp":
+            down = fabric.down_links(down)
+            compile_one = functools.partial(fabric.switch, down=down)
+        else:
+            compile_one = fabric.switch
+        self._view = functools.lru_cache(maxsize=cache_size)(lambda name: _SwitchView(compile_one(name)))
 
     def walk(self, src: str, dst: str, ev: int) -> Trace:
         """Forward one packet with EV ``ev`` from host ``src`` towards host ``dst`` (names or
@@ -145,7 +150,7 @@ class Walker:
             raise TopologyError(f"EV 0x{ev:08x} names plane {plane}; {s.name} has ports on planes "
                                 f"0..{topo.planes - 1}")
         dloc = parse_nic_address(d.nic_address)
-        if self.fabric.mode == "ecmp":
+        if self.mode == "ecmp":
             da = int(d.nic_address)  # no outer header (ECMP contract section 1)
         else:
             da = int(path_da(plane, t1, s.leaf, dloc.leaf, dloc.downlink, topo.locator))
