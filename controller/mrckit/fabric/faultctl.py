@@ -8,6 +8,11 @@ This kernel has no netem (design section 9), so:
 - ``loss PCT`` and ``blackhole``: the fault XDP program of ``mrckit.fabric.faults`` in front
   of the switch or host program on BOTH ends (each end faults the traffic it receives), so
   both directions lose;
+- in EV-hash (ecmp) mode, a fault that takes the link's carrier down (``down``, each down and up
+  of ``flap``) is reported to the fabric's controller (``mrckit.control.report_link``), as a
+  real switch's PHY would tell it; the controller then takes the link out of the ECMP groups
+  and puts it back on restore. ``loss`` and ``blackhole`` leave the link up, and nothing tells
+  the switches; in SRv6 mode nothing is reported (the hosts localise failures, design 7);
 - ``fail switch S``: the switch's dataplane is detached: on the eBPF target its XDP program
   leaves every port (its pinned tables stay, so restore re-attaches the same state); on bmv2
   the process is stopped (SIGSTOP) and continued on restore.
@@ -88,8 +93,11 @@ def fail_link(state: FabricState, a: str, b: str, kind: str, value: float | None
                        else faults.Fault(blackhole=True))
     elif kind == "down":
         _set_links(ends, up=False)
+        _report(state, key, up=False)
     else:
         argv = [sys.executable, "-m", "mrckit.fabric.flap", *ends[0], *ends[1], str(value)]
+        if state.mode == "ecmp" and state.link_names.get(key):
+            argv += [state.name, state.link_names[key]]
         _, info = procs.start(argv, state.dir / f"flap-{na}-{nb}.log", ns=None, address="")
         state.flappers[key] = info
     link = state.link_names.get(key, "")
@@ -97,6 +105,15 @@ def fail_link(state: FabricState, a: str, b: str, kind: str, value: float | None
     line = state.log_fault(f"fail link {na} {nb} {_describe(state.faults[key])} [{link}]")
     state.save()
     return line
+
+
+def _report(state: FabricState, key: str, *, up: bool) -> None:
+    """EV-hash mode: tell the fabric's controller that the link's carrier went down or came
+    back (see the module docstring)."""
+    if state.mode == "ecmp" and state.link_names.get(key):
+        from ..control.reports import report_link
+
+        report_link(state.name, state.link_names[key], up=up, source="fault")
 
 
 def _check_kind(kind: str, value: float | None) -> None:
@@ -150,6 +167,7 @@ def restore_link(state: FabricState, a: str, b: str) -> str:
         if key in state.flappers:
             procs.stop(state.flappers.pop(key))
         _set_links(ends, up=True)
+        _report(state, key, up=True)
     del state.faults[key]
     line = state.log_fault(f"restore link {na} {nb} ({_describe(fault)}) [{fault.get('link', '')}]")
     state.save()

@@ -1,7 +1,10 @@
-"""``python -m mrckit.fabric.flap NS_A IF_A NS_B IF_B HZ``: flap one link until SIGTERM.
+"""``python -m mrckit.fabric.flap NS_A IF_A NS_B IF_B HZ [CONTROLLER LINK]``: flap one link
+until SIGTERM.
 
 Each period of ``1/HZ`` s the link is down for the first half and up for the second (both
 veth ends, ``ip link set``). On SIGTERM or SIGINT the link is left up and the process exits 0.
+With ``CONTROLLER LINK`` (EV-hash mode), every down and up is reported to the controller of that
+name as link ``LINK`` (``mrckit.control.report_link``), as a switch's PHY would.
 ``mrc fail link A B --flap HZ`` starts it; ``mrc restore link A B`` stops it.
 """
 
@@ -20,18 +23,21 @@ def _set(ends: list[tuple[str, str]], up: bool) -> None:
         netns.run(["ip", "link", "set", ifname, "up" if up else "down"], ns=ns, check=False)
 
 
-def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event) -> int:
-    """Toggle ``ends`` at ``hz`` until ``stop`` is set; leaves them up. Returns the number
-    of down transitions."""
+def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event, report=None) -> int:
+    """Toggle ``ends`` at ``hz`` until ``stop`` is set; leaves them up. ``report(up)``, when
+    given, is called after each change. Returns the number of down transitions."""
     half = 0.5 / hz
     count = 0
     next_t = time.monotonic()
+    report = report or (lambda up: None)
     while not stop.is_set():
         _set(ends, up=False)
+        report(False)
         count += 1
         next_t += half
         stop.wait(max(next_t - time.monotonic(), 0))
         _set(ends, up=True)
+        report(True)
         next_t += half
         stop.wait(max(next_t - time.monotonic(), 0))
     _set(ends, up=True)
@@ -41,15 +47,21 @@ def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``NS_A IF_A NS_B IF_B HZ`` and flap until a signal."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 5:
-        print("usage: python -m mrckit.fabric.flap NS_A IF_A NS_B IF_B HZ", file=sys.stderr)
+    if len(args) not in (5, 7):
+        print("usage: python -m mrckit.fabric.flap NS_A IF_A NS_B IF_B HZ [CONTROLLER LINK]", file=sys.stderr)
         return 2
     ends = [(args[0], args[1]), (args[2], args[3])]
+    report = None
+    if len(args) == 7:
+        from ..control.reports import report_link
+
+        def report(up: bool) -> None:
+            report_link(args[5], args[6], up=up, source="flap")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     print(f"flapping {args[1]}@{args[0]} <-> {args[3]}@{args[2]} at {args[4]} Hz", flush=True)
-    count = flap(ends, float(args[4]), stop)
+    count = flap(ends, float(args[4]), stop, report)
     print(f"stopped after {count} flaps; link up", flush=True)
     return 0
 

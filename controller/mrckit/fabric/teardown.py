@@ -31,6 +31,10 @@ def teardown(state: FabricState) -> None:
     netns.cleanup_prefix(ns_prefix)
     # Also without a controller of ours: `program_once` (mrc controller run --once) leaves one.
     controller_status(state.name).unlink(missing_ok=True)
+    # Link reports (EV-hash mode faults) would tell a later fabric of this name of links down.
+    from ..control.reports import reports_path
+
+    reports_path(state.name).unlink(missing_ok=True)
     shutil.rmtree(state.dir, ignore_errors=True)
 
 
