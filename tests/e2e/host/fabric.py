@@ -48,10 +48,25 @@ def _links(compiled):
                 yield sw.name, p.ifname, p.mac, p.peer, p.peer_ifname, p.peer_mac
 
 
+def _program(tables, sw) -> None:
+    """Write a compiled switch's table entries; in EV-hash mode also its ecmp_selector members
+    (ascending id, ECMP contract section 6), groups and ipv6_fib routes."""
+    for e in sw.entries:
+        tables.write_entry(e.table, e.key, e.action, e.params)
+    for m in sw.members:
+        tables.write_member(m.member_id, m.action, m.params)
+    for g in sw.groups:
+        tables.write_group(g.group_id, g.members)
+    for r in sw.routes:
+        tables.write_route(r.prefix, member=r.member, group=r.group)
+
+
 @contextlib.contextmanager
-def clos(make_netns, settings: Settings, *, planes=2, spines=2, leaves=2, hosts_per_leaf=1):
+def clos(make_netns, settings: Settings, *, planes=2, spines=2, leaves=2, hosts_per_leaf=1,
+         mode: str = "srv6"):
+    """The Clos, compiled and run in forwarding ``mode`` (srv6, or ecmp: EV-hash mode)."""
     compiled = compile_fabric(generate_clos(planes=planes, spines=spines, leaves=leaves,
-                                            hosts_per_leaf=hosts_per_leaf), "ebpf")
+                                            hosts_per_leaf=hosts_per_leaf), "ebpf", mode=mode)
     fab = Fabric(compiled)
     hosts = list(compiled.hosts())
     try:
@@ -65,8 +80,7 @@ def clos(make_netns, settings: Settings, *, planes=2, spines=2, leaves=2, hosts_
         for sw in compiled.switches():
             ebpf = EbpfSwitch(fab.ns[sw.name], fab.ns[sw.name], sw.port_map()).setup()
             fab.switches[sw.name] = ebpf
-            for e in sw.entries:
-                ebpf.tables.write_entry(e.table, e.key, e.action, e.params)
+            _program(ebpf.tables, sw)
         for h in hosts:
             create_nic_device("nic0", h.nic_address, h.mtu, ns=fab.ns[h.name])
             cfg = fab.configs[h.name] = from_topology(h, "nic0", settings)

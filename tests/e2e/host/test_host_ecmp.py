@@ -9,6 +9,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from fabric import clos
 from host_helpers import udp_socket, wait_for
 from hostpair import host_pair
 
@@ -69,6 +70,36 @@ def test_rdma_write_between_ecmp_hosts_is_plain_on_the_wire_and_verifies(make_ne
         assert wire_evs <= evs and len(wire_evs) > 20
         assert {f[6:12] for f in data_frames} == {bytes.fromhex(a.cfg.ports[0].mac.replace(":", ""))}
         assert {f[0:6] for f in data_frames} == {bytes.fromhex(a.cfg.ports[0].neighbor_mac.replace(":", ""))}
+
+
+def test_rdma_write_across_an_ecmp_clos_of_ebpf_switches(make_netns):
+    """Two planes of eBPF switches with ipv6_fib routes and ecmp_selector groups (compiled in
+    EV-hash mode): the switches hash the hosts' EVs over both spines of each plane."""
+    with clos(make_netns, Settings(rto_ns=100_000_000, probe_interval_ns=5_000_000, seed=7),
+              mode="ecmp") as fab:
+        a, b = "h0-0", "h1-0"
+        assert {cfg.mode for cfg in fab.configs.values()} == {"ecmp"}
+        with netns.enter(fab.ns[a]):
+            ep_a = Endpoint(fab.nic(a))
+        with netns.enter(fab.ns[b]):
+            ep_b = Endpoint(fab.nic(b))
+        try:
+            mr = ep_b.register_mr(SIZE, rkey=0x1000)
+            ep_b.create_qp(fab.nic(a), qpn=0x200, remote_qpn=0x100, config=QpConfig())
+            qp = ep_a.create_qp(fab.nic(b), qpn=0x100, remote_qpn=0x200, config=QpConfig())
+            data = os.urandom(SIZE)
+            ep_a.write(qp, data, 0, 0x1000).wait(120)
+            assert hashlib.sha256(mr.buf).digest() == hashlib.sha256(data).digest()
+        finally:
+            ep_a.close(), ep_b.close()
+        packets = SIZE // 2048
+        for plane in (0, 1):
+            for spine in (0, 1):  # every spine of every plane carried a share of the write
+                from_leaf0 = fab.port_packets(f"p{plane}-t1-{spine}", "rx_port")[0]
+                assert from_leaf0 > packets // 16, (plane, spine, from_leaf0)
+        sa, sb = fab.agents[a].stats(), fab.agents[b].stats()
+        assert sa["dp_tx_plain"] >= packets and sa["dp_tx_encap"] == 0 and sa["dp_fb_sack"] > 0
+        assert sb["dp_rx_plain"] >= packets and sb["dp_rx_decap"] == 0
 
 
 def test_ecmp_agent_probes_opaque_evs_back_and_records_denials(make_netns, tmp_path):
