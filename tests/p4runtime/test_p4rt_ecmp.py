@@ -2,6 +2,8 @@
 ecmp_selector and the LPM entries of ipv6_fib that name them. Write, read (single and wildcard),
 modify, delete; every refusal with its canonical code, the maps left unchanged; batches."""
 
+import ipaddress
+
 import grpc
 import pytest
 from finsy.proto import p4r
@@ -87,7 +89,7 @@ def test_members_groups_routes_insert_read_modify_delete(client, switch, p4info)
 def test_default_route_omits_the_field_and_reads_back_so(client, switch, p4info):
     _base(client, p4info)
     client.write(U("INSERT", p4rt.route(p4info, None, member_id=4)))
-    assert switch.tables.read_routes()[__import__("ipaddress").IPv6Network("::/0")] == ("member", 4)
+    assert switch.tables.read_routes()[ipaddress.IPv6Network("::/0")] == ("member", 4)
     got = [e.table_entry for e in client.read(p4rt.read_table(p4info, "ipv6_fib")) if not e.table_entry.match]
     assert got == [p4rt.route(p4info, None, member_id=4)]
     client.write(U("DELETE", p4rt.route(p4info, "::/0")))
@@ -296,7 +298,7 @@ def test_restarted_server_reads_back_members_groups_routes_and_max_size(switch, 
     _base(c, p4info)
     c.write(U("INSERT", p4rt.group(p4info, 20, [3], max_size=5)))
     queries = (p4rt.read_members(), p4rt.read_groups(), p4rt.read_table(p4info, "ipv6_fib"))
-    before = _entities(c, *queries[:1]) + _entities(c, queries[1]) + _entities(c, queries[2])
+    before = [_entities(c, q) for q in queries]
     c.close()
     srv.stop(0)
     backend.close()
@@ -304,7 +306,7 @@ def test_restarted_server_reads_back_members_groups_routes_and_max_size(switch, 
     srv, backend = serve("b.sock")
     try:
         c = Client(srv.address)
-        assert _entities(c, queries[0]) + _entities(c, queries[1]) + _entities(c, queries[2]) == before
+        assert [_entities(c, q) for q in queries] == before
         codes, _ = _batch(c, U("DELETE", p4rt.member(p4info, 1)), U("MODIFY", p4rt.group(p4info, 20, [3])))
         assert codes == [PRECONDITION, INVALID]  # the references and max_size survived the restart
         c.close()
