@@ -152,3 +152,52 @@ def test_ternary_table_entries_need_a_priority():
         entries.parse(pipeline, msg, need_action=True)
     msg.priority = 5
     assert entries.parse(pipeline, msg, need_action=True).key == ((0, 0), (0, 0), None, 1)
+
+
+def _ecmp_mismatch(change):
+    info = load_p4info()
+    change(info, next(t for t in info.tables if t.preamble.alias == "ipv6_fib"), info.action_profiles[0])
+    with pytest.raises(P4RuntimeError) as exc:
+        Pipeline.build(info, MRC_SWITCH)
+    assert exc.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    return exc.value.message
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda i, t, p: setattr(t, "implementation_id", 0), "'ipv6_fib' is direct, the program implements it with action profile 'ecmp_selector'"),
+    (lambda i, t, p: setattr(t.match_fields[0], "match_type", p4i.MatchField.EXACT), "is exact 128 bits, the program has 'hdr.outer_ipv6.dst_addr' lpm 128 bits"),
+    (lambda i, t, p: setattr(t.match_fields[0], "bitwidth", 64), "lpm 64 bits"),
+    (lambda i, t, p: setattr(p, "with_selector", False), "'ecmp_selector' is without selector"),
+    (lambda i, t, p: setattr(p, "max_group_size", 512), "max_group_size 512, the program's groups hold 256"),
+    (lambda i, t, p: setattr(p, "size", 8192), "size 8192, the program holds 4096 members"),
+    (lambda i, t, p: i.ClearField("action_profiles"), "action profile 'ecmp_selector' is missing"),
+    (lambda i, t, p: setattr(p.preamble, "alias", "other_selector"), "action profile 'other_selector' is not implemented"),
+    (lambda i, t, p: setattr(t, "implementation_id", 0x11FFFFFF), "implemented by action profile id 0x11ffffff"),
+])
+def test_ecmp_mismatches_are_refused_by_name(change, words):
+    assert words in _ecmp_mismatch(change)
+
+
+def test_a_p4info_without_max_group_size_takes_the_programs():
+    info = load_p4info()
+    info.action_profiles[0].max_group_size = 0
+    (profile,) = Pipeline.build(info, MRC_SWITCH).profiles.values()
+    assert (profile.max_group_size, profile.declared_max_group_size) == (256, 0)
+
+
+def test_max_size_rules_follow_the_p4info_max_group_size():
+    """Spec 9.2.2.1: above a declared max_group_size: INVALID_ARGUMENT; with none declared, a
+    max_size the target cannot hold: RESOURCE_EXHAUSTED."""
+    from mrckit.switch.p4runtime import action_profiles
+
+    info = load_p4info()
+    group = p4r.ActionProfileGroup(action_profile_id=info.action_profiles[0].preamble.id, group_id=1, max_size=300)
+    with pytest.raises(P4RuntimeError) as exc:
+        action_profiles.parse_group(Pipeline.build(info, MRC_SWITCH), group, need_members=True)
+    assert exc.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    info.action_profiles[0].max_group_size = 0
+    with pytest.raises(P4RuntimeError) as exc:
+        action_profiles.parse_group(Pipeline.build(info, MRC_SWITCH), group, need_members=True)
+    assert exc.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "at most 256" in exc.value.message
+    group.max_size = 0
+    assert action_profiles.parse_group(Pipeline.build(info, MRC_SWITCH), group, need_members=True).limit == 256
