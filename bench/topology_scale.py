@@ -49,6 +49,12 @@ def run(size: dict, stream: bool) -> dict:
         count, out["stream_entries"] = timed(lambda: sum(len(fabric.entries(s)) for s in range(len(topo.switches))))
         assert count == out["entries"]
         _, out["stream_hosts"] = timed(lambda: sum(1 for _ in fabric.hosts()))
+    # EV-hash mode (issue 11): the same arrays, then members, groups and routes per switch.
+    ecmp, out["compile_ecmp"] = timed(lambda: compile_fabric(topo, "ebpf", "ecmp"))
+    _, out["one_switch_ecmp"] = timed(lambda: (ecmp.members(0), ecmp.groups_and_routes(0)))
+    if stream:
+        out["ecmp_objects"], out["stream_ecmp"] = timed(lambda: sum(
+            len(ecmp.members(s)) + sum(map(len, ecmp.groups_and_routes(s))) for s in range(len(topo.switches))))
     out["rss_peak"] = peak_mb()
     return out
 
@@ -63,6 +69,8 @@ def main() -> None:
 
     print(f"fabric: {full['hosts']:,} hosts, {full['switches']:,} switches, {full['links']:,} links, "
           f"{full['entries']:,} table entries")
+    if stream:
+        print(f"ecmp mode: {full['ecmp_objects']:,} members, groups and routes (1 shared group per T0 while healthy)")
     print(f"baseline: {base['hosts']:,} hosts, {base['entries']:,} entries (size ratio x{full['entries'] / base['entries']:.0f})")
     print()
     print(f"{'stage':<34} {'baseline':>10} {'full':>10} {'full CPU':>10} {'ratio':>8}")
@@ -70,6 +78,9 @@ def main() -> None:
             ("one switch's entries", "one_switch"), ("one host config", "one_host")]
     if stream:
         rows += [("stream every TableEntry object", "stream_entries"), ("stream every HostConfig", "stream_hosts")]
+    rows += [("ecmp: compile (arrays)", "compile_ecmp"), ("ecmp: one switch's tables", "one_switch_ecmp")]
+    if stream:
+        rows += [("ecmp: stream every table object", "stream_ecmp")]
     for label, key in rows:
         (b_wall, _), (f_wall, f_cpu) = base[key], full[key]
         print(f"{label:<34} {b_wall:>9.3f}s {f_wall:>9.3f}s {f_cpu:>9.3f}s {f_wall / max(b_wall, 1e-9):>7.0f}x")

@@ -56,7 +56,8 @@ class Rerouter:
 
     def desired(self, switch: str) -> EcmpTables:
         """The members, groups and routes ``switch`` should hold now."""
-        return EcmpTables.of(self.fabric.switch(switch, self.down))
+        groups, routes = self.fabric.groups_and_routes(switch, list(self.down))
+        return EcmpTables(self.fabric.members(switch), groups, routes)
 
     def report(self, link: str, up: bool, time_ns: int, source: str = "") -> Reroute | None:
         """A report that ``link`` went down (or up). Returns the switches to rewrite, or None

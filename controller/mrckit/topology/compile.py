@@ -258,6 +258,15 @@ class CompiledFabric:
         """
         return self._plan().groups_and_routes(self._sid(switch), self.down_links(down))[1]
 
+    def groups_and_routes(self, switch: str | int, down: Iterable[str] | DownLinks = ()) -> tuple[
+            tuple[ActionProfileGroup, ...], tuple[FibRoute, ...]]:
+        """:meth:`groups` and :meth:`routes` in one computation (what a reroute needs).
+
+        Raises:
+            TopologyError: no such switch or link, or not compiled in EV-hash mode.
+        """
+        return self._plan().groups_and_routes(self._sid(switch), self.down_links(down))
+
     def affected_switches(self, before: Iterable[str] | DownLinks, after: Iterable[str] | DownLinks) -> list[str]:
         """EV-hash mode: names of the switches whose groups or routes may change when the links
         down go from ``before`` to ``after`` (every T0 of each plane concerned).
