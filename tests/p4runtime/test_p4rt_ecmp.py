@@ -313,3 +313,14 @@ def test_restarted_server_reads_back_members_groups_routes_and_max_size(switch, 
     finally:
         srv.stop(0)
         backend.close()
+
+
+def test_set_pipeline_refuses_a_p4info_whose_ipv6_fib_is_direct(client, switch):
+    info = load_p4info()
+    next(t for t in info.tables if t.preamble.alias == "ipv6_fib").implementation_id = 0
+    with pytest.raises(grpc.RpcError) as exc:
+        client.set_pipeline(info)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "'ipv6_fib' is direct" in exc.value.details()
+    with pytest.raises(grpc.RpcError) as exc:  # nothing was committed
+        client.get_pipeline()
+    assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
