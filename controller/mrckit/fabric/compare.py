@@ -32,6 +32,9 @@ class ModeFigures(BaseModel):
 
     Attributes:
         mode: ``srv6`` or ``ecmp``. packets_lost ... t_last_loss_s: from its ``loss``.
+        t_repair_s: from the fault to the controller's first repair: SRv6, its DENY of the
+            link on every host; EV-hash mode, its first group rewritten around the link
+            (None: no repair, e.g. a blackhole in EV-hash mode, which no switch notices).
         retransmits_total: the requestor's retransmissions, every reason.
         duration_s, goodput_gbps: the write's duration and goodput.
         bytes_sent, bytes_verified, hash_match: the data check.
@@ -46,6 +49,7 @@ class ModeFigures(BaseModel):
     evs_retired: int
     evs_retired_distinct: int
     t_last_loss_s: float | None
+    t_repair_s: float | None
     retransmits_total: int
     duration_s: float
     goodput_gbps: float
@@ -65,6 +69,7 @@ class Difference(BaseModel):
     evs_retired: int
     evs_retired_distinct: int
     t_last_loss_s: float | None
+    t_repair_s: float | None
     retransmits_total: int
 
 
@@ -102,9 +107,19 @@ def figures(r: DemoReport) -> ModeFigures:
     return ModeFigures(
         mode=r.mode, packets_lost=loss.packets_lost, packets_lost_by_ev=loss.packets_lost_by_ev,
         evs_with_loss=loss.evs_with_loss, link_packets_lost=loss.link_packets_lost, evs_retired=loss.evs_retired,
-        evs_retired_distinct=loss.evs_retired_distinct, t_last_loss_s=loss.t_last_loss_s,
+        evs_retired_distinct=loss.evs_retired_distinct, t_last_loss_s=loss.t_last_loss_s, t_repair_s=_repair(r),
         retransmits_total=r.endpoint.retransmits_total, duration_s=r.duration_s, goodput_gbps=r.goodput_gbps,
         bytes_sent=b.sent, bytes_verified=b.verified, hash_match=b.hash_match, passed=r.passed)
+
+
+REPAIRS = ("DENY", "REROUTE")
+"""The controller's timeline words for its repair of a failed link, per mode."""
+
+
+def _repair(r: DemoReport) -> float | None:
+    t0 = r.failover.t_fault_s
+    times = [e.t_s for e in r.timeline if e.source == "controller" and e.what in REPAIRS and e.t_s >= t0]
+    return min(times) - t0 if times else None
 
 
 def _minus(a, b):

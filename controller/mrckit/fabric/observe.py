@@ -118,7 +118,9 @@ def controller_events(fab) -> list[ControllerEvent]:
     except MrcError:
         return []
     offset = time.time_ns() - time.monotonic_ns()
-    kinds = {"deny_all_hosts": "DENY", "lifted": "LIFT", "localised": "LOCALISED"}
+    # reroute/restore: EV-hash mode's repair (a group rewritten), never seen in SRv6 mode.
+    kinds = {"deny_all_hosts": "DENY", "lifted": "LIFT", "localised": "LOCALISED", "reroute": "REROUTE",
+             "restore": "RESTORE"}
     return [ControllerEvent(int(m["time_ns"]) - offset, kinds.get(m["kind"], m["kind"]), tuple(m.get("links", ())),
                             m.get("detail", ""))
             for m in status.get("timeline", []) if m.get("kind") in kinds]

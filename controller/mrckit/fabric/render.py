@@ -144,6 +144,7 @@ COMPARISON_ROWS = (  # field, label
     ("evs_retired", "EV retirements, fault to restore (sender)"),
     ("evs_retired_distinct", "  distinct EVs retired"),
     ("t_last_loss_s", "fault to last loss"),
+    ("t_repair_s", "fault to the controller's repair (srv6: DENY; ecmp: groups rewritten)"),
     ("retransmits_total", "retransmissions (requestor)"),
 )
 
