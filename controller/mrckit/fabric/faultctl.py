@@ -3,6 +3,7 @@
 This kernel has no netem (design section 9), so:
 
 - ``down``: both ends of the veth pair ``ip link set down`` (the host agents see the carrier go);
+  a bmv2 port drops every frame instead (``mrckit.fabric.linkstate`` says why);
 - ``flap HZ``: a small process (``python -m mrckit.fabric.flap``) toggles both ends, down for
   half a period and up for the other half, until restored;
 - ``loss PCT`` and ``blackhole``: the fault XDP program of ``mrckit.fabric.faults`` in front
@@ -35,7 +36,7 @@ from .. import netns
 from ..bpf.attach import xdp_detach
 from ..errors import MrcError
 from ..switch.ebpf_target import EbpfSwitch
-from . import faults, procs
+from . import faults, linkstate, procs
 from .state import FabricState, now_iso
 
 LINK_KINDS = ("down", "flap", "loss", "blackhole")
@@ -144,8 +145,7 @@ def _attach_faults(ends: list[tuple[str, str]], fault: faults.Fault) -> None:
 
 def _set_links(ends: list[tuple[str, str]], *, up: bool) -> None:
     for ns, ifname in ends:
-        if netns.exists(ns):
-            netns.run(["ip", "link", "set", ifname, "up" if up else "down"], ns=ns)
+        linkstate.set_end(ns, ifname, up)  # a bmv2 port drops frames instead of going down
 
 
 def restore_link(state: FabricState, a: str, b: str) -> str:

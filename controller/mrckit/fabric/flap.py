@@ -2,7 +2,8 @@
 until SIGTERM.
 
 Each period of ``1/HZ`` s the link is down for the first half and up for the second (both
-veth ends, ``ip link set``). On SIGTERM or SIGINT the link is left up and the process exits 0.
+veth ends, ``ip link set``; a bmv2 port toggles a blackhole instead, see
+``mrckit.fabric.linkstate``). On SIGTERM or SIGINT the link is left up and the process exits 0.
 With ``CONTROLLER LINK`` (EV-hash mode), every down and up is reported to the controller of that
 name as link ``LINK`` (``mrckit.control.report_link``), as a switch's PHY would.
 ``mrc fail link A B --flap HZ`` starts it; ``mrc restore link A B`` stops it.
@@ -15,12 +16,16 @@ import sys
 import threading
 import time
 
-from .. import netns
+from ..errors import MrcError
+from . import linkstate
 
 
-def _set(ends: list[tuple[str, str]], up: bool) -> None:
+def _set(ends: list[tuple[str, str]], up: bool, *, keep: bool = True) -> None:
     for ns, ifname in ends:
-        netns.run(["ip", "link", "set", ifname, "up" if up else "down"], ns=ns, check=False)
+        try:
+            linkstate.set_end(ns, ifname, up, keep=keep)  # a bmv2 port toggles a blackhole
+        except MrcError as e:
+            print(f"flap: {ifname}@{ns}: {e}", file=sys.stderr, flush=True)
 
 
 def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event, report=None) -> int:
@@ -40,7 +45,7 @@ def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event, report=N
         report(True)
         next_t += half
         stop.wait(max(next_t - time.monotonic(), 0))
-    _set(ends, up=True)
+    _set(ends, up=True, keep=False)
     return count
 
 

@@ -28,4 +28,19 @@ def test_every_host_pair_over_every_plane_on_bmv2(need_root):
         results = traffic.pairwise_udp(fab, pps=BMV2_PPS)
         bad = [r for r in results if not r.ok]
         assert len(results) == 30 and not bad, traffic.summary(results)
+        _down_link_leaves_the_rest_of_both_switches_forwarding(fab)
     assert leftovers(RUN_PREFIX + name, name) == {}
+
+
+def _down_link_leaves_the_rest_of_both_switches_forwarding(fab):
+    """A down T0-T1 link must not stop the two bmv2 switches on its other ports (libpcap
+    blocks bmv2 on a port that goes admin-down; mrckit.fabric.linkstate blackholes it
+    instead), and after restore the link carries traffic again."""
+    fab.fail_link("p0-t0-1", "p0-t1-1", "down")
+    same_leaf = traffic.pairwise_udp(fab, hosts=["h1-0", "h1-1"], pps=BMV2_PPS)
+    assert all(r.ok for r in same_leaf), traffic.summary(same_leaf)
+    across = traffic.pairwise_udp(fab, hosts=["h1-0", "h0-0"], pps=BMV2_PPS)
+    assert all(r.received < r.sent for r in across), traffic.summary(across)  # the dead spine's share
+    fab.restore("p0-t0-1", "p0-t1-1")
+    across = traffic.pairwise_udp(fab, hosts=["h1-0", "h0-0"], pps=BMV2_PPS)
+    assert all(r.ok for r in across), traffic.summary(across)
