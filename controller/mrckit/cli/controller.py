@@ -1,5 +1,5 @@
-"""``mrc controller run TOPO`` and ``mrc controller status``: printing and argument parsing
-only; the work is in :mod:`mrckit.control` (docs/controller.md)."""
+"""``mrc controller run TOPO``, ``mrc controller status`` and ``mrc controller link``: printing
+and argument parsing only; the work is in :mod:`mrckit.control` (docs/controller.md)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import click
 # finsy, grpc and numpy for every ``mrc`` command.
 SETTLE_MS = 100.0
 STATUS_DIR = "/run/mrckit/controller"
+MODES = ("srv6", "ecmp")  # mrckit.topology.entries.MODES
 
 
 def _override(spec: str, what: str) -> tuple[str, str, int | None]:
@@ -92,7 +93,7 @@ def _status_lines(st: dict) -> list[str]:
     from ..control import format_marks
 
     out = [f"controller {st['name']}: {'running, pid ' + str(st['pid']) if st['running'] else 'not running'}; "
-           f"{st['topology']}; {'ready' if st.get('ready') else 'not ready'}",
+           f"{st['topology']}; {st.get('mode', 'srv6')} mode; {'ready' if st.get('ready') else 'not ready'}",
            f"pipeline cookie {st['pipeline']['cookie']:#x} ({st['pipeline']['p4info']})", "switches:"]
     for name, s in st["switches"].items():
         t = s["total"]
@@ -108,7 +109,10 @@ def _status_lines(st: dict) -> list[str]:
         out.append(f"  {name:<12} {h['address']:<40} {state:<10} events {h['events']}"
                    + (f"  ({h['error']})" if h["error"] else ""))
     out.append(f"links believed down: {', '.join(st['links_down']) or 'none'}")
-    out.append(f"denials: {', '.join(st['denials']) or 'none'}")
+    if st.get("mode") == "ecmp":
+        out.append(f"rerouted around (groups changed): {', '.join(st.get('rerouted', {})) or 'none'}")
+    else:
+        out.append(f"denials: {', '.join(st['denials']) or 'none'}")
     for link, why in st.get("withheld", {}).items():
         out.append(f"  withheld {link}: {why}")
     if st.get("localisation"):
@@ -131,6 +135,9 @@ def register(main: click.Group) -> None:
     @click.option("--name", default="default", show_default=True, help="Status file name under --status-dir.")
     @click.option("--target", type=click.Choice(["ebpf", "bmv2"]), default="ebpf", show_default=True,
                   help="Switch target (only bmv2's 510-port limit differs).")
+    @click.option("--mode", type=click.Choice(MODES), default="srv6", show_default=True,
+                  help="srv6: uSID source routing, failed links DENIED on hosts; ecmp: EV-hash mode, "
+                       "ipv6_fib and ECMP groups, rewritten on link reports (mrc controller link).")
     @click.option("--p4info", type=click.Path(dir_okay=False), help="P4Info text (default p4src/build/).")
     @click.option("--device-config", type=click.Path(dir_okay=False), help="bmv2 JSON (default p4src/build/).")
     @click.option("--switch", "switch_specs", multiple=True, metavar="NAME=ADDR[@DEVID]",
@@ -149,7 +156,7 @@ def register(main: click.Group) -> None:
     @click.option("--status-dir", type=click.Path(file_okay=False), default=STATUS_DIR, show_default=True)
     @click.option("--once", is_flag=True, help="Program and configure once, print write counts, exit.")
     @click.option("-v", "--verbose", is_flag=True, help="Log every decision.")
-    def run_cmd(topo, name, target, p4info, device_config, switch_specs, host_specs, device_id, nic_device,
+    def run_cmd(topo, name, target, mode, p4info, device_config, switch_specs, host_specs, device_id, nic_device,
                 agent_settings, reconfigure_hosts, settle_ms, status_dir, once, verbose):
         """Program every switch and configure every host agent of TOPO, then keep them so and
         react to failures until Ctrl-C. Works on any P4Runtime server (bmv2, the eBPF target,
@@ -171,9 +178,31 @@ def register(main: click.Group) -> None:
             device_id=DEFAULT_DEVICE_ID if device_id is None else device_id, nic_device=nic_device)
         hosts = [dataclasses.replace(h, settings=settings) for h in hosts]
         pipeline = load_pipeline(p4info, device_config)
-        ctl = Controller(topology, switches, hosts, pipeline, target=target, name=name, status_dir=status_dir,
+        ctl = Controller(topology, switches, hosts, pipeline, target=target, mode=mode, name=name,
+                         status_dir=status_dir,
                          settle_ns=int(settle_ms * 1e6), reconfigure_hosts=reconfigure_hosts)
         asyncio.run(_run(ctl, once, reconfigure_hosts))
+
+    @controller_group.command("link")
+    @click.argument("link")
+    @click.option("--down/--up", "down", required=True, help="The link went down, or came back up.")
+    @click.option("--name", default="default", show_default=True)
+    @click.option("--status-dir", type=click.Path(file_okay=False), default=STATUS_DIR, show_default=True)
+    @click.option("--source", default="cli", show_default=True, help="Who reports it (shown on the timeline).")
+    def link_cmd(link, down, name, status_dir, source):
+        """Report that LINK (e.g. p0/t0-1/t1-0) went down or came back up. An ecmp-mode
+        controller rewrites the groups of the affected switches at once; an srv6-mode one puts
+        it on its timeline (hosts localise failures themselves)."""
+        from ..control import read_status, report_link, status_path
+        from ..errors import MrcError
+
+        report = report_link(name, link, up=not down, status_dir=status_dir, source=source)
+        try:
+            note = "" if read_status(status_path(name, status_dir))["running"] else \
+                " (not running now: it reads the report when it restarts)"
+        except MrcError:
+            note = " (no controller ran under that name: a new one starts with every link up and drops this)"
+        click.echo(f"reported {report.link} {'down' if down else 'up'} to controller {name!r}{note}")
 
     @controller_group.command("status")
     @click.option("--name", default="default", show_default=True)

@@ -1,5 +1,6 @@
 """``mrc topo`` (gen, check, compile, link), ``mrc paths`` and ``mrc trace``: the topology
-commands. Printing only; the work is in :mod:`mrckit.topology`."""
+commands. Printing only; the work is in :mod:`mrckit.topology`. Each takes ``--mode srv6|ecmp``
+(EV-hash mode, issue 11: switches hash the EV, so a path is not known from the EV's fields)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from .params import INT
 
 # Defaults shown in --help. mrckit.topology imports numpy, which `mrc` must not load just to
 # start, so these repeat mrckit.topology.generate's DEFAULT_* and compile.TARGETS
-# (tests/unit/cli checks that they agree).
+# (tests/unit/cli checks that they agree); MODES repeats mrckit.topology.entries.MODES.
 DEFAULT_PLANES, DEFAULT_SPINES, DEFAULT_LEAVES, DEFAULT_HOSTS_PER_LEAF, DEFAULT_MTU = 2, 2, 3, 2, 3500
 TARGETS = ("ebpf", "bmv2")
+MODES = ("srv6", "ecmp")
+MODE_HELP = "srv6: uSID source routing; ecmp: EV-hash mode (the switches hash the EV over groups)"
 
 
 def _locator(text: str) -> int:
@@ -74,7 +77,7 @@ def _print_switch(cfg) -> None:
     for p in cfg.ports:
         click.echo(f"  port {p.number:3d} {p.ifname:<10} {mac_str(p.mac)} -> {p.peer}:{p.peer_ifname} "
                    f"{mac_str(p.peer_mac)}  {p.link}")
-    for e in cfg.entries:
+    for e in (*cfg.entries, *cfg.members, *cfg.groups, *cfg.routes):
         click.echo(f"  {e}")
 
 
@@ -90,29 +93,44 @@ def _print_host(cfg) -> None:
 
 
 def _json_switch(cfg) -> dict:
-    return {"name": cfg.name, "role": cfg.role, "plane": cfg.plane, "index": cfg.index, "usid": cfg.usid,
-            "ports": {p.number: p.ifname for p in cfg.ports},
-            "entries": [{"table": e.table, "match": e.match, "action": e.action, "params": e.params}
-                        for e in cfg.entries]}
+    out = {"name": cfg.name, "role": cfg.role, "plane": cfg.plane, "index": cfg.index, "usid": cfg.usid,
+           "ports": {p.number: p.ifname for p in cfg.ports},
+           "entries": [{"table": e.table, "match": e.match, "action": e.action, "params": e.params}
+                       for e in cfg.entries]}
+    if cfg.mode == "ecmp":
+        out["mode"] = cfg.mode
+        out["members"] = [{"profile": m.profile, "member_id": m.member_id, "action": m.action, "params": m.params}
+                          for m in cfg.members]
+        out["groups"] = [{"profile": g.profile, "group_id": g.group_id, "members": list(g.members)}
+                         for g in cfg.groups]
+        out["routes"] = [{"table": r.table, "prefix": str(r.prefix), r.target[0]: r.target[1]} for r in cfg.routes]
+    return out
 
 
 @topo_group.command("compile")
 @click.argument("topo_file", metavar="TOPO")
 @click.option("--target", type=click.Choice(TARGETS), default="ebpf", show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default="srv6", show_default=True, help=MODE_HELP)
+@click.option("--down", "down", multiple=True, metavar="LINK",
+              help="ecmp: compile the groups for this link being down, e.g. p0/t0-1/t1-0 (repeatable)")
 @click.option("--switch", "switches", multiple=True, help="only this switch (repeatable)")
 @click.option("--host", "hosts", multiple=True, help="only this host (repeatable)")
 @click.option("--json", "as_json", is_flag=True, help="switch entries as JSON, one object per line")
-def topo_compile(topo_file, target, switches, hosts, as_json) -> None:
+def topo_compile(topo_file, target, mode, down, switches, hosts, as_json) -> None:
     """Compile TOPO and print switch tables and host configs (all, unless --switch/--host)."""
     from ..topology import compile_fabric, load_topology
 
-    fabric = compile_fabric(load_topology(topo_file), target)
+    if down and mode != "ecmp":
+        raise click.BadParameter("links down change the tables in ecmp mode only (SRv6 hosts steer around "
+                                 "them)", param_hint="--down")
+    fabric = compile_fabric(load_topology(topo_file), target, mode)
+    down = fabric.down_links(down) if mode == "ecmp" else ()
     names = list(switches) or ([] if hosts else [s.name for s in fabric.topology.switches])
     for name in names:
         if as_json:
-            click.echo(json.dumps(_json_switch(fabric.switch(name))))
+            click.echo(json.dumps(_json_switch(fabric.switch(name, down))))
         else:
-            _print_switch(fabric.switch(name))
+            _print_switch(fabric.switch(name, down))
     for name in (hosts or ([] if switches or as_json else [h.name for h in fabric.topology.hosts])):
         _print_host(fabric.host(name))
 
@@ -120,19 +138,44 @@ def topo_compile(topo_file, target, switches, hosts, as_json) -> None:
 @topo_group.command("link")
 @click.argument("topo_file", metavar="TOPO")
 @click.argument("link")
-def topo_link(topo_file, link) -> None:
-    """The EV classes whose paths cross LINK (e.g. p0/t0-1/t1-0), as patterns."""
-    from ..topology import ev_classes_for_link, load_topology
+@click.option("--mode", type=click.Choice(MODES), default="srv6", show_default=True, help=MODE_HELP)
+def topo_link(topo_file, link, mode) -> None:
+    """The EV classes whose paths cross LINK (e.g. p0/t0-1/t1-0), as patterns; in ecmp mode,
+    where no EV class follows from a link, the group changes its failure causes."""
+    from ..topology import compile_fabric, ev_classes_for_link, load_topology
 
-    for cls in ev_classes_for_link(load_topology(topo_file), link):
-        click.echo(str(cls))
+    topo = load_topology(topo_file)
+    if mode == "srv6":
+        for cls in ev_classes_for_link(topo, link):
+            click.echo(str(cls))
+        return
+    ev_classes_for_link(topo, link)  # an unknown link: the same error as in srv6 mode
+    fabric = compile_fabric(topo, mode="ecmp")
+    click.echo(f"ecmp mode: the switches hash each EV, so no EV class follows from {link}; "
+               f"if it fails, the controller changes:")
+    changes = 0
+    for name in fabric.affected_switches([], [link]):
+        before, after = fabric.groups_and_routes(name), fabric.groups_and_routes(name, [link])
+        old_g, new_g = {g.group_id: g for g in before[0]}, {g.group_id: g for g in after[0]}
+        old_r = {r.prefix: r for r in before[1]}
+        lines = [f"group {gid}: members {', '.join(map(str, old_g[gid].members)) if gid in old_g else '(new)'} -> "
+                 f"{', '.join(map(str, g.members))}" for gid, g in new_g.items() if old_g.get(gid) != g]
+        lines += [f"route {r.prefix}: {' '.join(map(str, old_r[r.prefix].target))} -> {' '.join(map(str, r.target))}"
+                  for r in after[1] if old_r.get(r.prefix) != r]
+        for line in lines:
+            click.echo(f"  {name}: {line}")
+        changes += len(lines)
+    if not changes:
+        click.echo("  nothing: a host link has no alternative (the host has one port per plane)")
 
 
 @click.command("paths")
 @click.argument("topo_file", metavar="TOPO")
 @click.argument("src")
 @click.argument("dst")
-def paths_cmd(topo_file, src, dst) -> None:
+@click.option("--mode", type=click.Choice(MODES), default="srv6", show_default=True, help=MODE_HELP)
+@click.option("--ev", type=INT, help="ecmp: also show the path the switches' hash gives this EV (healthy fabric)")
+def paths_cmd(topo_file, src, dst, mode, ev) -> None:
     """Every path from host SRC to host DST (names or NIC addresses): plane, spine, the EVs
     that take it, the uSID DA and the links it crosses."""
     from ..topology import load_topology, paths
@@ -140,6 +183,12 @@ def paths_cmd(topo_file, src, dst) -> None:
     topo = load_topology(topo_file)
     found = paths(topo, src, dst)
     s, d = topo.host(src), topo.host(dst)
+    if ev is not None and mode != "ecmp":
+        raise click.BadParameter("in srv6 mode the EVs column already says which EVs take each path",
+                                 param_hint="--ev")
+    if mode == "ecmp":
+        _ecmp_paths(topo, s, d, found, ev)
+        return
     click.echo(f"{s.name} ({s.nic_address}) -> {d.name} ({d.nic_address}): {len(found)} paths")
     click.echo(f"{'plane':>5}  {'spine':>5}  {'EVs':<10}  {'uSID DA':<34}  links")
     for p in found:
@@ -147,17 +196,44 @@ def paths_cmd(topo_file, src, dst) -> None:
         click.echo(f"{p.plane:>5}  {spine:>5}  {p.ev_pattern():<10}  {str(p.da):<34}  {' '.join(p.links)}")
 
 
-def _print_trace(tr, planned: list[str] | None) -> None:
+def _ecmp_paths(topo, s, d, found, ev) -> None:
+    """``mrc paths --mode ecmp``: the same paths; which EVs take them is the switches' hash."""
+    from ..topology import compile_fabric, walk
+
+    click.echo(f"{s.name} ({s.nic_address}) -> {d.name} ({d.nic_address}): {len(found)} paths; ecmp mode: "
+               f"the EV picks the plane (bits 31..28), the T0's group hashes the EV over the spines, so "
+               f"which EVs take a path is not known from the EV's fields (mrckit.wire.ecmp)")
+    click.echo(f"{'plane':>5}  {'spine':>5}  {'DA':<24}  links")
+    for p in found:
+        spine = "-" if p.spine is None else str(p.spine)
+        click.echo(f"{p.plane:>5}  {spine:>5}  {str(d.nic_address):<24}  {' '.join(p.links)}")
+    if ev is not None:
+        tr = walk(compile_fabric(topo, mode="ecmp"), s.name, d.name, ev)
+        spine = next((h.switch for h in tr.hops if "-t1-" in h.switch), "none (same leaf)")
+        click.echo(f"EV 0x{ev:08x}: plane {ev >> 28}, spine {spine} by the hash of a healthy fabric: "
+                   f"{' '.join(tr.links)}{'' if tr.delivered else f' (dropped: {tr.drop})'}")
+
+
+def _print_trace(tr, planned: list[str] | None, mode: str = "srv6") -> None:
     plane, t1, salt = ev_unpack(tr.ev)
-    click.echo(f"{tr.src} -> {tr.dst}, EV 0x{tr.ev:08x} (plane {plane}, T1 {t1}, salt 0x{salt:05x}), DA {tr.da}")
+    fields = f"plane {plane}, T1 {t1}, salt 0x{salt:05x}" if mode == "srv6" else \
+        f"plane {plane}, the rest hashed by the switches"
+    click.echo(f"{tr.src} -> {tr.dst}, EV 0x{tr.ev:08x} ({fields}), DA {tr.da}")
     click.echo(f"  {tr.src} sends on plane{plane} over {tr.links[0]}")
     for hop in tr.hops:
         acts = []
         for e in hop.hits:
-            if e.table == "my_usid":
+            table = getattr(e, "table", None)
+            if table == "my_usid":
                 acts.append(f"my_usid: uN -> {hop.da_out}")
-            elif e.table == "usid_fib":
+            elif table == "usid_fib":
                 acts.append(f"usid_fib 0x{e.key:012x} -> port {e.params['port']}")
+            elif table == "ipv6_fib":
+                acts.append(f"ipv6_fib {e.prefix} -> {' '.join(map(str, e.target))}")
+            elif hasattr(e, "group_id"):
+                acts.append(f"hash over members {','.join(map(str, e.members))}")
+            elif hasattr(e, "member_id"):
+                acts.append(f"member {e.member_id} -> port {e.params.get('port', 'drop')}")
         out = f"out {hop.link}" if hop.link else "DROP"
         click.echo(f"  {hop.switch} in port {hop.in_port}, hop limit {hop.hop_limit}, DA {hop.da_in}")
         click.echo(f"      {'; '.join(acts) or 'no match'}; {out}")
@@ -175,17 +251,23 @@ def _print_trace(tr, planned: list[str] | None) -> None:
 @click.argument("dst")
 @click.option("--ev", type=INT, required=True, help="the EV, e.g. 0x10100005 (plane 1, T1 1, salt 5)")
 @click.option("--target", type=click.Choice(TARGETS), default="ebpf", show_default=True)
-def trace_cmd(topo_file, src, dst, ev, target) -> None:
+@click.option("--mode", type=click.Choice(MODES), default="srv6", show_default=True, help=MODE_HELP)
+@click.option("--down", "down", multiple=True, metavar="LINK", help="ecmp: with this link down (repeatable)")
+def trace_cmd(topo_file, src, dst, ev, target, mode, down) -> None:
     """Walk one packet from SRC to DST with EV through the compiled tables, hop by hop."""
-    from ..topology import TopologyError, compile_fabric, load_topology, path_for_ev, walk
+    from ..topology import TopologyError, compile_fabric, load_topology, path_for_ev
+    from ..topology.walk import Walker
 
+    if down and mode != "ecmp":
+        raise click.BadParameter("links down change the tables in ecmp mode only", param_hint="--down")
     topo = load_topology(topo_file)
-    tr = walk(compile_fabric(topo, target), src, dst, ev)
+    tr = Walker(compile_fabric(topo, target, mode), down=down).walk(src, dst, ev)
     try:
-        planned = list(path_for_ev(topo, src, dst, ev).links)
+        # ecmp: no path follows from the EV's fields; the walk is the answer
+        planned = list(path_for_ev(topo, src, dst, ev).links) if mode == "srv6" else None
     except TopologyError:
         planned = None  # an EV naming a T1 the plane lacks has no planned path; the walk shows the drop
-    _print_trace(tr, planned)
+    _print_trace(tr, planned, mode)
     if not tr.delivered:
         sys.exit(1)
 
