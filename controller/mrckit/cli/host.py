@@ -28,7 +28,8 @@ def up(config, listen, xdp_mode, create_nic, tls_key, tls_cert) -> None:
     """Attach to the NIC device and the plane ports of CONFIG and run the agent until Ctrl-C.
 
     CONFIG is YAML: host: {name, nic_address, leaf, downlink, nic_device, t1_per_plane,
-    ports: [{plane, ifname, address, mac, neighbor_mac}]}, settings: {...} (see docs/host.md).
+    ports: [{plane, ifname, address, mac, neighbor_mac}], mode: srv6|ecmp}, settings: {...}
+    (see docs/host.md).
     """
     import dataclasses
 
@@ -43,7 +44,7 @@ def up(config, listen, xdp_mode, create_nic, tls_key, tls_cert) -> None:
             click.echo(f"plane {plane}: XDP ingress on {ifname} ({mode} mode)")
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
-        click.echo(f"tc egress on {cfg.nic_device}; {result.template_evs} EVs per peer, "
+        click.echo(f"tc egress on {cfg.nic_device} ({result.mode} mode); {result.template_evs} EVs per peer, "
                    f"{result.backup_evs} backups; serving on {address}")
 
     run_agent(cfg, listen, create_nic=create_nic, ready=ready,
@@ -105,7 +106,7 @@ def ev(target, peer, state) -> None:
 
     stub, _ = _stub(target)
     stats = _call(stub.GetStats, pb.GetStatsRequest(include_evs=True, peer=peer or ""), timeout=10)
-    table = Table(title=f"EVs of {target}")
+    table = Table(title=f"EVs of {target} ({stats.mode or 'srv6'} mode)")
     for col in ("peer", "slot", "EV", "plane", "T1", "state", "path", "tx pkts", "tx bytes",
                 "acked", "skips", "nacks"):
         table.add_column(col, justify="right" if col not in ("peer", "state", "path") else "left")
@@ -136,6 +137,10 @@ def events(target, replay) -> None:
             extra = f" replaced_by=0x{e.replaced_by:08x}" if e.replaced_by else ""
             extra += f" probe_ok={e.probe_ok}" if e.reason == "PROBE_RESULT" else ""
             extra += f" link={e.link}" if e.link else ""
+            if e.HasField("plane_stats"):  # a failure report: the plane's state toward the peer
+                ps = e.plane_stats
+                extra += (f" plane{ps.plane}: {ps.assumed_bad} bad + {ps.retired} retired of {ps.evs}"
+                          f" EVs; ev tx={e.ev_counters.tx_packets} acked={e.ev_counters.acked}")
             click.echo(f"{when} {e.peer or '-'} ev=0x{e.ev:08x} plane={e.plane} {what} {e.reason}{extra}")
 
 
@@ -159,6 +164,36 @@ def deny(target, ev_value, peer, link, allow) -> None:
         req = pb.SetEvStateRequest(ev=pb.EvTarget(peer=peer, ev=ev), denied=not allow)
     res = _call(stub.SetEvState, req, timeout=10)
     click.echo(f"{res.evs_changed} EVs affected" + (", denied-links map changed" if res.link_changed else ""))
+    if res.not_applied:
+        click.echo(f"note: {res.not_applied}")
+
+
+@host.command()
+@click.argument("target", metavar="HOST")
+def planes(target) -> None:
+    """Show HOST's per-plane statistics: EVs by state, retired EVs and traffic, summed over the
+    live peers, then per peer. In ecmp mode (EVs are opaque) this is the failure evidence."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..proto import host_agent_pb2 as pb
+
+    stub, _ = _stub(target)
+    stats = _call(stub.GetStats, pb.GetStatsRequest(), timeout=10)
+    click.echo(f"planes of {target} ({stats.mode or 'srv6'} mode)")
+    if stats.denied_links:
+        click.echo(f"links denied: {', '.join(stats.denied_links)}"
+                   + ("" if stats.denials_applied else " (recorded, not applied: EVs are opaque)"))
+    table = Table()
+    cols = ("peer", "plane", "port", "EVs", "good", "skip", "bad", "denied", "retired", "tx pkts",
+            "tx bytes", "acked", "nacks", "skips")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("peer", "port") else "right")
+    for r in stats.planes:
+        table.add_row(r.peer or "(all)", str(r.plane), "up" if r.port_up else "DOWN", str(r.evs), str(r.good),
+                      str(r.skip), str(r.assumed_bad), str(r.denied), str(r.retired), str(r.tx_packets),
+                      str(r.tx_bytes), str(r.acked), str(r.nacks), str(r.skips))
+    Console(width=None if sys.stdout.isatty() else 240).print(table)
 
 
 def _ev(text: str) -> int:

@@ -25,9 +25,9 @@ pytestmark = pytest.mark.root
 MRC = [str(Path(sys.executable).parent / "mrc")]
 
 
-def config(i: int, path: Path) -> Path:
+def config(i: int, path: Path, mode: str = "srv6") -> Path:
     doc = {"host": {"name": f"mrct{os.getpid()}h{i}", "nic_address": str(nic_address(i, 0)), "leaf": i, "downlink": 0,
-                    "nic_device": "nic0", "t1_per_plane": [4, 4],
+                    "nic_device": "nic0", "t1_per_plane": [4, 4], "mode": mode,
                     "ports": [{"plane": p, "ifname": f"plane{p}", "address": str(port_address(p, i, 0)),
                                "mac": mac(i, p), "neighbor_mac": mac(1 - i, p)} for p in (0, 1)]},
            "settings": {"probe_interval_ns": 5_000_000, "rto_ns": 1_000_000_000, "seed": 11}}
@@ -49,6 +49,15 @@ def start(ns: str, cfg: Path, sock: str) -> subprocess.Popen:
 
 @pytest.fixture
 def agents(make_netns, tmp_path):
+    yield from _agents(make_netns, tmp_path, "srv6")
+
+
+@pytest.fixture
+def ecmp_agents(make_netns, tmp_path):
+    yield from _agents(make_netns, tmp_path, "ecmp")
+
+
+def _agents(make_netns, tmp_path, mode: str):
     ns = [make_netns(), make_netns()]
     for p in (0, 1):
         netns.veth(ns[0], f"plane{p}", ns[1], f"plane{p}", mtu=PORT_MTU)
@@ -58,7 +67,7 @@ def agents(make_netns, tmp_path):
     try:
         for i in (0, 1):
             create_nic_device("nic0", nic_address(i, 0), PORT_MTU, ns=ns[i])
-            procs.append(start(ns[i], config(i, tmp_path / f"h{i}.yaml"), str(tmp_path / f"h{i}.sock")))
+            procs.append(start(ns[i], config(i, tmp_path / f"h{i}.yaml", mode), str(tmp_path / f"h{i}.sock")))
         yield ns, procs, tmp_path
     finally:
         for proc in procs:
@@ -123,6 +132,41 @@ def test_grpc_api_and_cli_against_running_agents(agents):
     assert out.returncode == 0 and f"stopped agent pid {procs[1].pid}" in out.stdout, out
     assert procs[1].wait(10) == 0
     assert "xdp" not in netns.run(["ip", "link"], ns=ns[1]).stdout.decode()
+
+
+def test_cli_in_ecmp_mode_shows_planes_and_says_denials_are_not_applied(ecmp_agents):
+    ns, procs, tmp = ecmp_agents
+    a_sock, b_nic = f"unix:{tmp}/h0.sock", str(nic_address(1, 0))
+    with netns.enter(ns[0]):
+        tx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        tx.bind((str(nic_address(0, 0)), 0))
+    with tx:
+        for _ in range(64):
+            tx.sendto(bytes(100), (b_nic, 4791))
+    stub = pbg.HostAgentStub(grpc.insecure_channel(a_sock))
+    assert _wait(lambda: stub.GetStats(pb.GetStatsRequest()).counters["dp_tx_plain"] == 64)
+    out = subprocess.run([*MRC, "host", "deny", a_sock, "--link", "p0/t0-1/t1-2"], capture_output=True, text=True)
+    assert out.returncode == 0 and "0 EVs affected, denied-links map changed" in out.stdout
+    assert "note: ecmp mode: EVs are opaque" in out.stdout
+    out = subprocess.run([*MRC, "host", "planes", a_sock], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "ecmp mode" in out.stdout and "links denied: p0/t0-1/t1-2 (recorded, not applied" in out.stdout
+    # Data rows (rich draws the header with heavy bars): peer, plane, port, EVs, ..., tx pkts.
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in out.stdout.splitlines()
+             if line.count("│") > 10]
+    totals = [c for c in cells if c[0] == "(all)"]
+    assert [(c[1], c[2], c[3]) for c in totals] == [("0", "up", "64"), ("1", "up", "64")]
+    assert sum(int(c[9]) for c in totals) == 64
+    assert [(c[0], c[9]) for c in cells if c[0] == b_nic] == [(b_nic, c[9]) for c in totals]
+    out = subprocess.run([*MRC, "host", "ev", a_sock], capture_output=True, text=True)
+    assert out.returncode == 0 and "(ecmp mode)" in out.stdout and b_nic in out.stdout
+
+
+def _wait(cond, timeout: float = 5.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and not cond():
+        time.sleep(0.02)
+    return cond()
 
 
 def _pump(stream, q: queue.Queue) -> None:
