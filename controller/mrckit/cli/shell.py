@@ -11,9 +11,11 @@ from pathlib import Path
 
 import click
 
-from ..errors import PrerequisiteError
+from ..errors import MrcError, PrerequisiteError
 
 SHELL_ENV = "MRC_P4RT_PYTHON"
+REACH_TIMEOUT_S = 5.0
+"""How long ``mrc shell`` waits for the server's gRPC channel before it gives up."""
 
 
 def shell_python() -> str:
@@ -69,5 +71,26 @@ def register(main: click.Group) -> None:
         if not looks_like_address(address):
             target = resolve_switch(address, topo)
             address, device_id = target.address, target.device_id if device_id is None else device_id
+        _check_reachable(address, extra)
         argv = shell_argv(shell_python(), address, device_id, election_id, p4info, device_config, extra)
         sys.exit(subprocess.call(argv))
+
+
+def _check_reachable(address: str, extra: tuple, timeout: float = REACH_TIMEOUT_S) -> None:
+    """Refuse, with a plain message, an address where no gRPC server answers: p4runtime-shell
+    would print its own CRITICAL log lines and exit 0 instead. A TLS channel (``--ssl`` among
+    the shell's options) is left for the shell to check."""
+    if any(arg.startswith("--ssl") for arg in extra):
+        return
+    path = address.removeprefix("unix:")
+    if address.startswith("unix:") and not os.path.exists(path):
+        raise MrcError(f"no P4Runtime server at {address}: the socket {path} does not exist (is the switch up?)")
+    import grpc
+
+    channel = grpc.insecure_channel(address)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+    except grpc.FutureTimeoutError:
+        raise MrcError(f"no P4Runtime server answers at {address} within {timeout:g} s") from None
+    finally:
+        channel.close()
