@@ -54,19 +54,67 @@ def mrc_frame(da: str, *, opcode: int = Opcode.WRITE_ONLY, dscp: int = Dscp.TRIM
               hlim: int = 64, ts: bool = False, payload: int = 256) -> bytes:
     """An encapsulated MRC frame with payload and ICRC: writes carry their headers and
     ``payload`` bytes; SACK and NACK carry their ETHs (payload ignored)."""
-    if opcode in WRITE_OPCODES:
-        body = write_headers(opcode, ts=ts) / Raw(bytes((i * 7) & 0xFF for i in range(payload)))
-    elif opcode == Opcode.SACK:
-        body = MrcBTH(opcode=opcode, dqpn=0x123) / SETH(ev=0x10020003, cack_psn=5) / CCState()
-    elif opcode == Opcode.NACK:
-        body = MrcBTH(opcode=opcode, dqpn=0x123) / NETH(nack_reason=1, ev=0x10020003, nack_psn=5)
-    else:
-        raise ValueError(f"no builder for opcode {opcode:#x}")
     pkt = (Ether(src=TESTER_MAC, dst=SWITCH_IN_MAC) /
            IPv6(src=PORT_SA, dst=da, nh=41, hlim=hlim, tc=(dscp << 2) | ecn, fl=0x1234) /
            IPv6(src=HOST_A, dst=HOST_B, nh=17, hlim=64) /
-           UDP(sport=0xC000, dport=4791, chksum=0) / body)
+           UDP(sport=0xC000, dport=4791, chksum=0) / mrc_body(opcode, ts=ts, payload=payload))
     return bytes(pkt)
+
+
+def mrc_body(opcode: int, *, ts: bool = False, payload: int = 256):
+    """BTH onwards: a write's headers and ``payload`` bytes, or a SACK's / NACK's ETHs."""
+    if opcode in WRITE_OPCODES:
+        return write_headers(opcode, ts=ts) / Raw(bytes((i * 7) & 0xFF for i in range(payload)))
+    if opcode == Opcode.SACK:
+        return MrcBTH(opcode=opcode, dqpn=0x123) / SETH(ev=0x10020003, cack_psn=5) / CCState()
+    if opcode == Opcode.NACK:
+        return MrcBTH(opcode=opcode, dqpn=0x123) / NETH(nack_reason=1, ev=0x10020003, nack_psn=5)
+    raise ValueError(f"no builder for opcode {opcode:#x}")
+
+
+# --- EV-hash (ECMP) mode: no outer header (ECMP_CONTRACT.md section 1) ---
+
+NOENCAP_OFF_UDP = 54
+"""The UDP header of a packet without an outer header follows the only IPv6 header."""
+
+
+def ecmp_frame(da: str, *, flow_label: int, udp_sport: int | None, opcode: int = Opcode.WRITE_ONLY,
+               dscp: int = Dscp.TRIMMABLE, ecn: int = Ecn.NOT_ECT, hlim: int = 64, ts: bool = False,
+               payload: int = 256, dport: int = 4791) -> bytes:
+    """A packet of EV-hash mode: ``Ethernet | IPv6 (flow label) | UDP (source port) | MRC``.
+
+    ``udp_sport`` None: no UDP header at all (next header 59, ``payload`` raw bytes), so the
+    selector hashes the flow label alone. ``dport`` other than 4791: UDP that is not MRC.
+    """
+    ip = IPv6(src=HOST_A, dst=da, hlim=hlim, tc=(dscp << 2) | ecn, fl=flow_label)
+    head = Ether(src=TESTER_MAC, dst=SWITCH_IN_MAC) / ip
+    if udp_sport is None:
+        ip.nh = 59
+        return bytes(head / Raw(bytes((i * 5) & 0xFF for i in range(payload))))
+    udp = UDP(sport=udp_sport, dport=dport, chksum=0)
+    if dport != 4791:
+        return bytes(head / udp / Raw(bytes((i * 3) & 0xFF for i in range(payload))))
+    return bytes(head / udp / mrc_body(opcode, ts=ts, payload=payload))
+
+
+def ev_fields(ev: int) -> tuple[int, int]:
+    """(flow label, UDP source port) that carry a 32-bit EV (ECMP_CONTRACT.md section 1)."""
+    return ev & 0xFFFF, ev >> 16
+
+
+def ecmp_trimmed(frame: bytes, length: int, *, lasthop: bool) -> bytes:
+    """Step 5 without an outer header: cut to ``length``, fix the IPv6 payload length and the
+    UDP length, set DSCP TRIMMED (TRIMMED_LASTHOP toward a host) in the only IPv6 header."""
+    out = bytearray(frame[:length])
+    struct.pack_into("!H", out, OFF_OUTER + 4, length - NOENCAP_OFF_UDP)
+    struct.pack_into("!H", out, NOENCAP_OFF_UDP + 4, length - NOENCAP_OFF_UDP)
+    return with_tclass(bytes(out), dscp=Dscp.TRIMMED_LASTHOP if lasthop else Dscp.TRIMMED)
+
+
+def ecmp_trimmed_length(opcode: int, *, ts: bool) -> int:
+    """Frame length of a trimmed write without an outer header: 40 bytes less than
+    :func:`trimmed_length` (94 up to the RETH, ECMP_CONTRACT.md section 1)."""
+    return trimmed_length(opcode, ts=ts) - 40
 
 
 def ipv6_udp_frame(da: str, *, hlim: int = 64, dscp: int = Dscp.NO_TRIM) -> bytes:

@@ -14,9 +14,11 @@ from scapy.utils import wrpcap
 
 from mrckit import netns
 
-from conformance_targets import COUNTERS, PORTS, Tables, Target
+from conformance_targets import COUNTERS, Entry, Key, Tables, Target
 
 ETH_P_ALL = 0x0003
+SO_RCVBUFFORCE = 33
+RCVBUF_BYTES = 64 << 20
 
 
 @dataclass
@@ -26,7 +28,8 @@ class Case:
     frame goes in on in_port; ``out`` maps each port to the frames expected there (ports not
     named expect none); ``counts`` maps (counter, index) to the expected packet delta (every
     other cell must stay put); ``tables`` overrides the base tables for this case
-    (None deletes an entry); ``kernel``: a uN case that the Linux reference also runs.
+    (None deletes an entry; keys and entries as in ``conformance_targets``' tables model);
+    ``kernel``: a uN case that the Linux reference also runs.
     """
 
     name: str
@@ -34,18 +37,25 @@ class Case:
     in_port: int
     out: dict[int, list[bytes]]
     counts: dict[tuple[str, int], int]
-    tables: dict[tuple[str, int], tuple[str, dict[str, int]] | None] = field(default_factory=dict)
+    tables: dict[tuple[str, Key], Entry | None] = field(default_factory=dict)
     kernel: bool = False
 
 
 class Tester:
-    """AF_PACKET sockets on the tester's end of every switch port."""
+    """AF_PACKET sockets on the tester's end of every switch port.
 
-    def __init__(self, ns: str, ifaces: dict[int, str]):
+    ``rcvbuf``: bytes of receive buffer per socket (SO_RCVBUFFORCE, root), large enough that a
+    paced burst of thousands of frames waits in the socket until :meth:`collect` reads it.
+    """
+
+    __test__ = False   # a helper, not a pytest test class
+
+    def __init__(self, ns: str, ifaces: dict[int, str], *, rcvbuf: int = RCVBUF_BYTES):
         self.socks: dict[int, socket.socket] = {}
         with netns.enter(ns):
             for port, iface in ifaces.items():
                 sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+                sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
                 sock.bind((iface, 0))
                 sock.setblocking(False)
                 self.socks[port] = sock
@@ -73,6 +83,14 @@ class Tester:
                 return
             if addr[2] != socket.PACKET_OUTGOING:
                 into.append(frame)
+
+    def poll(self, into: dict[int, list[bytes]], timeout: float = 0.0) -> None:
+        """Append to ``into[port]`` every frame already received, waiting at most ``timeout`` s
+        for the first one."""
+        ready, _, _ = select.select(list(self.socks.values()), [], [], timeout)
+        by_fd = {s.fileno(): p for p, s in self.socks.items()}
+        for sock in ready:
+            self._read_all(sock, into.setdefault(by_fd[sock.fileno()], []))
 
     def drain(self) -> None:
         for sock in self.socks.values():
@@ -128,7 +146,7 @@ def run_case(target: Target, tester: Tester, case: Case, base: Tables, pcap_dir:
         got = {p: [f for f in frames if not is_noise(f)] for p, frames in got.items()}
     after = target.counters() if target.has_counters else {}
 
-    problems = _frame_problems(case, got)
+    problems = _frame_problems(case, got, target.wiring.ports)
     if target.has_counters:
         problems += _counter_problems(target, case, counter_deltas(before, after))
     if problems:
@@ -136,9 +154,9 @@ def run_case(target: Target, tester: Tester, case: Case, base: Tables, pcap_dir:
         raise AssertionError(f"{target.name}/{case.name}: " + "; ".join(problems) + f" (pcaps in {pcap_dir})")
 
 
-def _frame_problems(case: Case, got: dict[int, list[bytes]]) -> list[str]:
+def _frame_problems(case: Case, got: dict[int, list[bytes]], ports) -> list[str]:
     problems = []
-    for port in PORTS:
+    for port in ports:
         want, have = case.out.get(port, []), got.get(port, [])
         if sorted(want) != sorted(have):
             problems.append(f"port {port}: expected {_describe(want)}, got {_describe(have)}"

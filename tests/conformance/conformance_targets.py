@@ -1,15 +1,30 @@
 """The switch targets of the conformance suite, behind one small interface.
 
-Each target is one switch with ports 0..3 in namespace ``sw``; the ports' veth peers sit in
-namespace ``tester``, where the harness sends and captures frames. Tables are given by P4 names
-(design section 4): the eBPF target writes them with ``mrckit.switch.ebpf_target``, bmv2 gets
-them through P4Runtime (finsy), and the Linux kernel (``seg6local End flavors next-csid``, the
-uN reference) gets routes.
+Each target is one switch with ports 0..3 (or the ports a suite asks for) in namespace ``sw``;
+the ports' veth peers sit in namespace ``tester``, where the harness sends and captures frames.
+Tables are given by P4 names (design section 4, ECMP_CONTRACT.md section 2): the eBPF target
+writes them with ``mrckit.switch.ebpf_target``, bmv2 gets them through P4Runtime (finsy), and the
+Linux kernel (``seg6local End flavors next-csid``, the uN reference) gets routes.
+
+The tables model, ``(table, key) -> (action, params)``:
+
+- ``my_usid`` / ``usid_fib``: key the 48-bit DA prefix; ``port_config``: key the port;
+- ``ecmp_member``: key the member id of action profile ``ecmp_selector``; entry
+  ``("set_egress", {"port": p})`` or ``("drop", {})``;
+- ``ecmp_group``: key the group id; entry ``("group", {"members": (id, ...)})``;
+- ``ipv6_fib``: key an ``ipaddress.IPv6Network``; entry ``("member", {"id": m})`` or
+  ``("group", {"id": g})`` (an indirect table entry).
+
+Entries are written members first, then groups, then routes, each in ascending key order, and
+deleted in the reverse order. bmv2 orders a group's members by member handle, so a suite that
+runs several cases on one bmv2 must keep its members in every case's tables: created once, in
+ascending id order, never deleted and re-created (ECMP_CONTRACT.md section 3).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import threading
 from dataclasses import dataclass
@@ -19,21 +34,25 @@ from mrckit.errors import MrcError
 from mrckit.switch import kernel_ref
 
 PORTS = (0, 1, 2, 3)
-Entry = tuple[str, dict[str, int]]          # (action, params)
-Tables = dict[tuple[str, int], Entry]       # (table, key) -> entry
+Entry = tuple[str, dict]                    # (action, params)
+Key = int | ipaddress.IPv6Network
+Tables = dict[tuple[str, Key], Entry]       # (table, key) -> entry
 
 USID_KEY_FIELD = "hdr.outer_ipv6.dst_addr[127:80]"
+FIB_KEY_FIELD = "hdr.outer_ipv6.dst_addr"
+ECMP_SELECTOR = "ecmp_selector"
 PORT_KEY_FIELD = "standard_metadata.egress_spec"
 COUNTERS = ("rx_port", "tx_port", "trim_port", "ecn_port", "drop_port", "drop_reason")
 
 
 @dataclass
 class Wiring:
-    """The two namespaces and the interface names: ``sp<N>`` in the switch, ``tp<N>`` in the
-    tester."""
+    """The two namespaces, the switch's ports and the interface names: ``sp<N>`` in the
+    switch, ``tp<N>`` in the tester."""
 
     sw: str
     tester: str
+    ports: tuple[int, ...] = PORTS
 
     @staticmethod
     def sw_if(port: int) -> str:
@@ -44,7 +63,7 @@ class Wiring:
         return f"tp{port}"
 
 
-def build_wiring(prefix: str, *, kernel_switch: bool) -> Wiring:
+def build_wiring(prefix: str, *, kernel_switch: bool, ports: tuple[int, ...] = PORTS) -> Wiring:
     """Create both namespaces and one veth per port. IPv6 is off on the tester (no ND/MLD
     chatter into the switch). A kernel switch keeps IPv6 for forwarding but makes no
     link-local address, so it sends no ND/MLD either."""
@@ -54,14 +73,14 @@ def build_wiring(prefix: str, *, kernel_switch: bool) -> Wiring:
     except BaseException:
         netns.delete(sw)
         raise
-    wiring = Wiring(sw, tester)
+    wiring = Wiring(sw, tester, tuple(ports))
     try:
         netns.run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], ns=tester)
         if kernel_switch:
             netns.run(["sysctl", "-qw", "net.ipv6.conf.default.addr_gen_mode=1"], ns=sw)
         else:
             netns.run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], ns=sw)
-        for port in PORTS:
+        for port in wiring.ports:
             netns.veth(sw, wiring.sw_if(port), tester, wiring.tester_if(port))
             # XDP_REDIRECT into a veth needs NAPI on its peer (design section 9).
             netns.run(["ethtool", "-K", wiring.tester_if(port), "gro", "on"], ns=tester)
@@ -95,7 +114,7 @@ class Target:
 
     def apply(self, wanted: Tables) -> None:
         """Delete, modify and insert entries so the switch holds exactly ``wanted``."""
-        for key in sorted(set(self.installed) - set(wanted), key=_delete_order):
+        for key in sorted(set(self.installed) - set(wanted), key=_insert_order, reverse=True):
             self.delete(*key)
             del self.installed[key]
         for key, entry in sorted(wanted.items(), key=lambda kv: _insert_order(kv[0])):
@@ -104,10 +123,10 @@ class Target:
             self.write(key[0], key[1], entry[0], entry[1], modify=key in self.installed)
             self.installed[key] = entry
 
-    def write(self, table: str, key: int, action: str, params: dict[str, int], *, modify: bool) -> None:
+    def write(self, table: str, key: Key, action: str, params: dict, *, modify: bool) -> None:
         raise NotImplementedError
 
-    def delete(self, table: str, key: int) -> None:
+    def delete(self, table: str, key: Key) -> None:
         raise NotImplementedError
 
     def counters(self) -> dict[str, dict[int, tuple[int, int]]]:
@@ -129,12 +148,14 @@ class Target:
         raise NotImplementedError
 
 
-def _insert_order(key: tuple[str, int]) -> int:
-    return ("port_config", "usid_fib", "my_usid").index(key[0])
+INSERT_ORDER = ("port_config", "ecmp_member", "ecmp_group", "ipv6_fib", "usid_fib", "my_usid")
+"""Referenced entries before the entries that name them (members, then groups, then routes)."""
 
 
-def _delete_order(key: tuple[str, int]) -> int:
-    return -_insert_order(key)
+def _insert_order(key: tuple[str, Key]) -> tuple[int, Key]:
+    """Table rank, then ascending key: members are created in ascending id order. Deletes
+    go in the reverse order: routes before groups before members."""
+    return INSERT_ORDER.index(key[0]), key[1]
 
 
 class EbpfTarget(Target):
@@ -150,15 +171,29 @@ class EbpfTarget(Target):
         ensure_bpffs()
         # libbpf creates only the last folder of a pin path (SWITCH_CONTRACT.md).
         os.makedirs(os.path.dirname(switch_pin_dir(switch_name)), exist_ok=True)
-        self.switch = EbpfSwitch(switch_name, wiring.sw, {p: wiring.sw_if(p) for p in PORTS})
+        self.switch = EbpfSwitch(switch_name, wiring.sw, {p: wiring.sw_if(p) for p in wiring.ports})
         self.switch.setup()
         self.tables = self.switch.tables
 
     def write(self, table, key, action, params, *, modify):
-        self.tables.write_entry(table, key, action, params, mode="modify" if modify else "insert")
+        if table == "ecmp_member":
+            self.tables.write_member(key, action, params, modify=modify)
+        elif table == "ecmp_group":
+            self.tables.write_group(key, params["members"], modify=modify)
+        elif table == "ipv6_fib":
+            self.tables.write_route(key, **{action: params["id"]}, modify=modify)
+        else:
+            self.tables.write_entry(table, key, action, params, mode="modify" if modify else "insert")
 
     def delete(self, table, key):
-        self.tables.delete_entry(table, key)
+        if table == "ecmp_member":
+            self.tables.delete_member(key)
+        elif table == "ecmp_group":
+            self.tables.delete_group(key)
+        elif table == "ipv6_fib":
+            self.tables.delete_route(key)
+        else:
+            self.tables.delete_entry(table, key)
 
     def counters(self):
         return {name: self.tables.counters(name) for name in COUNTERS}
@@ -171,7 +206,7 @@ class EbpfTarget(Target):
         self.tables.set_queue_rate(port, DEFAULT_QUEUE_RATE_PPS)
 
     def reset_queues(self):
-        self.tables.reset_queues(PORTS)
+        self.tables.reset_queues(self.wiring.ports)
 
     def close(self):
         self.switch.teardown()
@@ -227,7 +262,7 @@ class Bmv2Target(Target):
         super().__init__(wiring)
         from mrckit.switch.bmv2 import DEFAULT_JSON, DEFAULT_P4INFO, Bmv2Switch
 
-        self.switch = Bmv2Switch(switch_name, wiring.sw, {p: wiring.sw_if(p) for p in PORTS})
+        self.switch = Bmv2Switch(switch_name, wiring.sw, {p: wiring.sw_if(p) for p in wiring.ports})
         self.switch.start()
         try:
             self.client = FinsyClient(self.switch.grpc_address, DEFAULT_P4INFO, DEFAULT_JSON)
@@ -236,7 +271,17 @@ class Bmv2Target(Target):
             raise
 
     def _entry(self, table, key, action=None, params=None):
+        """The finsy entity of one entry of the tables model (the module docstring)."""
         fy = self.fy
+        if table == "ecmp_member":
+            act = fy.P4TableAction(action, **params) if action else None
+            return fy.P4ActionProfileMember(ECMP_SELECTOR, member_id=key, action=act)
+        if table == "ecmp_group":
+            members = [fy.P4Member(m, weight=1) for m in params["members"]] if action else None
+            return fy.P4ActionProfileGroup(ECMP_SELECTOR, group_id=key, members=members)
+        if table == "ipv6_fib":
+            act = fy.P4IndirectAction(**{f"{action}_id": params["id"]}) if action else None
+            return fy.P4TableEntry(table, match=fy.P4TableMatch({FIB_KEY_FIELD: str(key)}), action=act)
         field = USID_KEY_FIELD if table != "port_config" else PORT_KEY_FIELD
         act = fy.P4TableAction(action, **(params or {})) if action else None
         return fy.P4TableEntry(table, match=fy.P4TableMatch({field: key}), action=act)
