@@ -89,9 +89,9 @@ def test_mrc_shell_opens_p4runtime_shell_on_the_server(need_shell, server, clien
     assert "ENTRIES 3" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
-def test_mrc_shell_without_the_virtualenv_is_a_clear_error(tmp_path):
+def test_mrc_shell_without_the_virtualenv_is_a_clear_error(server, tmp_path):
     env = {**__import__("os").environ, "MRC_P4RT_PYTHON": str(tmp_path / "nope")}
-    proc = subprocess.run([str(ROOT / ".venv/bin/mrc"), "shell", "unix:/nonexistent"], env=env,
+    proc = subprocess.run([str(ROOT / ".venv/bin/mrc"), "shell", server.address], env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "make p4rt-shell" in proc.stderr and "Traceback" not in proc.stderr
 
