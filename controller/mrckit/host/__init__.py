@@ -14,6 +14,12 @@ Imports ``bpf``, ``wire`` and ``proto`` only (design section 2). Bottom up:
 - ``service``: the gRPC ``HostAgent`` service (``proto/host_agent.proto``) and ``serve``.
 - ``run``: the agent as a process (``mrc host up/down``): ``load_config``, ``run_agent``,
   ``stop_agent``; ``nicdev``: the virtual NIC device the NIC address lives on.
+- ``planestats``: per-plane statistics of the EV sets (``HostAgent.plane_stats``, failure
+  reports): the localisation evidence of EV-hash mode.
+
+Two forwarding modes (``AgentConfig.mode``): ``srv6`` pushes the outer uSID header (design
+3.1); ``ecmp`` (EV-hash mode, issue 11) sends the packet as is with the EV in its flow label and
+UDP source port, the switches hash it, and EVs are opaque to the agent (docs/host.md).
 
 Errors: :class:`mrckit.errors.MrcError` for bad configs, :class:`mrckit.bpf.BpfError` when
 the kernel refuses a program or an attachment.
