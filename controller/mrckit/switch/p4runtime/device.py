@@ -269,10 +269,8 @@ def _read_members(view: TableView, query: p4r.ActionProfileMember):
     every member of the profile)."""
     if query.action_profile_id:
         action_profiles.profile_of(view.pipeline, query.action_profile_id)
-    members = view.profiles.members
-    chosen = [members[query.member_id]] if query.member_id in members else [] if query.member_id else members.values()
-    for member in sorted(chosen, key=lambda m: m.member_id):
-        yield action_profiles.member_proto(member)
+    for member_id in _select(view.profiles.members, query.member_id):
+        yield action_profiles.member_proto(view.profiles.members[member_id])
 
 
 def _read_groups(view: TableView, query: p4r.ActionProfileGroup):
@@ -280,10 +278,15 @@ def _read_groups(view: TableView, query: p4r.ActionProfileGroup):
     every group of the selector)."""
     if query.action_profile_id:
         action_profiles.profile_of(view.pipeline, query.action_profile_id)
-    groups = view.profiles.groups
-    chosen = [groups[query.group_id]] if query.group_id in groups else [] if query.group_id else groups.values()
-    for group in sorted(chosen, key=lambda g: g.group_id):
-        yield action_profiles.group_proto(group)
+    for group_id in _select(view.profiles.groups, query.group_id):
+        yield action_profiles.group_proto(view.profiles.groups[group_id])
+
+
+def _select(items: dict, wanted: int) -> list[int]:
+    """The ids a read selects: every id, ascending, for ``wanted`` 0; else ``wanted`` if present."""
+    if wanted == 0:
+        return sorted(items)
+    return [wanted] if wanted in items else []
 
 
 def _election(req) -> int | None:
