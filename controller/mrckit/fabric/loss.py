@@ -16,7 +16,8 @@ of fault:
   so packets in flight only raise it) never falls below L. The last loss of the run is the
   latest of those: exact to one sampling period (50 ms) when the counts are in step, and never
   later than the truth (packets in flight at a sample can only make a loss look settled
-  early; the responder reports every 20 ms, about half a packet per EV at the demo's rates);
+  early; the responder reports every 20 ms, about half a packet per EV at the demo's rates).
+  The loss curve sums, per EV, the least deficit from each sample on;
 - **at the switches** (a cross-check by another witness): the failed link's two switch ports,
   ``tx_port`` at one end minus ``rx_port`` at the other, both directions, from the fault to the
   end. It sees every class of packet (data, SACKs, probes), whatever drops them: a link down,
@@ -51,34 +52,37 @@ class _RxAt:
         return self.reports[i - 1][1] if i else {}
 
 
-def loss_series(tx_samples: Samples, rx_reports: Samples, lost: dict[int, int]) -> list[int]:
-    """Cumulative packets lost at each sample of ``tx_samples``: per EV of ``lost``, its
-    deficit at that time, between 0 and its final loss (which keeps packets in flight out)."""
+def _settled(tx_samples: Samples, rx_reports: Samples, lost: dict[int, int]) -> dict[int, list[int]]:
+    """Per EV of ``lost``, at each sample, the least deficit from that sample on (a suffix
+    minimum): it never decreases, it ignores packets in flight (they arrive, and a later
+    deficit is smaller), and it reaches the EV's final loss once its last loss has happened."""
     rx_at = _RxAt(rx_reports)
-    out = []
-    for t_ns, tx in tx_samples:
-        rx = rx_at(t_ns)
-        out.append(sum(min(max(tx.get(ev, 0) - rx.get(ev, 0), 0), n) for ev, n in lost.items()))
+    rx_per_sample = [rx_at(t) for t, _ in tx_samples]
+    out = {}
+    for ev, n in lost.items():
+        least, column = n, []
+        for (_, tx), rx in zip(reversed(tx_samples), reversed(rx_per_sample)):
+            least = min(least, max(tx.get(ev, 0) - rx.get(ev, 0), 0))
+            column.append(least)
+        out[ev] = column[::-1]
     return out
 
 
+def loss_series(tx_samples: Samples, rx_reports: Samples, lost: dict[int, int]) -> list[int]:
+    """Cumulative packets lost at each sample of ``tx_samples``: the sum over the EVs of
+    ``lost`` of their settled deficit (see :func:`_settled`), capped at their final loss."""
+    settled = _settled(tx_samples, rx_reports, lost)
+    return [sum(column[i] for column in settled.values()) for i in range(len(tx_samples))]
+
+
 def last_loss_ns(tx_samples: Samples, rx_reports: Samples, lost: dict[int, int]) -> int | None:
-    """When the last packet was lost (ns, CLOCK_MONOTONIC; see the module docstring), or None
-    when no EV lost a packet."""
+    """When the last packet was lost (ns, CLOCK_MONOTONIC; see the module docstring): the first
+    sample at which every EV's settled deficit is its final loss. None when no EV lost one."""
     if not lost or not tx_samples:
         return None
-    rx_at = _RxAt(rx_reports)
-    deficits = [(t, tx, rx_at(t)) for t, tx in tx_samples]
-    latest = deficits[0][0]
-    for ev, n in lost.items():
-        settled = deficits[0][0]
-        for t, tx, rx in deficits:
-            if tx.get(ev, 0) - rx.get(ev, 0) < n:
-                settled = None
-            elif settled is None:
-                settled = t
-        latest = max(latest, settled if settled is not None else deficits[-1][0])
-    return latest
+    series = loss_series(tx_samples, rx_reports, lost)
+    total = sum(lost.values())
+    return next((t for (t, _), n in zip(tx_samples, series) if n >= total), tx_samples[-1][0])
 
 
 def loss_stats(*, tx_samples: Samples, rx_reports: Samples, final_rx: dict[int, int], packets_sent: int,

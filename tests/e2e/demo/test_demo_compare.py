@@ -38,7 +38,8 @@ def test_last_loss_is_when_every_deficit_settles():
     # A's deficit: 0, 1, 2, 1, 2, 2. At 200 ms it reaches 2 with a packet in flight, and falls
     # back: the last loss is at the 400 ms sample, from which on it stays at 2.
     assert last_loss_ns(tx, rx, lost) == 400 * MS
-    assert loss_series(tx, rx, lost) == [0, 1, 2, 1, 2, 2]
+    # the loss curve is the least deficit from each sample on: the packet in flight is not a loss
+    assert loss_series(tx, rx, lost) == [0, 1, 1, 1, 2, 2]
     # a report that lags the sample adds the packets in flight to the deficit: the last loss can
     # only look earlier (here the lag is a whole 100 ms of sending), never later
     late = [(t + 10 * MS, c) for t, c in rx]
