@@ -22,7 +22,8 @@ def test_ctypes_layouts_match_btf():
     for cname, ctype in (("usid_key", T.UsidKey), ("table_action", T.TableAction),
                          ("port_config", T.PortConfig), ("counter", T.Counter), ("vqueue", T.VQueue),
                          ("usid_slot", T.UsidSlot), ("queue_rate", T.QueueRate),
-                         ("ifindex_slot", T.IfindexSlot)):
+                         ("ifindex_slot", T.IfindexSlot), ("ipv6_lpm_key", T.Ipv6LpmKey),
+                         ("fib_ref", T.FibRef), ("ecmp_group", T.EcmpGroup)):
         layout = btf_struct_layout("mrc_switch", cname)
         assert layout.size == ctypes.sizeof(ctype), cname
         mine = {f[0]: (getattr(ctype, f[0]).offset, getattr(ctype, f[0]).size) for f in ctype._fields_}
