@@ -130,10 +130,17 @@ def respond(args) -> int:
 
 def write(args) -> int:
     from ..endpoint import Endpoint, QpError
+    from ..endpoint.cc import NsccConfig
+    from ..endpoint.endpoint import QpConfig
+    from ..wire.constants import DEFAULT_PAYLOAD_LEN
 
     ep = Endpoint(args.nic)
     try:
-        qp = ep.create_qp(args.peer, qpn=args.qpn, remote_qpn=args.remote_qpn)
+        config = None
+        if args.max_cwnd:
+            config = QpConfig(cc=NsccConfig(initial_cwnd=args.max_cwnd * DEFAULT_PAYLOAD_LEN,
+                                            max_cwnd=args.max_cwnd * DEFAULT_PAYLOAD_LEN))
+        qp = ep.create_qp(args.peer, qpn=args.qpn, remote_qpn=args.remote_qpn, config=config)
         data = demo_data(args.seed, args.size)
         _say(ready=True)
         if sys.stdin.readline().strip() != "go":
@@ -232,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--imm", type=int, default=1)
     ap.add_argument("--every", type=float, default=0.02)
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--max-cwnd", type=int, default=0, help="cap of the writer's window in packets (0: none)")
     args = ap.parse_args(argv)
     return respond(args) if args.role == "respond" else write(args)
 
