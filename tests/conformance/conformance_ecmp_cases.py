@@ -14,7 +14,8 @@ modes coexist in one program). Ports 0 and 1 face T1s, ports 2 and 3 hosts.
   ``2001:db8:100:1::/64`` -> UPLINKS; ``2001:db8:100:1::7/128`` -> member of port 2;
   ``2001:db8:100:2::/64`` -> THREE; ``2001:db8:100:3::/64`` -> WITH_DROP;
   ``2001:db8:100:9::/64`` -> DROP_MEMBER. Nothing covers ``fcbb:bb00::/32`` or
-  ``2001:db8:999::/48``, so those miss and take the uN path.
+  ``2001:db8:999::/48``, so those miss and take the uN path; cases that route SRv6 frames
+  through ipv6_fib add a ``fcbb:bb00::/32`` (or longer) route of their own.
 
 The egress port of a frame sent to a group is ``mrckit.wire.ecmp.ecmp_member`` of the group's
 member ids and the frame's flow label and UDP source port (None without a UDP header): the
@@ -46,6 +47,8 @@ LEAF1_HOST = "2001:db8:100:1::7/128"
 LEAF2 = "2001:db8:100:2::/64"
 LEAF3 = "2001:db8:100:3::/64"
 BLACKHOLE = "2001:db8:100:9::/64"
+ENCAP_ROUTE = "fcbb:bb00::/32"
+"""Not in the base tables: cases that add it send SRv6 frames through ipv6_fib."""
 ROUTES = {AGGREGATE: ("member", MEMBER[0]), HOST_ROUTE: ("member", MEMBER[3]),
           LEAF1: ("group", UPLINKS), LEAF1_HOST: ("member", MEMBER[2]),
           LEAF2: ("group", THREE), LEAF3: ("group", WITH_DROP), BLACKHOLE: ("member", DROP_MEMBER)}
@@ -126,6 +129,22 @@ def group_cases() -> list[Case]:
             for name, da, group, in_port, picks in group_picks() for fl, sport in picks]
 
 
+def encapsulated_group_cases() -> list[Case]:
+    """An SRv6 frame whose outer DA an ipv6_fib route sends to a group: the selector hashes the
+    outer flow label and the UDP source port after the inner IPv6 header (ECMP_CONTRACT.md
+    section 3), and the uN tables are skipped (no shift)."""
+    cases = []
+    rng = random.Random(SEED + 1)
+    for fl, sport in covering_fields(GROUPS[THREE], 3, udp=True, wide=True, rng=rng):
+        frame = F.with_selector_fields(F.mrc_frame(F.container(MY_USID, T0[1])), fl, sport, off_udp=F.OFF_UDP)
+        frame = into(frame, 3)
+        port = member_port(ecmp_member(GROUPS[THREE], fl, sport))
+        cases.append(Case(f"ev_group3_encapsulated_fl{fl:05x}_sport{sport:04x}_port{port}", frame, 3,
+                          {port: [out_frame(frame, port)]}, fwd(3, port),
+                          tables=dict([route(ENCAP_ROUTE, "group", THREE)])))
+    return cases
+
+
 def lpm_cases() -> list[Case]:
     def to(name: str, da: str, in_port: int, port: int, **kw) -> Case:
         frame = into(F.ecmp_frame(da, flow_label=0x5A5A, udp_sport=0xC001, **kw), in_port)
@@ -155,7 +174,7 @@ def miss_and_drop_cases() -> list[Case]:
     cases.append(Case("ev_fib_miss_usid_fib_miss_no_route", frame, 2, {}, dropped(2, DropReason.NO_ROUTE)))
     frame = into(F.mrc_frame(F.container(MY_USID, T0[1])), 0)
     cases.append(Case("ev_fib_hit_skips_un", frame, 0, {2: [out_frame(frame, 2)]}, fwd(0, 2),
-                      tables=dict([route("fcbb:bb00::/32", "member", MEMBER[2])])))
+                      tables=dict([route(ENCAP_ROUTE, "member", MEMBER[2])])))
     frame = into(F.mrc_frame(F.container(MY_USID, T0[1])), 0)
     cases.append(Case("ev_fib_hit_drop_member_skips_un", frame, 0, {}, dropped(0, DropReason.NO_ROUTE),
                       tables=dict([route("fcbb:bb00:800::/40", "member", DROP_MEMBER)])))
@@ -224,4 +243,5 @@ def ecn_cases() -> list[Case]:
 
 
 def ecmp_cases() -> list[Case]:
-    return group_cases() + lpm_cases() + miss_and_drop_cases() + trim_cases() + ecn_cases()
+    return (group_cases() + encapsulated_group_cases() + lpm_cases() + miss_and_drop_cases() + trim_cases()
+            + ecn_cases())

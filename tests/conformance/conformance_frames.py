@@ -97,6 +97,17 @@ def ecmp_frame(da: str, *, flow_label: int, udp_sport: int | None, opcode: int =
     return bytes(head / udp / mrc_body(opcode, ts=ts, payload=payload))
 
 
+def with_selector_fields(frame: bytes, flow_label: int, udp_sport: int, *, off_udp: int) -> bytes:
+    """``frame`` with the first IPv6 header's flow label and the UDP source port at ``off_udp``
+    replaced: the selector fields of ``ecmp_selector``. The ICRC masks both in the inner packet
+    and does not cover an outer header, so it stays valid."""
+    out = bytearray(frame)
+    word = int.from_bytes(out[OFF_OUTER:OFF_OUTER + 4], "big")
+    out[OFF_OUTER:OFF_OUTER + 4] = ((word & ~0xFFFFF) | flow_label).to_bytes(4, "big")
+    out[off_udp:off_udp + 2] = udp_sport.to_bytes(2, "big")
+    return bytes(out)
+
+
 def ev_fields(ev: int) -> tuple[int, int]:
     """(flow label, UDP source port) that carry a 32-bit EV (ECMP_CONTRACT.md section 1)."""
     return ev & 0xFFFF, ev >> 16

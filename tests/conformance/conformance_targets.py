@@ -262,6 +262,9 @@ class Bmv2Target(Target):
         super().__init__(wiring)
         from mrckit.switch.bmv2 import DEFAULT_JSON, DEFAULT_P4INFO, Bmv2Switch
 
+        self.last_member = -1
+        """The highest member id created so far on this bmv2 instance."""
+
         self.switch = Bmv2Switch(switch_name, wiring.sw, {p: wiring.sw_if(p) for p in wiring.ports})
         self.switch.start()
         try:
@@ -291,11 +294,24 @@ class Bmv2Target(Target):
         return self.client.fy
 
     def write(self, table, key, action, params, *, modify):
+        if table == "ecmp_member" and not modify:
+            self._check_member_order(key)
         entry = self._entry(table, key, action, params)
         self.client.call(self.client.switch.write([~entry if modify else +entry]))
 
     def delete(self, table, key):
+        if table == "ecmp_member":
+            raise MrcError(f"bmv2 target: member {key} would be deleted. bmv2 orders a group by member "
+                           "handle, so members are created once, in ascending id order, and never deleted "
+                           "(ECMP_CONTRACT.md section 3): keep every member in every case's tables")
         self.client.call(self.client.switch.write([-self._entry(table, key)]))
+
+    def _check_member_order(self, member_id: int) -> None:
+        """Refuse a member that would break "handles follow ids" (ECMP_CONTRACT.md section 3)."""
+        if member_id <= self.last_member:
+            raise MrcError(f"bmv2 target: member {member_id} created after member {self.last_member}; "
+                           "members must be created in ascending id order (ECMP_CONTRACT.md section 3)")
+        self.last_member = member_id
 
     def counters(self):
         out = {}

@@ -183,9 +183,12 @@ def test_member_shares_within_tolerance(sut, size):
     # 2. counters agree with the captures
     deltas = counter_deltas(before, after)
     tx = {idx: d[0] for (name, idx), d in deltas.items() if name == "tx_port"}
-    assert tx == {p: len(f) for p, f in got.items() if f}
-    assert deltas.get(("rx_port", IN_PORT), (0, 0))[0] == PACKETS
-    assert not {cell for cell in deltas if cell[0] in ("drop_port", "drop_reason", "trim_port", "ecn_port")}
+    captured = {p: len(f) for p, f in got.items() if f}
+    assert tx == captured, f"{target.name}: tx_port deltas {tx} != frames captured per port {captured}"
+    rx = deltas.get(("rx_port", IN_PORT), (0, 0))[0]
+    assert rx == PACKETS, f"{target.name}: rx_port[{IN_PORT}] counted {rx} packets, sent {PACKETS} distinct EVs"
+    moved = {cell: d for cell, d in deltas.items() if cell[0] in ("drop_port", "drop_reason", "trim_port", "ecn_port")}
+    assert not moved, f"{target.name}: drop/trim/ECN counters moved: {moved}"
 
     # 3. shares
     bound = tolerance(size)
