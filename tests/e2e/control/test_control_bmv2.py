@@ -56,3 +56,37 @@ def test_bmv2_is_programmed_like_the_ebpf_target(bmv2):
     asyncio.run(tamper())
     fixed = asyncio.run(ctl().program_switches())["p0-t0-1"]
     assert (fixed.inserted, fixed.modified, fixed.deleted) == (1, 0, 1) and not fixed.pipeline_pushed
+
+
+def test_bmv2_ecmp_mode_members_groups_routes_and_a_reroute(bmv2):
+    """EV-hash mode on bmv2 (issue 11): everything inserted once, nothing on a second run, and a
+    reported link failure rewrites exactly the group change (PI's action profile support)."""
+    pipeline = load_pipeline(BUILT_P4INFO, BUILT_JSON)
+    target = SwitchTarget("p0-t0-1", bmv2.grpc_address, device_id=0)
+
+    def ctl(**kw):
+        return Controller(TOPO, [target], [], pipeline, target="bmv2", mode="ecmp", **kw)
+
+    cfg = ctl(status_dir=None).compiled.switch("p0-t0-1")
+    n = len(cfg.entries) + len(cfg.members) + len(cfg.groups) + len(cfg.routes)
+    first = asyncio.run(ctl(status_dir=None).program_switches())["p0-t0-1"]
+    assert first.inserted == n and first.modified == first.deleted == 0
+    again = asyncio.run(ctl(status_dir=None).program_switches())["p0-t0-1"]
+    assert again.writes == 0 and again.entries_read == n
+
+    async def reroute(c):
+        stop = asyncio.Event()
+        runner = asyncio.create_task(c.run(stop))
+        await asyncio.wait_for(c.ready.wait(), 60)
+        written = await c.link_report("p0/t0-2/t1-1", up=False)
+        async with c.switches["p0-t0-1"].lock:
+            held = await c.switches["p0-t0-1"].session.read_ecmp()
+        stop.set()
+        await runner
+        return written, held
+
+    import tempfile
+    with tempfile.TemporaryDirectory() as status_dir:
+        written, held = asyncio.run(reroute(ctl(status_dir=status_dir, name="bmv2-ecmp")))
+    assert written == {"p0-t0-1": 2}  # group 3 (leaf 2 over T1 0 only) inserted, route to leaf 2 modified
+    assert {g.group_id: g.members for g in held.groups} == {3: (3,), 1025: (3, 4)}

@@ -133,3 +133,85 @@ def test_a_reported_link_failure_rewrites_the_groups_and_recovery_restores_them(
                      ("restore", tuple(link))]
     status = ctl.status()
     assert status["mode"] == "ecmp" and status["rerouted"] == {} and status["denials"] == {}
+
+
+# --- the CLI: mrc controller run --mode ecmp, mrc controller link, kill and restart -----------
+SMALL = generate_clos(planes=1, spines=2, leaves=3, hosts_per_leaf=1)
+
+
+def test_cli_reroutes_on_mrc_controller_link_and_a_restart_writes_nothing(switches, tmp_path):
+    import dataclasses
+    import signal
+    import subprocess
+
+    from mrckit.control import read_status, status_path
+    from mrckit.topology import GrpcEndpoint, compile_fabric, dump_topology
+
+    from conftest import DEVICE_CONFIG, P4INFO, ROOT
+    from test_control_cli import MRC, start
+
+    sws = switches([s.name for s in SMALL.switches])
+    topo = dataclasses.replace(SMALL, switches=tuple(
+        dataclasses.replace(s, p4runtime=GrpcEndpoint(sws[s.name].address)) for s in SMALL.switches))
+    path = tmp_path / "fabric.yaml"
+    dump_topology(topo, str(path))
+    (tmp_path / "dc.json").write_bytes(DEVICE_CONFIG)
+    name, sd = "ecmpcli", str(tmp_path)
+    run = [*MRC, "controller", "run", str(path), "--mode", "ecmp", "--name", name, "--status-dir", sd,
+           "--p4info", str(P4INFO), "--device-config", str(tmp_path / "dc.json")]
+
+    def mrc(*args):
+        out = subprocess.run([*MRC, *args, "--name", name, "--status-dir", sd], capture_output=True, text=True,
+                             timeout=60, cwd=ROOT)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    def status():
+        return read_status(status_path(name, tmp_path))
+
+    def until(predicate, what):
+        deadline = time.monotonic() + 30
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.05)
+
+    compiled = compile_fabric(SMALL, mode="ecmp")
+    link = "p0/t0-2/t1-0"
+    first = start(run)
+    try:
+        assert "reported p0/t0-2/t1-0 down" in mrc("controller", "link", link, "--down")
+        until(lambda: link in status()["rerouted"], "the reroute")
+        assert held(sws["p0-t0-0"])["groups"] == {3: (3,), ALL_UPLINKS_GROUP: (2, 3)}  # uplinks on ports 1, 2
+        for n in sws:
+            assert held(sws[n]) == wanted_of(compiled, n, [link])
+        shown = mrc("controller", "status")
+        assert "ecmp mode" in shown and f"rerouted around (groups changed): {link}" in shown
+        assert f"links believed down: {link}" in shown
+        shown_kinds = [k for ln in shown.splitlines() for k in ("link_down", "reroute") if f" {k} " in ln]
+        assert shown_kinds == ["link_down", "reroute"]
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    before = {n: held(sws[n]) for n in sws}
+    second = start(run)  # re-reads the report: the link is still down
+    try:
+        st = status()
+        assert all(s["total"]["write_requests"] == 0 for s in st["switches"].values()), st["switches"]
+        assert {n: held(sws[n]) for n in sws} == before and link in st["rerouted"]
+        mrc("controller", "link", link, "--up")
+        until(lambda: not status()["rerouted"], "the restore")
+        for n in sws:
+            assert held(sws[n]) == wanted_of(compiled, n, [])
+        kinds = [m["kind"] for m in status()["timeline"]]
+        assert kinds[-2:] == ["link_up", "restore"]
+    finally:
+        second.send_signal(signal.SIGINT)
+        second.communicate(timeout=60)
+    assert second.returncode == 0
+
+
+def wanted_of(compiled, name, down):
+    cfg = compiled.switch(name, down)
+    return {"members": {m.member_id: (m.action, m.params) for m in cfg.members},
+            "groups": {g.group_id: g.members for g in cfg.groups},
+            "routes": {r.prefix: r.target for r in cfg.routes}}
