@@ -116,11 +116,14 @@ struct {
 /* Direct-mapped caches of my_usid and usid_fib, indexed by the low 12 bits of the uSID (role
  * and index, unique within a plane): they spare the hash lookups on the hot path. The manager
  * (mrckit.switch.ebpf_target.SwitchTables) keeps them in step with the hashes: `count` is the
- * number of hash entries on the slot; with 1 the slot holds that entry, with 2 or more the
- * program asks the hash. */
+ * number of hash entries on the slot; with 1 (and hash_only 0) the slot holds that entry, with
+ * 2 or more, or hash_only set, the program asks the hash. A delete that leaves one entry sets
+ * hash_only rather than searching the hash for the survivor, so every write stays O(1). */
 struct usid_slot {
 	__u8 prefix[6];
-	__u16 count;
+	__u8 hash_only; /* 1: the one entry left is not copied here; ask the hash */
+	__u8 pad;
+	__u32 count;
 	struct table_action act;
 };
 
@@ -433,11 +436,11 @@ static __always_inline struct table_action *match(void *hash, void *slots, struc
 	struct usid_slot *slot = bpf_map_lookup_elem(slots, &idx);
 	struct table_action *act = 0;
 
-	if (slot && slot->count == 1) {
+	if (slot && slot->count == 1 && !slot->hash_only) {
 		if (*(__u32 *)slot->prefix == *(__u32 *)key->prefix &&
 		    *(__u16 *)(slot->prefix + 4) == *(__u16 *)(key->prefix + 4))
 			act = &slot->act;
-	} else if (slot && slot->count > 1) {
+	} else if (slot && slot->count) {
 		act = bpf_map_lookup_elem(hash, key);
 	}
 	if (!act)

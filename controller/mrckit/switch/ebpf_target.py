@@ -396,7 +396,9 @@ class SwitchTables:
             raise
 
     # The slot caches of the program (see struct usid_slot): the hash is written first and the
-    # slot after, so a packet never finds a slot naming an entry the hash lacks.
+    # slot after, so a packet never finds a slot naming an entry the hash lacks. Both are O(1):
+    # a delete that leaves one entry marks the slot hash_only instead of searching for it, and
+    # the next write of the entry left (count 1: it is the only one) caches it again.
     def _slot_added(self, table: str, key: int, act: T.TableAction, *, new: bool) -> None:
         slots, idx = self.maps[f"{table}_slots"], T.usid_slot_index(key)
         slot = slots.lookup(idx)
@@ -404,17 +406,15 @@ class SwitchTables:
             slot.count += 1
         if slot.count == 1:
             slot.prefix[:] = list(key.to_bytes(6, "big"))
-            slot.act = act
+            slot.act, slot.hash_only = act, 0
         slots.update(idx, slot)
 
     def _slot_removed(self, table: str, key: int) -> None:
         slots, idx = self.maps[f"{table}_slots"], T.usid_slot_index(key)
         slot = slots.lookup(idx)
         slot.count = max(0, slot.count - 1)
-        if slot.count == 1:  # the one entry left on this slot moves into it
-            for other, act in self.maps[table].items():
-                if T.usid_slot_index(T.usid_key_value(other)) == idx:
-                    slot.prefix, slot.act = other.prefix, act
+        if slot.count == 1:
+            slot.hash_only = 1
         elif slot.count == 0:
             slot = T.UsidSlot()
         slots.update(idx, slot)

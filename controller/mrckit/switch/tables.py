@@ -95,9 +95,11 @@ IFINDEX_SLOTS = 1024
 
 class UsidSlot(ctypes.Structure):
     """C ``struct usid_slot``: one slot of the my_usid/usid_fib caches (``count`` hash entries
-    share it; with exactly 1, ``prefix`` and ``act`` are that entry)."""
+    share it; with exactly 1 and ``hash_only`` 0, ``prefix`` and ``act`` are that entry; with
+    ``hash_only`` 1 the program asks the hash)."""
 
-    _fields_ = [("prefix", ctypes.c_uint8 * 6), ("count", ctypes.c_uint16), ("act", TableAction)]
+    _fields_ = [("prefix", ctypes.c_uint8 * 6), ("hash_only", ctypes.c_uint8), ("pad", ctypes.c_uint8),
+                ("count", ctypes.c_uint32), ("act", TableAction)]
 
 
 USID_SLOTS = 4096

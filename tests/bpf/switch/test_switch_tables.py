@@ -139,6 +139,9 @@ def test_slot_cache_follows_the_table(switch):
         t.delete_entry("usid_fib", prefix)
         present.remove(prefix)
         check(present)
+        # A delete leaving one entry does not search the hash for it: the slot goes hash-only.
+        slot = t.maps["usid_fib_slots"].lookup(0x805)
+        assert (slot.count, slot.hash_only) == (len(present), int(len(present) == 1))
     assert t.maps["usid_fib_slots"].lookup(0x805).count == 0
     # A modify of the single entry on a slot updates the cached action.
     t.write_entry("usid_fib", loc | 0x0805, "set_egress", {"port": 1})
@@ -154,3 +157,26 @@ def test_apply_validates_everything_first(switch):
     assert switch.tables.read_entries("usid_fib") == []
     switch.tables.apply([good, T.TableEntry("my_usid", 0xFCBBBB000400, "usid_un")])
     assert switch.tables.read_entries("usid_fib") == [good]
+
+
+def test_hash_only_slot_is_cached_again_by_a_write(switch):
+    """The entry left on a hash-only slot is cached again when it is next written (it is then
+    known to be the one), and forwards the same before and after."""
+    from switch_frames import container, mrc_frame
+    from switch_harness import XDP_REDIRECT
+
+    switch.wire_ports(range(4))
+    switch.set_ingress(0)
+    t = switch.tables
+    loc = 0xFCBBBB00 << 16
+    t.write_entry("usid_fib", loc | 0x0805, "set_egress", {"port": 1})
+    t.write_entry("usid_fib", loc | 0x1805, "set_egress", {"port": 2})
+    t.delete_entry("usid_fib", loc | 0x0805)
+    assert t.maps["usid_fib_slots"].lookup(0x805).hash_only == 1
+    rc, out = switch.run(mrc_frame(container(0x1805)))
+    assert rc == XDP_REDIRECT and t.counters("tx_port") == {2: (1, len(out))}
+    t.write_entry("usid_fib", loc | 0x1805, "set_egress", {"port": 3}, mode="modify")
+    slot = t.maps["usid_fib_slots"].lookup(0x805)
+    assert (slot.count, slot.hash_only, bytes(slot.prefix), slot.act.port) == (1, 0, (loc | 0x1805).to_bytes(6, "big"), 3)
+    rc, out = switch.run(mrc_frame(container(0x1805)))
+    assert rc == XDP_REDIRECT and t.counters("tx_port") == {2: (1, len(out)), 3: (1, len(out))}
