@@ -48,6 +48,13 @@ down, the denials, the last localisation and the timeline. In-process, ``await c
 does the same until the ``asyncio.Event`` ``stop`` is set; ``ctl.note_link_down(link)`` puts
 a fault injection on the timeline.
 
+EV-hash (ECMP) mode (issue 11): ``Controller(..., mode="ecmp")`` or ``mrc controller run TOPO
+--mode ecmp`` programs ``ipv6_fib`` routes and ``ecmp_selector`` members and groups as well, and
+reroutes on link reports instead of denying links on hosts: ``await ctl.link_report(link,
+up=False)`` in-process, or ``report_link(name, link, up=False)`` / ``mrc controller link LINK
+--down --name NAME`` for a controller in its own process. The timeline gets ``link_down``,
+``first_assumed_bad``, ``reroute``, ``link_up`` and ``restore`` marks.
+
 Device ids: finsy's default is 1, bmv2's 0. Every :class:`SwitchTarget` carries its own
 (default 1, like our eBPF P4Runtime server); start bmv2 with ``--device-id 1`` or say
 ``device_id: 0`` in the topology.
