@@ -71,8 +71,8 @@ def _compare(console, opts, json_path: str, plot_path: str) -> None:
     console.print(f"report: {json_path}   plot: {plot_path}")
     d = report.difference
     if report.passed:
-        console.print(f"[bold green]demo passed:[/] every byte verified in both modes; ecmp lost "
-                      f"{d.packets_lost:+d} packets and retired {d.evs_retired:+d} EVs compared with srv6")
+        console.print(f"[bold green]demo passed:[/] every byte verified in both modes; ecmp - srv6: "
+                      f"{d.packets_lost:+d} packets lost, {d.evs_retired:+d} EV retirements")
     else:
         failed = ", ".join(c.name for c in report.checks if not c.ok)
         console.print(f"[bold red]demo FAILED:[/] {failed}")

@@ -136,24 +136,30 @@ def _num(v, unit: str = "", signed: bool = False) -> str:
     return f"{v:+d}{unit}" if signed else f"{v}{unit}"
 
 
-COMPARISON_ROWS = (  # field, label
-    ("packets_lost", "packets lost (sent by the requestor, never at the responder)"),
-    ("packets_lost_by_ev", "  the same, summed per EV (dataplane tx - responder rx)"),
+COMPARISON_ROWS = (  # field, label (the caption and docs/demo.md define them)
+    ("packets_lost", "packets lost"),
+    ("packets_lost_by_ev", "  summed per EV"),
     ("evs_with_loss", "EVs that lost packets"),
-    ("link_packets_lost", "packets lost on the failed link (switch counters, every class)"),
-    ("evs_retired", "EV retirements, fault to restore (sender)"),
+    ("link_packets_lost", "lost on the failed link"),
+    ("evs_retired", "EV retirements"),
     ("evs_retired_distinct", "  distinct EVs retired"),
     ("t_last_loss_s", "fault to last loss"),
-    ("t_repair_s", "fault to the controller's repair (srv6: DENY; ecmp: groups rewritten)"),
-    ("retransmits_total", "retransmissions (requestor)"),
+    ("t_repair_s", "fault to controller repair"),
+    ("retransmits_total", "retransmissions"),
 )
+COMPARISON_CAPTION = (
+    "packets lost: sent by the requestor, never at the responder; per EV: sender dataplane tx - "
+    "responder rx; on the failed link: switch counters, every class (SACKs and probes too); "
+    "EV retirements: the sender's, fault to restore; repair: srv6 DENY on every host, ecmp "
+    "groups rewritten")
 
 
 def comparison(c) -> Table:
     """The two modes side by side, with the difference ECMP − SRv6 (``c``: a
     ``mrckit.fabric.compare.ComparisonReport``)."""
     table = Table(title=f"the cost of opaque paths: the same write and fault ({c.fault.describe()} on "
-                        f"{c.fault.link}) in both modes", title_justify="left")
+                        f"{c.fault.link}) in both modes", title_justify="left",
+                  caption=COMPARISON_CAPTION, caption_justify="left")
     for col in ("", "srv6", "ecmp", "ecmp - srv6"):
         table.add_column(col, justify="left" if not col else "right")
     s, e, d = c.modes["srv6"], c.modes["ecmp"], c.difference
@@ -163,7 +169,7 @@ def comparison(c) -> Table:
                       _num(getattr(d, field), unit, signed=True), style="bold" if field == "packets_lost" else None)
     table.add_row("write duration", _num(s.duration_s, " s"), _num(e.duration_s, " s"),
                   _num(e.duration_s - s.duration_s, " s", signed=True))
-    table.add_row("bytes verified (SHA-256)", f"{s.bytes_verified} ({'match' if s.hash_match else 'MISMATCH'})",
+    table.add_row("bytes verified", f"{s.bytes_verified} ({'match' if s.hash_match else 'MISMATCH'})",
                   f"{e.bytes_verified} ({'match' if e.hash_match else 'MISMATCH'})", "")
     return table
 
