@@ -14,8 +14,9 @@
  *   3. looks up the egress port exactly on the first 48 bits of the (shifted) DA (no_route);
  *   4. decrements the hop limit and rewrites the MACs from `port_config`;
  *   5. runs the virtual queue of the egress port: trims congested TRIMMABLE/TRIMMABLE_RETX
- *      writes to their headers (encapsulated, or EV-hash mode's UDP right after the IPv6), drops other congested traffic (congestion), never touches
- *      CONTROL or already-trimmed packets;
+ *      writes to their headers (encapsulated, or EV-hash mode's UDP right after the IPv6),
+ *      drops other congested traffic (congestion), never touches CONTROL or already-trimmed
+ *      packets;
  *   6. marks CE on ECT packets above the ECN threshold on ports that do not face a host;
  *   7. redirects through the `tx_ports` DEVMAP.
  * Map names and layouts are the P4Runtime contract: docs/ebpf-switch.md.

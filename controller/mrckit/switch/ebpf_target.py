@@ -4,7 +4,9 @@ its maps by P4 names (design section 4; map layouts in ``docs/ebpf-switch.md``).
 Two classes:
 
 - :class:`SwitchTables` reads and writes one switch's maps by P4 names: table entries
-  (``my_usid``, ``usid_fib``, ``port_config``), counters, port admin state, queue drain rate.
+  (``my_usid``, ``usid_fib``, ``port_config``), EV-hash mode's ``ecmp_selector`` members and
+  groups and ``ipv6_fib`` routes (ECMP_CONTRACT.md section 4), counters, port admin state,
+  queue drain rate.
   It works on a freshly loaded object or on the maps pinned under
   ``/sys/fs/bpf/mrckit/switch/<name>/`` (:meth:`SwitchTables.open_pinned`), so the P4Runtime
   server and the conformance suite share this one mapping.
@@ -111,6 +113,9 @@ class SwitchTables:
     ``usid_fib``, the 9-bit port for ``port_config``. Action parameters are integers of the
     widths of design section 4 (MACs as 48-bit integers, thresholds in packets).
     Table and action names may carry a P4Info control prefix (``MyIngress.usid_fib``).
+    ``ipv6_fib`` (an indirect LPM table) has its own methods: ``write_member``/``write_group``/
+    ``write_route`` and their delete/read counterparts, keyed by uint32 member and group ids
+    and IPv6 prefixes, with the referential checks of ECMP_CONTRACT.md section 4.
     """
 
     def __init__(self, maps: dict[str, Map], *, owned: bool = False):

@@ -2,6 +2,7 @@
 
 Design section 4 fixes the P4Runtime contract (tables ``my_usid``, ``usid_fib``, ``port_config``;
 counters ``rx_port``, ``tx_port``, ``trim_port``, ``ecn_port``, ``drop_port``, ``drop_reason``);
+EV-hash mode adds table ``ipv6_fib`` and action selector ``ecmp_selector`` (ECMP_CONTRACT.md);
 ``docs/ebpf-switch.md`` fixes the map layouts. This module only encodes and decodes: it turns a
 table entry given by P4 names (table, key, action, parameters) into map key and value bytes and
 back, so the eBPF manager, the P4Runtime server and the conformance suite share one encoding.

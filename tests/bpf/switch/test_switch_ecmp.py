@@ -103,7 +103,8 @@ def test_group_member_of_other_next_header(switch):
     """Next header 59 (no next header): no UDP header, flow label alone."""
     ecmp_leaf(switch)
     for fl in range(0, 1 << 20, 9973):
-        frame = bytes(Ether(src="02:00:00:00:01:01", dst=SWITCH_MAC) / IPv6(src="2001:db8::1", dst=HOST_B, nh=59, fl=fl) /
+        frame = bytes(Ether(src="02:00:00:00:01:01", dst=SWITCH_MAC) /
+                      IPv6(src="2001:db8::1", dst=HOST_B, nh=59, fl=fl) /
                       (b"\x00" * 16))
         rc, out = switch.run(frame)
         assert rc == XDP_REDIRECT and out_port(out) == member_port(ecmp_member(UPLINK_MEMBERS, fl, None))
