@@ -278,7 +278,7 @@ class SwitchTables:
         if self.maps["ecmp_member"].lookup(member_id) is None:
             raise EntryNotFound(f"action profile {T.ECMP_SELECTOR}: no member {member_id}")
         users = [f"group {g}" for g, members in self.read_groups().items() if member_id in members]
-        users += [f"route {p}" for p, ref in self.read_routes().items() if ref == ("member", member_id)]
+        users += [f"route {p}" for p in self._routes_to(T.FIB_REF_MEMBER, member_id)]
         if users:
             raise EntryInUse(f"action profile {T.ECMP_SELECTOR}: member {member_id} is still used by "
                              f"{', '.join(users)}; remove it from them first")
@@ -322,7 +322,7 @@ class SwitchTables:
         group_id = T.check_ecmp_id("group", group_id)
         if self.maps["ecmp_group"].lookup(group_id) is None:
             raise EntryNotFound(f"action profile {T.ECMP_SELECTOR}: no group {group_id}")
-        users = [str(p) for p, ref in self.read_routes().items() if ref == ("group", group_id)]
+        users = [str(p) for p in self._routes_to(T.FIB_REF_GROUP, group_id)]
         if users:
             raise EntryInUse(f"action profile {T.ECMP_SELECTOR}: group {group_id} is still used by "
                              f"route {', '.join(users)}; delete or repoint those first")
@@ -373,6 +373,11 @@ class SwitchTables:
                 raise MrcError(f"table {T.IPV6_FIB}: map holds unknown reference kind {ref.kind}")
             out[T.lpm_prefix(key)] = (kind, ref.id)
         return dict(sorted(out.items(), key=lambda kv: (kv[0].network_address, kv[0].prefixlen)))
+
+    def _routes_to(self, kind: int, ref_id: int) -> list[ipaddress.IPv6Network]:
+        """The prefixes of the ipv6_fib entries naming (kind, ref_id), sorted."""
+        return sorted(T.lpm_prefix(key) for key, ref in self.maps["ipv6_fib"].items()
+                      if (ref.kind, ref.id) == (kind, ref_id))
 
     def clear_ecmp(self) -> None:
         """Delete every ipv6_fib entry, then every group, then every member (dependents first)."""
