@@ -236,7 +236,7 @@ class _Run:
             events=events, controller=controller_events(self.fab), fault_log=self.fault_log,
             demo_log=self.demo_log, fault_rows=marks["fault_rows"], restore_rows=marks["restore_rows"],
             mode=self.opts.mode, **({"path_of": self.path_of} if self.path_of else {}),
-            rx_reports=rx.ev_rx_log, final_rx=rx.ev_rx_log[-1][1] if "final" in rx.state else {},
+            rx_sent=rx.ev_rx_sent,
             packets_sent=rq["packets"] + rq["probes"], packets_received=rx.state["stats"]["packets"],
             link_packets_lost=link_lost)
 

@@ -7,12 +7,12 @@ process for everything stalls for longer than an agent RTO and retires healthy E
 The processes talk JSON lines on stdout; the demo writes commands on stdin:
 
 - ``respond``: registers a region of ``--size`` bytes (rkey ``--rkey``), creates the QP, prints
-  ``{"ready": ...}``, then ``{"placed": BYTES, "t_ns": ...}`` every ``--every`` seconds, with
-  ``"ev_rx": {EV: packets}`` (every packet from the peer, counted by the EV it arrived on) at
-  most every ``EV_REPORT_S``; after the WRITE_WITH_IMM completion, it compares the region with
-  the data that ``--seed`` gives and prints ``{"done": ..., "sha256": ..., "verified": BYTES,
-  "stats": {...}}``; when its stdin closes it prints ``{"final": ..., "stats": ..., "ev_rx":
-  ...}`` (counts that include the requestor's last retransmissions) and exits.
+  ``{"ready": ...}``, then ``{"placed": BYTES, "t_ns": ...}`` every ``--every`` seconds; after
+  the WRITE_WITH_IMM completion, it compares the region with the data that ``--seed`` gives and
+  prints ``{"done": ..., "sha256": ..., "verified": BYTES, "stats": {...}}``; when its stdin
+  closes it prints ``{"final": ..., "stats": ..., "ev_rx_sent": {EV: [send times, us]}}``
+  (every packet from the peer, by the EV it arrived on, dated when it was sent: ``EvTally``;
+  the requestor's last retransmissions included) and exits.
 - ``write``: creates the QP, prints ``{"ready": ...}``, waits for the line ``go``, posts one
   WRITE_WITH_IMM of the ``--seed`` data, and prints ``{"done": ..., "started_ns": ...,
   "finished_ns": ..., "stats": {...}}`` or ``{"error": TEXT}``.
@@ -37,11 +37,9 @@ import time
 import numpy as np
 
 from ..errors import MrcError
+from ..wire.constants import BTH_FLAG_TS, BTH_LEN, METH_LEN, TIME_UNIT_NS, TSETH_LEN, WRITE_OPCODES
 
 MODULE = "mrckit.fabric.demo_worker"
-EV_REPORT_S = 0.02
-"""How often the responder reports its per-EV packet counts: every progress line (``--every``
-0.02 s), so the demo pairs each EV-table sample with counts at most this old."""
 SACK_EVERY_PACKET = 1
 """Responder SACK coalescing, bytes: a SACK (and so an echoed EV) per packet, which is what
 the host agent's per-EV ack times need."""
@@ -71,27 +69,43 @@ def _plain(value):
 
 class EvTally:
     """Packets that reach the responder, per EV (``UDP sport << 16 | flow label & 0xFFFF``,
-    design 3.3, as the responder itself reads it): the receiving side of the demo's loss
-    accounting (``mrckit.fabric.loss``). Wraps ``responder.handle``; the counts are read from
-    another thread, hence the lock."""
+    design 3.3, as the responder itself reads it), each with the time it was SENT: the
+    receiving side of the demo's loss accounting (``mrckit.fabric.loss``), which then counts
+    the packets sent on an EV before a time that never arrived, with no packet in flight to
+    blur it. The send time is the data packet's TSETH tx_timestamp (the requestor's
+    CLOCK_MONOTONIC in units of 1.024 us, 16 bits, design 3.2), unwrapped against the arrival
+    time (a packet that waited more than one wrap, 67 ms, would be dated one wrap late); a
+    packet without one (a PROBE) is dated by its arrival. Wraps ``responder.handle``."""
 
     def __init__(self, responder):
-        self._counts: dict[int, int] = {}
+        self._sent: dict[int, list[int]] = {}
         self._lock = threading.Lock()
         inner = responder.handle
 
         def handle(buf, n, tclass, flowinfo, sport, peer):
             ev = (sport << 16) | (flowinfo & 0xFFFF)
+            t_ns = _send_time(buf, n, time.monotonic_ns())
             with self._lock:
-                self._counts[ev] = self._counts.get(ev, 0) + 1
+                self._sent.setdefault(ev, []).append(t_ns)
             inner(buf, n, tclass, flowinfo, sport, peer)
 
         responder.handle = handle
 
-    def snapshot(self) -> dict[str, int]:
-        """EV (decimal text, a JSON key) -> packets received so far."""
+    def snapshot(self) -> dict[str, list[int]]:
+        """EV (decimal text, a JSON key) -> send times (us, CLOCK_MONOTONIC) of the packets
+        received on it, ascending."""
         with self._lock:
-            return {str(ev): n for ev, n in self._counts.items()}
+            return {str(ev): sorted(t // 1000 for t in times) for ev, times in self._sent.items()}
+
+
+def _send_time(buf, n: int, arrival_ns: int) -> int:
+    """When a packet arriving at ``arrival_ns`` was sent (ns): its TSETH tx_timestamp when it is
+    a data packet with ts = 1, else ``arrival_ns``."""
+    if n < BTH_LEN + METH_LEN + TSETH_LEN or buf[0] not in WRITE_OPCODES or not buf[8] & BTH_FLAG_TS:
+        return arrival_ns
+    ts = int.from_bytes(buf[BTH_LEN + METH_LEN:BTH_LEN + METH_LEN + 2], "big")
+    now = arrival_ns // TIME_UNIT_NS
+    return (now - ((now - ts) & 0xFFFF)) * TIME_UNIT_NS
 
 
 def respond(args) -> int:
@@ -105,14 +119,9 @@ def respond(args) -> int:
         _say(ready=True)
         closed = threading.Event()
         threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
-        done, last_ev_report = False, 0.0
+        done = False
         while not closed.is_set():
-            now = time.monotonic()
-            if now - last_ev_report >= EV_REPORT_S:
-                last_ev_report = now
-                _say(placed=mr.placed_bytes, t_ns=time.monotonic_ns(), ev_rx=tally.snapshot())
-            else:
-                _say(placed=mr.placed_bytes, t_ns=time.monotonic_ns())
+            _say(placed=mr.placed_bytes, t_ns=time.monotonic_ns())
             if not done and ep.poll_recv(timeout=args.every) is not None:
                 done = True
                 expected = demo_data(args.seed, args.size)
@@ -122,7 +131,7 @@ def respond(args) -> int:
                      stats=_stats(ep.responder.stats))
             elif done:
                 closed.wait(args.every)
-        _say(final=True, t_ns=time.monotonic_ns(), stats=_stats(ep.responder.stats), ev_rx=tally.snapshot())
+        _say(final=True, t_ns=time.monotonic_ns(), stats=_stats(ep.responder.stats), ev_rx_sent=tally.snapshot())
     finally:
         ep.close()
     return 0
@@ -167,8 +176,8 @@ class WorkerProcess:
         self.proc = host.popen([sys.executable, "-m", MODULE, *argv], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.state: dict = {}
-        self.ev_rx_log: list[tuple[int, dict[int, int]]] = []
-        """Per-EV packet counts the responder reported, ``(t_ns, {EV: packets})``, oldest first."""
+        self.ev_rx_sent: dict[int, list[int]] = {}
+        """From the responder's final line: EV -> send times (ns) of the packets that reached it."""
         self._cv = threading.Condition()
         self._reader = threading.Thread(target=self._read, name=f"demo-{argv[0]}", daemon=True)
         self._reader.start()
@@ -180,8 +189,8 @@ class WorkerProcess:
             except ValueError:
                 continue
             with self._cv:
-                if "ev_rx" in msg:
-                    self.ev_rx_log.append((msg["t_ns"], {int(ev): n for ev, n in msg.pop("ev_rx").items()}))
+                if "ev_rx_sent" in msg:
+                    self.ev_rx_sent = {int(ev): [t * 1000 for t in ts] for ev, ts in msg.pop("ev_rx_sent").items()}
                 self.state.update(msg)
                 self._cv.notify_all()
         with self._cv:
@@ -223,7 +232,7 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             self.proc.terminate()
             self.proc.wait(5)
-        self._reader.join(5)  # every line it printed is in ``state`` and ``ev_rx_log`` now
+        self._reader.join(5)  # every line it printed is in ``state`` and ``ev_rx_sent`` now
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,15 +9,15 @@ of fault:
   and retransmissions, and its PROBEs) minus packets that reached the responder, both read
   after the write completed;
 - **per EV**: the sender's dataplane counts the packets it sends on each EV (``tx_packets`` of
-  the agent's EV table, sampled every 50 ms, ``mrckit.fabric.series``) and the responder counts
-  the packets that arrive on each EV (``demo_worker.EvTally``, reported every 50 ms). An EV's
-  final loss is ``L = tx - rx``. Its last loss happened before the first sample from which on
-  its running deficit ``tx(t) - rx(t)`` (rx from the responder's last report at or before t,
-  so packets in flight only raise it) never falls below L. The last loss of the run is the
-  latest of those: exact to one sampling period (50 ms) when the counts are in step, and never
-  later than the truth (packets in flight at a sample can only make a loss look settled
-  early; the responder reports every 20 ms, about half a packet per EV at the demo's rates).
-  The loss curve sums, per EV, the least deficit from each sample on;
+  the agent's EV table, sampled every 50 ms, ``mrckit.fabric.series``) and the responder
+  process keeps, per EV, the time each arriving packet was *sent* (its TSETH timestamp,
+  ``demo_worker.EvTally``). An EV's final loss is ``L = tx - rx``. Its deficit at a sample,
+  ``tx(t)`` minus the arrivals sent before t, counts exactly the packets sent before t that
+  never arrived (packets in flight at t arrive later and are counted), give or take the few
+  sent while the EV table was being read. The loss curve sums, per EV, the least deficit from
+  each sample on (which never decreases and drops that read-time noise), capped at L; the last
+  loss is the first sample at which the curve reaches the total, with one sampling period of
+  resolution;
 - **at the switches** (a cross-check by another witness): the failed link's two switch ports,
   ``tx_port`` at one end minus ``rx_port`` at the other, both directions, from the fault to the
   end. It sees every class of packet (data, SACKs, probes), whatever drops them: a link down,
@@ -35,66 +35,53 @@ Samples = list[tuple[int, dict[int, int]]]
 """``(t_ns, {EV: cumulative packets})``, oldest first."""
 
 
-def per_ev_loss(final_tx: dict[int, int], final_rx: dict[int, int]) -> dict[int, int]:
-    """EV -> packets lost on it (``tx - rx``, only EVs that lost some)."""
-    return {ev: tx - final_rx.get(ev, 0) for ev, tx in final_tx.items() if tx > final_rx.get(ev, 0)}
+def per_ev_loss(final_tx: dict[int, int], rx_sent: dict[int, list[int]]) -> dict[int, int]:
+    """EV -> packets lost on it (``tx`` minus arrivals, only EVs that lost some)."""
+    got = {ev: len(times) for ev, times in rx_sent.items()}
+    return {ev: tx - got.get(ev, 0) for ev, tx in final_tx.items() if tx > got.get(ev, 0)}
 
 
-class _RxAt:
-    """The responder's per-EV counts as of its last report at or before a time."""
-
-    def __init__(self, reports: Samples):
-        self.reports = sorted(reports, key=lambda r: r[0])
-        self.times = [t for t, _ in self.reports]
-
-    def __call__(self, t_ns: int) -> dict[int, int]:
-        i = bisect.bisect_right(self.times, t_ns)
-        return self.reports[i - 1][1] if i else {}
-
-
-def _settled(tx_samples: Samples, rx_reports: Samples, lost: dict[int, int]) -> dict[int, list[int]]:
+def _settled(tx_samples: Samples, rx_sent: dict[int, list[int]], lost: dict[int, int]) -> dict[int, list[int]]:
     """Per EV of ``lost``, at each sample, the least deficit from that sample on (a suffix
-    minimum): it never decreases, it ignores packets in flight (they arrive, and a later
-    deficit is smaller), and it reaches the EV's final loss once its last loss has happened."""
-    rx_at = _RxAt(rx_reports)
-    rx_per_sample = [rx_at(t) for t, _ in tx_samples]
+    minimum), capped at the EV's final loss: it never decreases, and reaches the final loss
+    once the EV's last loss has happened."""
     out = {}
     for ev, n in lost.items():
+        times = rx_sent.get(ev, [])
         least, column = n, []
-        for (_, tx), rx in zip(reversed(tx_samples), reversed(rx_per_sample)):
-            least = min(least, max(tx.get(ev, 0) - rx.get(ev, 0), 0))
+        for t, tx in reversed(tx_samples):
+            least = min(least, max(tx.get(ev, 0) - bisect.bisect_right(times, t), 0))
             column.append(least)
         out[ev] = column[::-1]
     return out
 
 
-def loss_series(tx_samples: Samples, rx_reports: Samples, lost: dict[int, int]) -> list[int]:
-    """Cumulative packets lost at each sample of ``tx_samples``: the sum over the EVs of
-    ``lost`` of their settled deficit (see :func:`_settled`), capped at their final loss."""
-    settled = _settled(tx_samples, rx_reports, lost)
+def loss_series(tx_samples: Samples, rx_sent: dict[int, list[int]], lost: dict[int, int]) -> list[int]:
+    """Cumulative packets lost at each sample of ``tx_samples`` (see the module docstring)."""
+    settled = _settled(tx_samples, rx_sent, lost)
     return [sum(column[i] for column in settled.values()) for i in range(len(tx_samples))]
 
 
-def last_loss_ns(tx_samples: Samples, rx_reports: Samples, lost: dict[int, int]) -> int | None:
-    """When the last packet was lost (ns, CLOCK_MONOTONIC; see the module docstring): the first
-    sample at which every EV's settled deficit is its final loss. None when no EV lost one."""
+def last_loss_ns(tx_samples: Samples, rx_sent: dict[int, list[int]], lost: dict[int, int]) -> int | None:
+    """When the last packet was lost (ns, CLOCK_MONOTONIC): the first sample at which the loss
+    curve reaches the total. None when no EV lost a packet."""
     if not lost or not tx_samples:
         return None
-    series = loss_series(tx_samples, rx_reports, lost)
     total = sum(lost.values())
+    series = loss_series(tx_samples, rx_sent, lost)
     return next((t for (t, _), n in zip(tx_samples, series) if n >= total), tx_samples[-1][0])
 
 
-def loss_stats(*, tx_samples: Samples, rx_reports: Samples, final_rx: dict[int, int], packets_sent: int,
-               packets_received: int, t_fault_ns: int, t_restore_ns: int,
-               retirements: Iterable[tuple[int, int]], link_packets_lost: int | None) -> LossStats:
+def loss_stats(*, tx_samples: Samples, rx_sent: dict[int, list[int]], packets_sent: int, packets_received: int,
+               t_fault_ns: int, t_restore_ns: int, retirements: Iterable[tuple[int, int]],
+               link_packets_lost: int | None) -> LossStats:
     """The :class:`~mrckit.fabric.report.LossStats` of one run.
 
     Args:
         tx_samples: the sender dataplane's cumulative packets per EV, sampled (the last sample
             taken after the write completed).
-        rx_reports: the responder's cumulative packets per EV, as reported during the write;
-            ``final_rx`` its counts after the write.
+        rx_sent: per EV, the send times (ns, ascending) of the packets that reached the
+            responder, collected after the write.
         packets_sent, packets_received: the endpoints' totals (requestor data packets + PROBEs;
             responder packets).
         t_fault_ns, t_restore_ns: when the fault was injected and removed (CLOCK_MONOTONIC).
@@ -102,9 +89,9 @@ def loss_stats(*, tx_samples: Samples, rx_reports: Samples, final_rx: dict[int, 
         link_packets_lost: the switch counters' figure at the failed link, or None.
     """
     final_tx = tx_samples[-1][1] if tx_samples else {}
-    lost = per_ev_loss(final_tx, final_rx)
+    lost = per_ev_loss(final_tx, rx_sent)
     in_fault = [ev for t, ev in retirements if t_fault_ns <= t <= t_restore_ns]
-    last = last_loss_ns(tx_samples, rx_reports, lost)
+    last = last_loss_ns(tx_samples, rx_sent, lost)
     return LossStats(
         packets_sent=packets_sent, packets_received=packets_received,
         packets_lost=packets_sent - packets_received, packets_lost_by_ev=sum(lost.values()),
@@ -112,7 +99,7 @@ def loss_stats(*, tx_samples: Samples, rx_reports: Samples, final_rx: dict[int, 
         evs_retired=len(in_fault), evs_retired_distinct=len(set(in_fault)),
         t_last_loss_s=None if last is None else (last - t_fault_ns) / 1e9,
         t_s=[(t - t_fault_ns) / 1e9 for t, _ in tx_samples],
-        lost=loss_series(tx_samples, rx_reports, lost))
+        lost=loss_series(tx_samples, rx_sent, lost))
 
 
 def link_loss(before: dict[str, int], after: dict[str, int]) -> int:

@@ -102,9 +102,9 @@ class RunRecord:
 
     ``mode``: the fabric's forwarding mode. ``path_of``: EV -> (plane, spine) of the path the
     report attributes it to (SRv6: the EV's own fields; EV-hash mode: the spine it hashes to).
-    Loss accounting (``mrckit.fabric.loss``): ``rx_reports``/``final_rx`` the responder's
-    per-EV packet counts during and after the write, ``packets_sent``/``packets_received`` the
-    endpoints' totals, ``link_packets_lost`` the failed link's switch counters' figure."""
+    Loss accounting (``mrckit.fabric.loss``): ``rx_sent`` per EV the send times (ns) of the
+    packets that reached the responder, ``packets_sent``/``packets_received`` the endpoints'
+    totals, ``link_packets_lost`` the failed link's switch counters' figure."""
 
     target: str
     topology: dict[str, int]
@@ -127,8 +127,7 @@ class RunRecord:
     restore_rows: list[dict] = field(default_factory=list)
     mode: str = "srv6"
     path_of: Callable[[int], tuple[int, int]] = field(default=lambda ev: _ev_path(ev))
-    rx_reports: list[tuple[int, dict[int, int]]] = field(default_factory=list)
-    final_rx: dict[int, int] = field(default_factory=dict)
+    rx_sent: dict[int, list[int]] = field(default_factory=dict)
     packets_sent: int = 0
     packets_received: int = 0
     link_packets_lost: int | None = None
@@ -161,8 +160,7 @@ def analyze(run: RunRecord) -> DemoReport:
 def _loss(run: RunRecord):
     retirements = [(e.t_ns, e.ev) for e in _sender_events(run)
                    if e.ev and e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS]
-    return loss_stats(tx_samples=run.recorder.ev_samples, rx_reports=run.rx_reports, final_rx=run.final_rx,
-                      packets_sent=run.packets_sent, packets_received=run.packets_received,
+    return loss_stats(tx_samples=run.recorder.ev_samples, rx_sent=run.rx_sent, packets_sent=run.packets_sent, packets_received=run.packets_received,
                       t_fault_ns=run.t_fault_ns, t_restore_ns=run.t_restore_ns, retirements=retirements,
                       link_packets_lost=run.link_packets_lost)
 

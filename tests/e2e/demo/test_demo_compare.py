@@ -21,36 +21,34 @@ MS = 1_000_000
 A, B = 0x0010_0001, 0x0000_0002
 
 
+def _sends(times_ms):
+    return [t * MS for t in times_ms]
+
+
 def test_per_ev_loss_is_sent_minus_received():
-    assert per_ev_loss({A: 10, B: 5}, {A: 7, B: 5}) == {A: 3}
+    assert per_ev_loss({A: 10, B: 5}, {A: _sends(range(7)), B: _sends(range(5))}) == {A: 3}
     assert per_ev_loss({A: 4}, {}) == {A: 4}
-    assert per_ev_loss({A: 4}, {A: 6}) == {}  # more arrived than counted: no loss, never negative
+    assert per_ev_loss({A: 4}, {A: _sends(range(6))}) == {}  # more arrived than counted: never negative
 
 
-def test_last_loss_is_when_every_deficit_settles():
-    # A loses one packet before 100 ms and one between 300 and 400 ms, and has one packet in
-    # flight at the 200 ms sample; B loses none. The responder reports at the sample times.
-    tx = [(t * MS, {A: n, B: n}) for t, n in ((0, 0), (100, 10), (200, 20), (300, 30), (400, 40), (500, 50))]
-    rx = [(t * MS, {A: a, B: n}) for t, a, n in ((0, 0, 0), (100, 9, 10), (200, 18, 20), (300, 29, 30),
-                                                 (400, 38, 40), (500, 48, 50))]
-    lost = per_ev_loss(tx[-1][1], rx[-1][1])
+def test_loss_curve_and_last_loss_count_by_send_time():
+    # A sends every 10 ms from 5 ms on; the packets sent at 55 and 355 ms are lost. B loses none.
+    sends = list(range(5, 500, 10))
+    tx = [(t * MS, {A: sum(1 for x in sends if x <= t), B: 3}) for t in (0, 100, 200, 300, 400, 500)]
+    tx[2][1][A] += 1  # the 200 ms sample was read a moment late: it holds the packet of 205 ms
+    rx = {A: _sends(x for x in sends if x not in (55, 355)), B: _sends([1, 2, 3])}
+    lost = per_ev_loss(tx[-1][1], rx)
     assert lost == {A: 2}
-    # A's deficit: 0, 1, 2, 1, 2, 2. At 200 ms it reaches 2 with a packet in flight, and falls
-    # back: the last loss is at the 400 ms sample, from which on it stays at 2.
-    assert last_loss_ns(tx, rx, lost) == 400 * MS
-    # the loss curve is the least deficit from each sample on: the packet in flight is not a loss
+    # packets in flight at a sample are counted (their send times are known), and the sample
+    # read late is smoothed away: the curve steps at the two losses, the last at 400 ms
     assert loss_series(tx, rx, lost) == [0, 1, 1, 1, 2, 2]
-    # a report that lags the sample adds the packets in flight to the deficit: the last loss can
-    # only look earlier (here the lag is a whole 100 ms of sending), never later
-    late = [(t + 10 * MS, c) for t, c in rx]
-    assert last_loss_ns(tx, late, lost) <= 400 * MS
-    assert loss_series(tx, late, lost)[1] == 2  # at 100 ms it reads the report of 0 ms
+    assert last_loss_ns(tx, rx, lost) == 400 * MS
     assert last_loss_ns(tx, rx, {}) is None
 
 
 def test_loss_stats_totals_retirements_and_link():
     tx = [(1000 * MS, {A: 0}), (1100 * MS, {A: 10})]
-    stats = loss_stats(tx_samples=tx, rx_reports=[(1050 * MS, {A: 4})], final_rx={A: 7}, packets_sent=12,
+    stats = loss_stats(tx_samples=tx, rx_sent={A: _sends(range(1001, 1008))}, packets_sent=12,
                        packets_received=9, t_fault_ns=1000 * MS, t_restore_ns=2000 * MS,
                        retirements=[(900 * MS, A), (1010 * MS, A), (1020 * MS, A), (1030 * MS, B), (2100 * MS, B)],
                        link_packets_lost=40)
@@ -66,20 +64,24 @@ def test_link_loss_counts_both_directions():
 
 
 def _with_rx(run, lost_per_ev: int, mode: str):
-    """Give a synthetic run the responder's side: every EV of the failed path loses
-    ``lost_per_ev`` packets at the fault; everything else arrives."""
+    """Give a synthetic run the responder's side: every packet arrives, dated by the sample
+    that first counted it, but the last ``lost_per_ev`` packets that each EV of the failed
+    path sent up to the fault."""
     run.mode = mode
-    lost = {}
+    sent: dict[int, list[int]] = {}
+    prev: dict[int, int] = {}
     for t, per_ev in run.recorder.ev_samples:
-        if t >= run.t_fault_ns:
-            lost = {ev: lost_per_ev for ev in per_ev if (ev >> 28, (ev >> 20) & 0xFF) == (0, 1)}
-            break
-    run.rx_reports = [(t, {ev: n - (lost.get(ev, 0) if t >= run.t_fault_ns else 0) for ev, n in per_ev.items()})
-                      for t, per_ev in run.recorder.ev_samples]
-    run.final_rx = run.rx_reports[-1][1]
-    sent = sum(run.recorder.ev_samples[-1][1].values())
-    run.packets_sent, run.packets_received = sent, sent - sum(lost.values())
-    run.link_packets_lost = sum(lost.values()) + 7
+        for ev, n in per_ev.items():
+            sent.setdefault(ev, []).extend([t] * (n - prev.get(ev, 0)))
+        prev = per_ev
+    dead = [ev for ev in sent if (ev >> 28, (ev >> 20) & 0xFF) == (0, 1)]
+    for ev in dead:
+        before = [t for t in sent[ev] if t <= run.t_fault_ns]
+        sent[ev] = before[:-lost_per_ev] + [t for t in sent[ev] if t > run.t_fault_ns]
+    run.rx_sent = sent
+    run.packets_sent = sum(prev.values())
+    run.packets_received = sum(len(v) for v in sent.values())
+    run.link_packets_lost = lost_per_ev * len(dead) + 7
     return run
 
 
