@@ -145,6 +145,28 @@ def encapsulated_group_cases() -> list[Case]:
     return cases
 
 
+MODIFIED_THREE = (MEMBER[0], MEMBER[2])
+"""Group THREE without its port-1 member."""
+
+
+def modified_picks() -> list[tuple[int, int | None]]:
+    return covering_fields(MODIFIED_THREE, 3, udp=True, wide=False, rng=random.Random(SEED + 2))
+
+
+def modified_group_cases() -> list[Case]:
+    """Group THREE modified to {port 0, port 2} (how the controller drops a dead uplink,
+    ECMP_CONTRACT.md section 6): frames hash over the two members left."""
+    members = MODIFIED_THREE
+    cases = []
+    for fl, sport in modified_picks():
+        frame = into(F.ecmp_frame("2001:db8:100:2::5", flow_label=fl, udp_sport=sport), 3)
+        port = member_port(ecmp_member(members, fl, sport))
+        cases.append(Case(f"ev_group3_modified_fl{fl:05x}_sport{sport:04x}_port{port}", frame, 3,
+                          {port: [out_frame(frame, port)]}, fwd(3, port),
+                          tables={("ecmp_group", THREE): ("group", {"members": members})}))
+    return cases
+
+
 def lpm_cases() -> list[Case]:
     def to(name: str, da: str, in_port: int, port: int, **kw) -> Case:
         frame = into(F.ecmp_frame(da, flow_label=0x5A5A, udp_sport=0xC001, **kw), in_port)
@@ -243,5 +265,5 @@ def ecn_cases() -> list[Case]:
 
 
 def ecmp_cases() -> list[Case]:
-    return (group_cases() + encapsulated_group_cases() + lpm_cases() + miss_and_drop_cases() + trim_cases()
-            + ecn_cases())
+    return (group_cases() + encapsulated_group_cases() + modified_group_cases() + lpm_cases()
+            + miss_and_drop_cases() + trim_cases() + ecn_cases())

@@ -8,7 +8,8 @@ import pytest
 
 from mrckit.wire.ecmp import ecmp_member
 
-from conformance_ecmp_cases import GROUPS, ecmp_base_tables, ecmp_cases, group_picks
+from conformance_ecmp_cases import (GROUPS, MODIFIED_THREE, THREE, ecmp_base_tables, ecmp_cases,
+                                    group_picks, modified_picks)
 from conformance_harness import run_case
 from conformance_sut import ev_hash_sut
 
@@ -28,6 +29,14 @@ def test_group_cases_reach_every_member():
     for name, _da, group, _port, picks in group_picks():
         chosen = {ecmp_member(GROUPS[group], fl, sport) for fl, sport in picks}
         assert chosen == set(GROUPS[group]), name
+
+
+def test_modified_group_cases_see_the_modify():
+    """Some EVs of the modified-group cases would take another member in the original group,
+    so those cases fail on a target that ignores the modify."""
+    picks = modified_picks()
+    assert {ecmp_member(MODIFIED_THREE, fl, sp) for fl, sp in picks} == set(MODIFIED_THREE)
+    assert any(ecmp_member(MODIFIED_THREE, fl, sp) != ecmp_member(GROUPS[THREE], fl, sp) for fl, sp in picks)
 
 
 def test_case_names_unique():
