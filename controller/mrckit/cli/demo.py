@@ -72,7 +72,7 @@ def _compare(console, opts, json_path: str, plot_path: str) -> None:
     d = report.difference
     if report.passed:
         console.print(f"[bold green]demo passed:[/] every byte verified in both modes; ecmp - srv6: "
-                      f"{d.packets_lost:+d} packets lost, {d.evs_retired:+d} EV retirements")
+                      f"{d.packets_lost_to_fault:+d} packets lost to the fault, {d.evs_retired:+d} EV retirements")
     else:
         failed = ", ".join(c.name for c in report.checks if not c.ok)
         console.print(f"[bold red]demo FAILED:[/] {failed}")

@@ -15,9 +15,11 @@ of fault:
   ``tx(t)`` minus the arrivals sent before t, counts exactly the packets sent before t that
   never arrived (packets in flight at t arrive later and are counted), give or take the few
   sent while the EV table was being read. The loss curve sums, per EV, the least deficit from
-  each sample on (which never decreases and drops that read-time noise), capped at L; the last
-  loss is the first sample at which the curve reaches the total, with one sampling period of
-  resolution;
+  each sample on (which never decreases and drops that read-time noise), capped at L. The loss
+  *to the fault* is the curve at the first sample taken after the restore minus the curve at
+  the last sample whose read ended before the fault; the last loss is the first sample at which
+  the curve reaches its value at the restore, with one sampling period of resolution (losses
+  after the restore, if any, are not the fault's);
 - **at the switches** (a cross-check by another witness): the failed link's two switch ports,
   ``tx_port`` at one end minus ``rx_port`` at the other, both directions, from the fault to the
   end. It sees every class of packet (data, SACKs, probes), whatever drops them: a link down,
@@ -62,19 +64,26 @@ def loss_series(tx_samples: Samples, rx_sent: dict[int, list[int]], lost: dict[i
     return [sum(column[i] for column in settled.values()) for i in range(len(tx_samples))]
 
 
-def last_loss_ns(tx_samples: Samples, rx_sent: dict[int, list[int]], lost: dict[int, int]) -> int | None:
-    """When the last packet was lost (ns, CLOCK_MONOTONIC): the first sample at which the loss
-    curve reaches the total. None when no EV lost a packet."""
-    if not lost or not tx_samples:
-        return None
-    total = sum(lost.values())
-    series = loss_series(tx_samples, rx_sent, lost)
-    return next((t for (t, _), n in zip(tx_samples, series) if n >= total), tx_samples[-1][0])
+def fault_window(tx_samples: Samples, read_end_ns: list[int], series: list[int], t_fault_ns: int,
+                 t_restore_ns: int) -> tuple[int, int | None]:
+    """Packets lost to the fault, and when the last of them was lost (ns, or None): the loss
+    curve ``series`` at the first sample begun at or after the restore, minus its value at the
+    last sample whose read ended before the fault; the first sample at or after that one where
+    the curve reaches its value at the restore."""
+    if not tx_samples:
+        return 0, None
+    before = max((i for i, end in enumerate(read_end_ns) if end <= t_fault_ns), default=0)
+    after = next((i for i, (t, _) in enumerate(tx_samples) if t >= t_restore_ns), len(tx_samples) - 1)
+    lost = series[after] - series[before]
+    if lost <= 0:
+        return 0, None
+    last = next(i for i in range(before, after + 1) if series[i] >= series[after])
+    return lost, tx_samples[last][0]
 
 
 def loss_stats(*, tx_samples: Samples, rx_sent: dict[int, list[int]], packets_sent: int, packets_received: int,
                t_fault_ns: int, t_restore_ns: int, retirements: Iterable[tuple[int, int]],
-               link_packets_lost: int | None) -> LossStats:
+               link_packets_lost: int | None, read_end_ns: list[int] | None = None) -> LossStats:
     """The :class:`~mrckit.fabric.report.LossStats` of one run.
 
     Args:
@@ -87,19 +96,22 @@ def loss_stats(*, tx_samples: Samples, rx_sent: dict[int, list[int]], packets_se
         t_fault_ns, t_restore_ns: when the fault was injected and removed (CLOCK_MONOTONIC).
         retirements: ``(t_ns, EV)`` of the sender's EV retirements toward the receiver.
         link_packets_lost: the switch counters' figure at the failed link, or None.
+        read_end_ns: when each read of ``tx_samples`` ended (default: their times).
     """
     final_tx = tx_samples[-1][1] if tx_samples else {}
     lost = per_ev_loss(final_tx, rx_sent)
     in_fault = [ev for t, ev in retirements if t_fault_ns <= t <= t_restore_ns]
-    last = last_loss_ns(tx_samples, rx_sent, lost)
+    series = loss_series(tx_samples, rx_sent, lost)
+    ends = read_end_ns if read_end_ns is not None else [t for t, _ in tx_samples]
+    to_fault, last = fault_window(tx_samples, ends, series, t_fault_ns, t_restore_ns)
     return LossStats(
-        packets_sent=packets_sent, packets_received=packets_received,
-        packets_lost=packets_sent - packets_received, packets_lost_by_ev=sum(lost.values()),
+        packets_sent=packets_sent, packets_received=packets_received, packets_lost=packets_sent - packets_received,
+        packets_lost_to_fault=to_fault, packets_lost_by_ev=sum(lost.values()),
         evs_with_loss=len(lost), link_packets_lost=link_packets_lost,
         evs_retired=len(in_fault), evs_retired_distinct=len(set(in_fault)),
         t_last_loss_s=None if last is None else (last - t_fault_ns) / 1e9,
         t_s=[(t - t_fault_ns) / 1e9 for t, _ in tx_samples],
-        lost=loss_series(tx_samples, rx_sent, lost))
+        lost=series)
 
 
 def link_loss(before: dict[str, int], after: dict[str, int]) -> int:

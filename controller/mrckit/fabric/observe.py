@@ -53,7 +53,7 @@ class EvTableSampler:
         # stamped after an event never holds counts from before it.
         t_ns, placed = time.monotonic_ns(), self.placed()
         rows = self.rows()
-        self.rec.record(t_ns, placed, rows)
+        self.rec.record(t_ns, placed, rows, time.monotonic_ns())
         self.last_rows = rows
 
     def rows(self) -> list[dict]:

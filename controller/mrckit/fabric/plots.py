@@ -149,7 +149,8 @@ def plot_comparison(c, path: str | Path) -> Path:
         bottom.set_xlabel(f"time since the fault (s): {c.fault.describe()} on {c.fault.link}")
         d = c.difference
         fig.suptitle(f"mrc demo --mode ecmp ({c.target}): {c.size / 2**20:.0f} MiB written in each mode; "
-                     f"packets lost ecmp - srv6 = {d.packets_lost:+d}, EV retirements {d.evs_retired:+d}",
+                     f"packets lost to the fault ecmp - srv6 = {d.packets_lost_to_fault:+d}, "
+                     f"EV retirements {d.evs_retired:+d}",
                      fontsize=11)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,8 +170,9 @@ def _comparison_mode(top, bottom, r: DemoReport, colour: str, label: str) -> Non
     for ax in (top, bottom):
         ax.axvline(restore, color=colour, ls=":", lw=1.2)
     bottom.plot(loss.t_s, loss.lost, color=colour, lw=1.8,
-                label=f"{label}: {loss.packets_lost} lost, {loss.evs_retired} EV retirements; "
+                label=f"{label}: {loss.packets_lost_to_fault} lost to the fault, {loss.evs_retired} EV retirements; "
                       f"restored at {restore:.2f} s (dotted)")
     if loss.t_last_loss_s is not None:
-        bottom.plot([loss.t_last_loss_s], [loss.packets_lost_by_ev], "o", color=colour, ms=6,
+        at = min(range(len(loss.t_s)), key=lambda i: abs(loss.t_s[i] - loss.t_last_loss_s))
+        bottom.plot([loss.t_last_loss_s], [loss.lost[at]], "o", color=colour, ms=6,
                     label=f"{r.mode}: last loss {loss.t_last_loss_s:.3f} s after the fault")

@@ -137,7 +137,8 @@ def _num(v, unit: str = "", signed: bool = False) -> str:
 
 
 COMPARISON_ROWS = (  # field, label (the caption and docs/demo.md define them)
-    ("packets_lost", "packets lost"),
+    ("packets_lost_to_fault", "packets lost to the fault"),
+    ("packets_lost", "packets lost, whole write"),
     ("packets_lost_by_ev", "  summed per EV"),
     ("evs_with_loss", "EVs that lost packets"),
     ("link_packets_lost", "lost on the failed link"),
@@ -148,8 +149,9 @@ COMPARISON_ROWS = (  # field, label (the caption and docs/demo.md define them)
     ("retransmits_total", "retransmissions"),
 )
 COMPARISON_CAPTION = (
-    "packets lost: sent by the requestor, never at the responder; per EV: sender dataplane tx - "
-    "responder rx; on the failed link: switch counters, every class (SACKs and probes too); "
+    "packets lost: sent by the requestor, never at the responder (to the fault: sent between the "
+    "fault and the restore); per EV: sender dataplane tx - responder rx; on the failed link: "
+    "switch counters, every class (SACKs and probes too); "
     "EV retirements: the sender's, fault to restore; repair: srv6 DENY on every host, ecmp "
     "groups rewritten")
 
@@ -166,7 +168,7 @@ def comparison(c) -> Table:
     for field, label in COMPARISON_ROWS:
         unit = " s" if field.endswith("_s") else ""
         table.add_row(label, _num(getattr(s, field), unit), _num(getattr(e, field), unit),
-                      _num(getattr(d, field), unit, signed=True), style="bold" if field == "packets_lost" else None)
+                      _num(getattr(d, field), unit, signed=True), style="bold" if field == "packets_lost_to_fault" else None)
     table.add_row("write duration", _num(s.duration_s, " s"), _num(e.duration_s, " s"),
                   _num(e.duration_s - s.duration_s, " s", signed=True))
     table.add_row("bytes verified", f"{s.bytes_verified} ({'match' if s.hash_match else 'MISMATCH'})",

@@ -171,7 +171,10 @@ class LossStats(BaseModel):
         packets_sent, packets_received: what the requestor put on the wire (first sends and
             retransmissions) and what reached the responder, from the endpoints' counters read
             after the write completed.
-        packets_lost: ``packets_sent - packets_received``, the headline figure.
+        packets_lost: ``packets_sent - packets_received``, over the whole write.
+        packets_lost_to_fault: packets sent between the fault and the restore that never
+            arrived (the loss curve at the restore minus at the fault): the comparison's
+            headline.
         packets_lost_by_ev, evs_with_loss: per EV, the sender dataplane's data counter
             (``tx_packets``) minus the responder's count of packets that arrived on that EV,
             summed over EVs, and how many EVs lost at least one packet.
@@ -181,14 +184,16 @@ class LossStats(BaseModel):
         evs_retired, evs_retired_distinct: the sender's EV retirements toward the receiver
             (ASSUMED_BAD for RTO_TIMEOUT, LOSS, PORT_DOWN, PEER_PORT_DOWN or SACK_ALWAYS_SKIP)
             from the fault to the restore, and how many EVs they concern.
-        t_last_loss_s: from the fault to the last lost packet (sampled per EV, one sampling
-            period of resolution); None without loss.
+        t_last_loss_s: from the fault to the last packet lost to it (when the loss curve
+            reached its value at the restore; one sampling period of resolution); None
+            without such loss.
         t_s, lost: the cumulative loss over time (seconds since the fault, packets), for plots.
     """
 
     packets_sent: int = 0
     packets_received: int = 0
     packets_lost: int = 0
+    packets_lost_to_fault: int = 0
     packets_lost_by_ev: int = 0
     evs_with_loss: int = 0
     link_packets_lost: int | None = None

@@ -11,7 +11,7 @@ from demo_synthetic import synthetic_run
 from rich.console import Console
 
 from mrckit.fabric.compare import ComparisonReport, compare
-from mrckit.fabric.loss import last_loss_ns, link_loss, loss_series, loss_stats, per_ev_loss
+from mrckit.fabric.loss import fault_window, link_loss, loss_series, loss_stats, per_ev_loss
 from mrckit.fabric.plots import plot_comparison
 from mrckit.fabric.render import render, render_comparison
 from mrckit.fabric.scenario import analyze
@@ -41,9 +41,16 @@ def test_loss_curve_and_last_loss_count_by_send_time():
     assert lost == {A: 2}
     # packets in flight at a sample are counted (their send times are known), and the sample
     # read late is smoothed away: the curve steps at the two losses, the last at 400 ms
-    assert loss_series(tx, rx, lost) == [0, 1, 1, 1, 2, 2]
-    assert last_loss_ns(tx, rx, lost) == 400 * MS
-    assert last_loss_ns(tx, rx, {}) is None
+    series = loss_series(tx, rx, lost)
+    assert series == [0, 1, 1, 1, 2, 2]
+    ends = [t + 30 * MS for t, _ in tx]  # each read of the EV table took 30 ms
+    # a fault from 0 to 450 ms: both losses are its, the last one by the 400 ms sample
+    assert fault_window(tx, ends, series, 0, 450 * MS) == (2, 400 * MS)
+    # a fault from 120 to 250 ms: the first loss came before it (the 100 ms read ended at
+    # 130 ms, after the fault began, so the window starts at the 0 ms sample), the second after it
+    assert fault_window(tx, ends, series, 120 * MS, 250 * MS) == (1, 100 * MS)
+    assert fault_window(tx, ends, series, 140 * MS, 250 * MS) == (0, None)
+    assert loss_series(tx, rx, {}) == [0] * 6
 
 
 def test_loss_stats_totals_retirements_and_link():
@@ -52,7 +59,8 @@ def test_loss_stats_totals_retirements_and_link():
                        packets_received=9, t_fault_ns=1000 * MS, t_restore_ns=2000 * MS,
                        retirements=[(900 * MS, A), (1010 * MS, A), (1020 * MS, A), (1030 * MS, B), (2100 * MS, B)],
                        link_packets_lost=40)
-    assert (stats.packets_lost, stats.packets_lost_by_ev, stats.evs_with_loss) == (3, 3, 1)
+    assert (stats.packets_lost, stats.packets_lost_to_fault, stats.packets_lost_by_ev, stats.evs_with_loss) == \
+        (3, 3, 3, 1)
     assert (stats.evs_retired, stats.evs_retired_distinct, stats.link_packets_lost) == (3, 2, 40)
     assert stats.t_last_loss_s == pytest.approx(0.1) and stats.t_s == [0.0, 0.1] and stats.lost == [0, 3]
 
@@ -65,8 +73,8 @@ def test_link_loss_counts_both_directions():
 
 def _with_rx(run, lost_per_ev: int, mode: str):
     """Give a synthetic run the responder's side: every packet arrives, dated by the sample
-    that first counted it, but the last ``lost_per_ev`` packets that each EV of the failed
-    path sent up to the fault."""
+    that first counted it, but the first ``lost_per_ev`` packets that each EV of the failed
+    path sent after the fault (the synthetic dead path sends a few before its EVs retire)."""
     run.mode = mode
     sent: dict[int, list[int]] = {}
     prev: dict[int, int] = {}
@@ -76,8 +84,9 @@ def _with_rx(run, lost_per_ev: int, mode: str):
         prev = per_ev
     dead = [ev for ev in sent if (ev >> 28, (ev >> 20) & 0xFF) == (0, 1)]
     for ev in dead:
-        before = [t for t in sent[ev] if t <= run.t_fault_ns]
-        sent[ev] = before[:-lost_per_ev] + [t for t in sent[ev] if t > run.t_fault_ns]
+        after = [t for t in sent[ev] if t > run.t_fault_ns]
+        assert len(after) >= lost_per_ev, "the synthetic run sends too little after the fault"
+        sent[ev] = [t for t in sent[ev] if t <= run.t_fault_ns] + after[lost_per_ev:]
     run.rx_sent = sent
     run.packets_sent = sum(prev.values())
     run.packets_received = sum(len(v) for v in sent.values())
@@ -104,6 +113,7 @@ def test_comparison_figures_and_difference():
     s, e, d = c.modes["srv6"], c.modes["ecmp"], c.difference
     assert (s.mode, e.mode) == ("srv6", "ecmp")
     assert e.packets_lost == 3 * s.packets_lost and d.packets_lost == e.packets_lost - s.packets_lost
+    assert d.packets_lost_to_fault == e.packets_lost_to_fault - s.packets_lost_to_fault
     assert d.link_packets_lost == e.link_packets_lost - s.link_packets_lost
     assert d.evs_retired == e.evs_retired - s.evs_retired
     assert d.t_last_loss_s == pytest.approx(e.t_last_loss_s - s.t_last_loss_s)
@@ -141,7 +151,7 @@ def test_rendered_comparison_and_mode_line():
     console = Console(record=True, width=200)
     console.print(render_comparison(c))
     text = console.export_text()
-    for needle in ("the cost of opaque paths", "ecmp - srv6", "packets lost", "sent by the requestor, never at",
+    for needle in ("the cost of opaque paths", "ecmp - srv6", "packets lost to the fault", "sent by the requestor, never at",
                    "EV-hash mode", "ecmp.zero_bytes_lost", f"{c.difference.packets_lost:+d}"):
         assert needle in text, needle
     assert "FAILED" not in text

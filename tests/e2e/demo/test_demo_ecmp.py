@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 SIZE = 16 << 20
-LOSS_FIELDS = ("packets_lost", "packets_lost_by_ev", "evs_with_loss", "evs_retired", "evs_retired_distinct")
+LOSS_FIELDS = ("packets_lost_to_fault", "packets_lost", "packets_lost_by_ev", "evs_with_loss", "evs_retired", "evs_retired_distinct")
 
 
 def _demo(tmp_path, fail: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -47,7 +47,8 @@ def test_demo_ecmp_compares_both_modes_with_every_byte_delivered(need_root, tmp_
         assert m["evs_retired_distinct"] <= m["evs_retired"]
         assert len(loss["t_s"]) == len(loss["lost"]) == len(run["series"]["t_s"]) >= 2
         assert loss["lost"][-1] == loss["packets_lost_by_ev"] <= loss["packets_lost"]
-        assert (m["t_last_loss_s"] is None) == (loss["packets_lost_by_ev"] == 0)
+        assert (m["t_last_loss_s"] is None) == (loss["packets_lost_to_fault"] == 0)
+        assert loss["packets_lost_to_fault"] <= loss["packets_lost_by_ev"]
         assert m["link_packets_lost"] is None or m["link_packets_lost"] >= 0
     # the same write and fault in both runs, and the difference is ecmp - srv6
     assert c["runs"]["srv6"]["fault"] == c["runs"]["ecmp"]["fault"] == c["fault"]
