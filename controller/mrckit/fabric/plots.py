@@ -139,11 +139,11 @@ def plot_comparison(c, path: str | Path) -> Path:
     try:
         for mode in ("srv6", "ecmp"):
             _comparison_mode(top, bottom, c.runs[mode], *_MODE_STYLE[mode])
-        for ax in (top, bottom):
+        for ax, where in ((top, "upper right"), (bottom, "lower right")):  # the loss curves rise on the left
             ax.axvline(0, color="black", ls="--", lw=1.2)
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=8, loc="upper right", framealpha=0.85)
+            ax.legend(fontsize=8, loc=where, framealpha=0.85)
         top.set_ylabel(f"goodput (Gb/s, {BIN_S * 1e3:.0f} ms bins)")
         bottom.set_ylabel("packets lost since the start\n(requestor sent, responder never got)")
         bottom.set_xlabel(f"time since the fault (s): {c.fault.describe()} on {c.fault.link}")
