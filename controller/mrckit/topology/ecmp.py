@@ -107,7 +107,7 @@ def _member(port: int) -> ActionProfileMember:
 
 
 def down_t1_links(topo: Topology, links: Iterable[str]) -> DownLinks:
-    """The T0-T1 links among ``links`` (design 3.3 link names) as :data:`DownLinks`. Host links
+    """The T0-T1 links among ``links`` (design 3.3 link names) as :class:`DownLinks`. Host links
     are accepted and left out (they change no group).
 
     Raises:
@@ -174,7 +174,7 @@ class EcmpPlan:
         shared = tuple(sorted(live or [m for _, m in uplinks]))
         groups = [ActionProfileGroup(ALL_UPLINKS_GROUP, shared)] if shared else []
         routes = [_host_route(leaf, d, member_id(port)) for d, port in sorted(hosts)]
-        for other in self._leaves[plane]:
+        for other in self._leaves[plane] if shared else ():  # no uplink at all: no other leaf is reachable
             if other == leaf:
                 continue
             group = ALL_UPLINKS_GROUP
