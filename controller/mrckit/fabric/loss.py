@@ -8,18 +8,18 @@ of fault:
 - **totals** (the headline): packets the requestor sent toward the responder (data, first sends
   and retransmissions, and its PROBEs) minus packets that reached the responder, both read
   after the write completed;
-- **per EV**: the sender's dataplane counts the packets it sends on each EV (``tx_packets`` of
-  the agent's EV table, sampled every 50 ms, ``mrckit.fabric.series``) and the responder
-  process keeps, per EV, the time each arriving packet was *sent* (its TSETH timestamp,
-  ``demo_worker.EvTally``). An EV's final loss is ``L = tx - rx``. Its deficit at a sample,
-  ``tx(t)`` minus the arrivals sent before t, counts exactly the packets sent before t that
-  never arrived (packets in flight at t arrive later and are counted), give or take the few
-  sent while the EV table was being read. The loss curve sums, per EV, the least deficit from
-  each sample on (which never decreases and drops that read-time noise), capped at L. The loss
-  *to the fault* is the curve at the first sample taken after the restore minus the curve at
-  the last sample whose read ended before the fault; the last loss is the first sample at which
-  the curve reaches its value at the restore, with one sampling period of resolution (losses
-  after the restore, if any, are not the fault's);
+- **per EV**: the sender's dataplane counts the packets it sends on each EV and notes when it
+  sent the last one (``tx_packets`` and ``last_tx_ns`` of the agent's EV table, sampled every
+  50 ms, ``mrckit.fabric.series``), and the responder process keeps, per EV, the time each
+  arriving packet was *sent* (its TSETH timestamp, ``demo_worker.EvTally``). An EV's final loss
+  is ``L = tx - rx``. At a sample, its deficit ``tx`` minus its arrivals sent no later than
+  ``last_tx_ns`` counts the packets among those ``tx`` counted that never arrived: packets in
+  flight are counted (they arrive, whenever), and the read's own timing does not matter (the
+  cut is the EV's last counted send). The loss curve sums, per EV, the largest deficit so far
+  (which never decreases), capped at L. The loss *to the fault* is the curve at the first
+  sample taken after the restore minus the curve at the last sample read before the fault;
+  the last loss is the first sample at which the curve reaches its value at the restore, with
+  one sampling period of resolution (losses after the restore, if any, are not the fault's);
 - **at the switches** (a cross-check by another witness): the failed link's two switch ports,
   ``tx_port`` at one end minus ``rx_port`` at the other, both directions, from the fault to the
   end. It sees every class of packet (data, SACKs, probes), whatever drops them: a link down,
@@ -43,25 +43,27 @@ def per_ev_loss(final_tx: dict[int, int], rx_sent: dict[int, list[int]]) -> dict
     return {ev: tx - got.get(ev, 0) for ev, tx in final_tx.items() if tx > got.get(ev, 0)}
 
 
-def _settled(tx_samples: Samples, rx_sent: dict[int, list[int]], lost: dict[int, int]) -> dict[int, list[int]]:
-    """Per EV of ``lost``, at each sample, the least deficit from that sample on (a suffix
-    minimum), capped at the EV's final loss: it never decreases, and reaches the final loss
-    once the EV's last loss has happened."""
+def _curves(tx_samples: Samples, cutoffs: list[dict[int, int]], rx_sent: dict[int, list[int]],
+            lost: dict[int, int]) -> dict[int, list[int]]:
+    """Per EV of ``lost``, at each sample, the largest deficit so far (``tx`` minus arrivals
+    sent at or before the EV's last counted send, ``cutoffs``), between 0 and the final loss."""
     out = {}
     for ev, n in lost.items():
         times = rx_sent.get(ev, [])
-        least, column = n, []
-        for t, tx in reversed(tx_samples):
-            least = min(least, max(tx.get(ev, 0) - bisect.bisect_right(times, t), 0))
-            column.append(least)
-        out[ev] = column[::-1]
+        most, column = 0, []
+        for (_, tx), cut in zip(tx_samples, cutoffs):
+            if ev in tx:
+                most = max(most, min(tx[ev] - bisect.bisect_right(times, cut.get(ev, 0)), n))
+            column.append(most)
+        out[ev] = column
     return out
 
 
-def loss_series(tx_samples: Samples, rx_sent: dict[int, list[int]], lost: dict[int, int]) -> list[int]:
+def loss_series(tx_samples: Samples, cutoffs: list[dict[int, int]], rx_sent: dict[int, list[int]],
+                lost: dict[int, int]) -> list[int]:
     """Cumulative packets lost at each sample of ``tx_samples`` (see the module docstring)."""
-    settled = _settled(tx_samples, rx_sent, lost)
-    return [sum(column[i] for column in settled.values()) for i in range(len(tx_samples))]
+    curves = _curves(tx_samples, cutoffs, rx_sent, lost)
+    return [sum(column[i] for column in curves.values()) for i in range(len(tx_samples))]
 
 
 def fault_window(tx_samples: Samples, read_end_ns: list[int], series: list[int], t_fault_ns: int,
@@ -81,14 +83,16 @@ def fault_window(tx_samples: Samples, read_end_ns: list[int], series: list[int],
     return lost, tx_samples[last][0]
 
 
-def loss_stats(*, tx_samples: Samples, rx_sent: dict[int, list[int]], packets_sent: int, packets_received: int,
-               t_fault_ns: int, t_restore_ns: int, retirements: Iterable[tuple[int, int]],
-               link_packets_lost: int | None, read_end_ns: list[int] | None = None) -> LossStats:
+def loss_stats(*, tx_samples: Samples, last_tx: list[dict[int, int]], read_end_ns: list[int],
+               rx_sent: dict[int, list[int]], packets_sent: int, packets_received: int, t_fault_ns: int,
+               t_restore_ns: int, retirements: Iterable[tuple[int, int]],
+               link_packets_lost: int | None) -> LossStats:
     """The :class:`~mrckit.fabric.report.LossStats` of one run.
 
     Args:
         tx_samples: the sender dataplane's cumulative packets per EV, sampled (the last sample
-            taken after the write completed).
+            taken after the write completed); ``last_tx`` per sample and EV the time of the
+            last send those counts hold (ns); ``read_end_ns`` when each sample's read ended.
         rx_sent: per EV, the send times (ns, ascending) of the packets that reached the
             responder, collected after the write.
         packets_sent, packets_received: the endpoints' totals (requestor data packets + PROBEs;
@@ -96,14 +100,12 @@ def loss_stats(*, tx_samples: Samples, rx_sent: dict[int, list[int]], packets_se
         t_fault_ns, t_restore_ns: when the fault was injected and removed (CLOCK_MONOTONIC).
         retirements: ``(t_ns, EV)`` of the sender's EV retirements toward the receiver.
         link_packets_lost: the switch counters' figure at the failed link, or None.
-        read_end_ns: when each read of ``tx_samples`` ended (default: their times).
     """
     final_tx = tx_samples[-1][1] if tx_samples else {}
     lost = per_ev_loss(final_tx, rx_sent)
     in_fault = [ev for t, ev in retirements if t_fault_ns <= t <= t_restore_ns]
-    series = loss_series(tx_samples, rx_sent, lost)
-    ends = read_end_ns if read_end_ns is not None else [t for t, _ in tx_samples]
-    to_fault, last = fault_window(tx_samples, ends, series, t_fault_ns, t_restore_ns)
+    series = loss_series(tx_samples, last_tx, rx_sent, lost)
+    to_fault, last = fault_window(tx_samples, read_end_ns, series, t_fault_ns, t_restore_ns)
     return LossStats(
         packets_sent=packets_sent, packets_received=packets_received, packets_lost=packets_sent - packets_received,
         packets_lost_to_fault=to_fault, packets_lost_by_ev=sum(lost.values()),

@@ -160,7 +160,8 @@ def analyze(run: RunRecord) -> DemoReport:
 def _loss(run: RunRecord):
     retirements = [(e.t_ns, e.ev) for e in _sender_events(run)
                    if e.ev and e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS]
-    return loss_stats(tx_samples=run.recorder.ev_samples, read_end_ns=run.recorder.ev_read_end_ns,
+    return loss_stats(tx_samples=run.recorder.ev_samples, last_tx=run.recorder.ev_last_tx,
+                      read_end_ns=run.recorder.ev_read_end_ns,
                       rx_sent=run.rx_sent, packets_sent=run.packets_sent, packets_received=run.packets_received,
                       t_fault_ns=run.t_fault_ns, t_restore_ns=run.t_restore_ns, retirements=retirements,
                       link_packets_lost=run.link_packets_lost)

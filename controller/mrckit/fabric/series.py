@@ -83,21 +83,29 @@ class Sample:
 class Recorder:
     """Samples of one transfer, with ``t0_ns`` the transfer's start (CLOCK_MONOTONIC);
     ``ev_samples`` keeps each sample's cumulative data packets per EV, ``(t_ns, {EV: packets})``,
-    and ``ev_read_end_ns`` when each read of them ended, for the loss accounting
-    (``mrckit.fabric.loss``)."""
+    ``ev_last_tx`` per EV when the last packet those counts hold was sent (the rows'
+    ``last_tx_ns``, the latest seen), and ``ev_read_end_ns`` when each read ended, for the loss
+    accounting (``mrckit.fabric.loss``)."""
 
     t0_ns: int
     paths: list[tuple[int, int]]
     samples: list[Sample] = field(default_factory=list)
     counter: PathCounter = field(default_factory=PathCounter)
     ev_samples: list[tuple[int, dict[int, int]]] = field(default_factory=list)
+    ev_last_tx: list[dict[int, int]] = field(default_factory=list)
     ev_read_end_ns: list[int] = field(default_factory=list)
+    _last_tx: dict[int, int] = field(default_factory=dict)
 
     def record(self, t_ns: int, bytes_placed: int, ev_rows: Iterable[Mapping], read_end_ns: int | None = None) -> Sample:
         """Account an EV-table read begun at ``t_ns`` (and ended at ``read_end_ns``, default
         ``t_ns``) and append a sample."""
+        ev_rows = list(ev_rows)
         self.counter.update(ev_rows)
+        for row in ev_rows:
+            ev = int(row["ev"])
+            self._last_tx[ev] = max(self._last_tx.get(ev, 0), int(row.get("last_tx_ns") or 0))
         self.ev_samples.append((t_ns, self.counter.per_ev()))
+        self.ev_last_tx.append(dict(self._last_tx))
         self.ev_read_end_ns.append(t_ns if read_end_ns is None else read_end_ns)
         per_path = self.counter.per_path()
         sample = Sample(t_ns, bytes_placed, {p: per_path.get(p, 0) for p in self.paths})

@@ -34,14 +34,16 @@ def test_per_ev_loss_is_sent_minus_received():
 def test_loss_curve_and_last_loss_count_by_send_time():
     # A sends every 10 ms from 5 ms on; the packets sent at 55 and 355 ms are lost. B loses none.
     sends = list(range(5, 500, 10))
-    tx = [(t * MS, {A: sum(1 for x in sends if x <= t), B: 3}) for t in (0, 100, 200, 300, 400, 500)]
-    tx[2][1][A] += 1  # the 200 ms sample was read a moment late: it holds the packet of 205 ms
+    reads = [0, 100, 200, 300, 400, 500]
+    reads[2] = 207  # the counters of the 200 ms sample were read late: they hold the send of 205 ms
+    tx = [(t * MS, {A: sum(1 for x in sends if x <= r), B: 3}) for t, r in zip((0, 100, 200, 300, 400, 500), reads)]
+    cut = [{A: max((x for x in sends if x <= r), default=0) * MS, B: 3 * MS} for r in reads]
     rx = {A: _sends(x for x in sends if x not in (55, 355)), B: _sends([1, 2, 3])}
     lost = per_ev_loss(tx[-1][1], rx)
     assert lost == {A: 2}
-    # packets in flight at a sample are counted (their send times are known), and the sample
-    # read late is smoothed away: the curve steps at the two losses, the last at 400 ms
-    series = loss_series(tx, rx, lost)
+    # cut at each EV's last counted send, the deficit is exact: packets in flight count as
+    # arrived (their send times are known) and a late read changes nothing
+    series = loss_series(tx, cut, rx, lost)
     assert series == [0, 1, 1, 1, 2, 2]
     ends = [t + 30 * MS for t, _ in tx]  # each read of the EV table took 30 ms
     # a fault from 0 to 450 ms: both losses are its, the last one by the 400 ms sample
@@ -50,12 +52,16 @@ def test_loss_curve_and_last_loss_count_by_send_time():
     # 130 ms, after the fault began, so the window starts at the 0 ms sample), the second after it
     assert fault_window(tx, ends, series, 120 * MS, 250 * MS) == (1, 100 * MS)
     assert fault_window(tx, ends, series, 140 * MS, 250 * MS) == (0, None)
-    assert loss_series(tx, rx, {}) == [0] * 6
+    assert loss_series(tx, cut, rx, {}) == [0] * 6
+    # an undercount (a packet sent but not yet counted) never lowers the curve
+    cut[3][A] = 305 * MS
+    assert loss_series(tx, cut, rx, lost) == series
 
 
 def test_loss_stats_totals_retirements_and_link():
     tx = [(1000 * MS, {A: 0}), (1100 * MS, {A: 10})]
-    stats = loss_stats(tx_samples=tx, rx_sent={A: _sends(range(1001, 1008))}, packets_sent=12,
+    stats = loss_stats(tx_samples=tx, last_tx=[{A: 0}, {A: 1099 * MS}], read_end_ns=[1000 * MS, 1100 * MS],
+                       rx_sent={A: _sends(range(1001, 1008))}, packets_sent=12,
                        packets_received=9, t_fault_ns=1000 * MS, t_restore_ns=2000 * MS,
                        retirements=[(900 * MS, A), (1010 * MS, A), (1020 * MS, A), (1030 * MS, B), (2100 * MS, B)],
                        link_packets_lost=40)
@@ -72,15 +78,16 @@ def test_link_loss_counts_both_directions():
 
 
 def _with_rx(run, lost_per_ev: int, mode: str):
-    """Give a synthetic run the responder's side: every packet arrives, dated by the sample
-    that first counted it, but the first ``lost_per_ev`` packets that each EV of the failed
-    path sent after the fault (the synthetic dead path sends a few before its EVs retire)."""
+    """Give a synthetic run the responder's side: every packet arrives, dated by the last send
+    of the sample that first counted it, but the first ``lost_per_ev`` packets that each EV of
+    the failed path sent after the fault (the synthetic dead path sends a few before its EVs
+    retire)."""
     run.mode = mode
     sent: dict[int, list[int]] = {}
     prev: dict[int, int] = {}
-    for t, per_ev in run.recorder.ev_samples:
+    for (t, per_ev), cut in zip(run.recorder.ev_samples, run.recorder.ev_last_tx):
         for ev, n in per_ev.items():
-            sent.setdefault(ev, []).extend([t] * (n - prev.get(ev, 0)))
+            sent.setdefault(ev, []).extend([cut.get(ev, t)] * (n - prev.get(ev, 0)))
         prev = per_ev
     dead = [ev for ev in sent if (ev >> 28, (ev >> 20) & 0xFF) == (0, 1)]
     for ev in dead:
