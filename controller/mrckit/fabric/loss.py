@@ -15,8 +15,10 @@ of fault:
   is ``L = tx - rx``. At a sample, its deficit ``tx`` minus its arrivals sent no later than
   ``last_tx_ns`` counts the packets among those ``tx`` counted that never arrived: packets in
   flight are counted (they arrive, whenever), and the read's own timing does not matter (the
-  cut is the EV's last counted send). The loss curve sums, per EV, the largest deficit so far
-  (which never decreases), capped at L. The loss *to the fault* is the curve at the first
+  cut is the EV's last counted send). An arrival that waited longer than one TSETH wrap
+  (67 ms) in the responder's queue is dated one wrap late, which raises a deficit for a while;
+  so the loss curve sums, per EV, the least deficit from each sample on (which never
+  decreases, and drops such moments), capped at L. The loss *to the fault* is the curve at the first
   sample taken after the restore minus the curve at the last sample read before the fault;
   the last loss is the first sample at which the curve reaches its value at the restore, with
   one sampling period of resolution (losses after the restore, if any, are not the fault's);
@@ -45,17 +47,18 @@ def per_ev_loss(final_tx: dict[int, int], rx_sent: dict[int, list[int]]) -> dict
 
 def _curves(tx_samples: Samples, cutoffs: list[dict[int, int]], rx_sent: dict[int, list[int]],
             lost: dict[int, int]) -> dict[int, list[int]]:
-    """Per EV of ``lost``, at each sample, the largest deficit so far (``tx`` minus arrivals
-    sent at or before the EV's last counted send, ``cutoffs``), between 0 and the final loss."""
+    """Per EV of ``lost``, at each sample, the least deficit from that sample on (``tx`` minus
+    arrivals sent at or before the EV's last counted send, ``cutoffs``), between 0 and the
+    final loss: it never decreases, and a deficit too high for a moment (an arrival dated one
+    TSETH wrap late) drops out."""
     out = {}
     for ev, n in lost.items():
         times = rx_sent.get(ev, [])
-        most, column = 0, []
-        for (_, tx), cut in zip(tx_samples, cutoffs):
-            if ev in tx:
-                most = max(most, min(tx[ev] - bisect.bisect_right(times, cut.get(ev, 0)), n))
-            column.append(most)
-        out[ev] = column
+        least, column = n, []
+        for (_, tx), cut in zip(reversed(tx_samples), reversed(cutoffs)):
+            least = min(least, max(tx.get(ev, 0) - bisect.bisect_right(times, cut.get(ev, 0)), 0))
+            column.append(least)
+        out[ev] = column[::-1]
     return out
 
 
