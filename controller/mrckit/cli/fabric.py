@@ -87,7 +87,8 @@ def _print_status(doc: dict) -> None:
     console = Console(width=None if sys.stdout.isatty() else 200)
     dead = [n for n, alive in doc["processes"].items() if not alive]
     missing = [n for n, ns in doc["namespaces"].items() if not ns["exists"]]
-    console.print(f"[bold]fabric {doc['name']}[/bold] ({doc['target']}, {doc.get('mode', 'srv6')} mode), up since {doc['created']}: "
+    mode = doc.get("mode", "srv6")
+    console.print(f"[bold]fabric {doc['name']}[/bold] ({doc['target']}, {mode} mode), up since {doc['created']}: "
                   f"{len(doc['processes'])} processes, {len(dead)} not running{': ' + ', '.join(dead) if dead else ''}; "
                   f"{len(missing)} namespaces missing")
     table = Table(title="processes", title_justify="left")

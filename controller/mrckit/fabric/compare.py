@@ -107,7 +107,8 @@ def figures(r: DemoReport) -> ModeFigures:
     """The comparison's figures of one run."""
     loss, b = r.loss, r.bytes
     return ModeFigures(
-        mode=r.mode, packets_lost_to_fault=loss.packets_lost_to_fault, packets_lost=loss.packets_lost, packets_lost_by_ev=loss.packets_lost_by_ev,
+        mode=r.mode, packets_lost_to_fault=loss.packets_lost_to_fault, packets_lost=loss.packets_lost,
+        packets_lost_by_ev=loss.packets_lost_by_ev,
         evs_with_loss=loss.evs_with_loss, link_packets_lost=loss.link_packets_lost, evs_retired=loss.evs_retired,
         evs_retired_distinct=loss.evs_retired_distinct, t_last_loss_s=loss.t_last_loss_s, t_repair_s=_repair(r),
         retransmits_total=r.endpoint.retransmits_total, duration_s=r.duration_s, goodput_gbps=r.goodput_gbps,

@@ -49,24 +49,25 @@ def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event, report=N
     return count
 
 
+def _reporter(controller: str, link: str):
+    """``report(up)`` telling controller ``controller`` that ``link`` went down or came up."""
+    from ..control.reports import report_link
+
+    return lambda up: report_link(controller, link, up=up, source="flap")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``NS_A IF_A NS_B IF_B HZ`` and flap until a signal."""
+    """Parse ``NS_A IF_A NS_B IF_B HZ [CONTROLLER LINK]`` and flap until a signal."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) not in (5, 7):
         print("usage: python -m mrckit.fabric.flap NS_A IF_A NS_B IF_B HZ [CONTROLLER LINK]", file=sys.stderr)
         return 2
     ends = [(args[0], args[1]), (args[2], args[3])]
-    report = None
-    if len(args) == 7:
-        from ..control.reports import report_link
-
-        def report(up: bool) -> None:
-            report_link(args[5], args[6], up=up, source="flap")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     print(f"flapping {args[1]}@{args[0]} <-> {args[3]}@{args[2]} at {args[4]} Hz", flush=True)
-    count = flap(ends, float(args[4]), stop, report)
+    count = flap(ends, float(args[4]), stop, _reporter(*args[5:]) if len(args) == 7 else None)
     print(f"stopped after {count} flaps; link up", flush=True)
     return 0
 

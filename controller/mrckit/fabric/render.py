@@ -168,7 +168,8 @@ def comparison(c) -> Table:
     for field, label in COMPARISON_ROWS:
         unit = " s" if field.endswith("_s") else ""
         table.add_row(label, _num(getattr(s, field), unit), _num(getattr(e, field), unit),
-                      _num(getattr(d, field), unit, signed=True), style="bold" if field == "packets_lost_to_fault" else None)
+                      _num(getattr(d, field), unit, signed=True),
+                      style="bold" if field == "packets_lost_to_fault" else None)
     table.add_row("write duration", _num(s.duration_s, " s"), _num(e.duration_s, " s"),
                   _num(e.duration_s - s.duration_s, " s", signed=True))
     table.add_row("bytes verified", f"{s.bytes_verified} ({'match' if s.hash_match else 'MISMATCH'})",

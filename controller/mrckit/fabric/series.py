@@ -96,7 +96,8 @@ class Recorder:
     ev_read_end_ns: list[int] = field(default_factory=list)
     _last_tx: dict[int, int] = field(default_factory=dict)
 
-    def record(self, t_ns: int, bytes_placed: int, ev_rows: Iterable[Mapping], read_end_ns: int | None = None) -> Sample:
+    def record(self, t_ns: int, bytes_placed: int, ev_rows: Iterable[Mapping],
+               read_end_ns: int | None = None) -> Sample:
         """Account an EV-table read begun at ``t_ns`` (and ended at ``read_end_ns``, default
         ``t_ns``) and append a sample."""
         ev_rows = list(ev_rows)

@@ -159,7 +159,8 @@ def test_rendered_comparison_and_mode_line():
     console = Console(record=True, width=200)
     console.print(render_comparison(c))
     text = console.export_text()
-    for needle in ("the cost of opaque paths", "ecmp - srv6", "packets lost to the fault", "sent by the requestor, never at",
+    for needle in ("the cost of opaque paths", "ecmp - srv6", "packets lost to the fault",
+                   "sent by the requestor, never at",
                    "EV-hash mode", "ecmp.zero_bytes_lost", f"{c.difference.packets_lost:+d}"):
         assert needle in text, needle
     assert "FAILED" not in text

@@ -11,7 +11,8 @@ import pytest
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 SIZE = 16 << 20
-LOSS_FIELDS = ("packets_lost_to_fault", "packets_lost", "packets_lost_by_ev", "evs_with_loss", "evs_retired", "evs_retired_distinct")
+LOSS_FIELDS = ("packets_lost_to_fault", "packets_lost", "packets_lost_by_ev", "evs_with_loss", "evs_retired",
+               "evs_retired_distinct")
 
 
 def _demo(tmp_path, fail: str) -> tuple[subprocess.CompletedProcess, dict]:
