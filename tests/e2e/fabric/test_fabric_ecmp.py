@@ -90,3 +90,23 @@ def _until_all_ok(fab, tries: int = 5):
             break
         time.sleep(1.0)
     return results
+
+
+def test_flap_reports_every_change(ecmp_fabric):
+    import time
+
+    fab = ecmp_fabric
+    path = reports_path(fab.name)
+    seen = len(path.read_text().splitlines()) if path.exists() else 0
+    fab.fail_link(*LINK, kind="flap", value=10)
+    try:
+        end = time.monotonic() + 15  # the flap process starts Python first
+        flaps = []
+        while time.monotonic() < end and sum(not r["up"] for r in flaps) < 2:
+            time.sleep(0.2)
+            flaps = [r for r in map(json.loads, path.read_text().splitlines()[seen:]) if r["source"] == "flap"]
+    finally:
+        fab.restore(*LINK)
+    assert sum(not r["up"] for r in flaps) >= 2 and all(r["link"] == LINK_NAME for r in flaps), flaps
+    last = json.loads(path.read_text().splitlines()[-1])
+    assert last["up"] is True and last["link"] == LINK_NAME
