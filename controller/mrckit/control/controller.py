@@ -31,7 +31,7 @@ from ..topology import Topology, compile_fabric
 from .diff import EcmpTables, diff_ecmp
 from .hosts import HostSession, open_host
 from .localise import Localisation
-from .p4rt import CONNECT_TIMEOUT_S, WriteCounts, default_election_id, open_session
+from .p4rt import CONNECT_TIMEOUT_S, WriteCounts, check_ecmp_pipeline, default_election_id, open_session
 from .pipeline import Pipeline
 from .reactor import GOOD, LIFT_SUCCESSES, SETTLE_NS, Action, FailureReactor
 from .reports import LinkReport, ReportInbox, reports_path
@@ -128,7 +128,8 @@ class Controller:
 
     Raises:
         MrcError: a target naming no node of the topology, a topology that does not compile,
-            or another live controller under ``name`` (its status file says so).
+            an unknown mode or, in EV-hash mode, a pipeline without its tables, or another live
+            controller under ``name`` (its status file says so).
     """
 
     def __init__(self, topology: Topology, switches: list[SwitchTarget], hosts: list[HostTarget],
@@ -138,6 +139,8 @@ class Controller:
                  connect_timeout_s: float = CONNECT_TIMEOUT_S, reconfigure_hosts: bool = False):
         self.topology, self.pipeline, self.name, self.mode = topology, pipeline, name, mode
         self.compiled = compile_fabric(topology, target, mode)
+        if mode == "ecmp":
+            check_ecmp_pipeline(pipeline)
         for t in switches:
             topology.switch(t.name)  # raises TopologyError (an MrcError) naming it
         for h in hosts:

@@ -182,7 +182,7 @@ class SwitchSession:
             MrcError: the switch refused the Read, or the P4Info has no EV-hash tables.
         """
         schema = self.pipeline.schema
-        _check_ecmp_schema(schema, self.target.name)
+        _check_ecmp_schema(schema, f"switch {self.target.name}")
         req = p4r.ReadRequest()
         req.entities.add().action_profile_member.action_profile_id = schema.action_profiles[ECMP_SELECTOR].id
         req.entities.add().action_profile_group.action_profile_id = schema.action_profiles[ECMP_SELECTOR].id
@@ -332,12 +332,21 @@ async def _arbitrate(session: SwitchSession):
 
 
 # --- entry codec (P4 names <-> P4Runtime ids, values as ints) --------------------------------
-def _check_ecmp_schema(schema: fy.P4Schema, switch: str) -> None:
+def check_ecmp_pipeline(pipeline: Pipeline) -> None:
+    """Refuse a pipeline without EV-hash mode's table and action profile.
+
+    Raises:
+        MrcError: no ``ipv6_fib`` table or no ``ecmp_selector`` action profile in its P4Info.
+    """
+    _check_ecmp_schema(pipeline.schema, f"P4Info {pipeline.p4info_path}")
+
+
+def _check_ecmp_schema(schema: fy.P4Schema, where: str) -> None:
     try:
         schema.tables[IPV6_FIB], schema.action_profiles[ECMP_SELECTOR]
     except (KeyError, ValueError):
-        raise MrcError(f"switch {switch}: the pipeline has no table {IPV6_FIB} or action profile {ECMP_SELECTOR} "
-                       f"(EV-hash mode needs a P4 program from issue 11 on: run `make p4`)") from None
+        raise MrcError(f"{where}: no table {IPV6_FIB} or action profile {ECMP_SELECTOR}: EV-hash mode "
+                       f"(--mode ecmp) needs the P4 program of issue 11 on (run `make p4`)") from None
 
 
 def _entity(e) -> object:

@@ -213,3 +213,22 @@ def test_srv6_mode_only_records_reports(tmp_path):
     assert asyncio.run(ctl.link_report(LINK, up=False, time_ns=5)) == {}
     assert [(mk.kind, mk.links) for mk in ctl.timeline()] == [("link_down", (LINK,))]
     assert ctl.status()["mode"] == "srv6" and ctl.status()["rerouted"] == {}
+
+
+def test_ecmp_mode_needs_a_pipeline_with_ipv6_fib(tmp_path):
+    from mrckit.control.pipeline import DEFAULT_P4INFO
+
+    text = DEFAULT_P4INFO.read_text()
+    old = tmp_path / "old.p4info.txtpb"  # the P4Info of before issue 11: no ipv6_fib, no selector
+    start = text.index("tables {\n  preamble {\n    id: 41087164")
+    end = text.index("tables {", start + 1)
+    text = text[:start] + text[end:]
+    start = text.index("action_profiles {")
+    end = text.index("\n}\n", start) + 3
+    old.write_text(text[:start] + text[end:])
+    pipeline = load_pipeline(old, b"{}")
+    with pytest.raises(MrcError, match="no table ipv6_fib or action profile ecmp_selector: EV-hash mode"):
+        Controller(TOPO, [], [], pipeline, mode="ecmp", status_dir=None)
+    Controller(TOPO, [], [], pipeline, status_dir=None)  # SRv6 mode does not need them
+    with pytest.raises(TopologyError, match="unknown mode 'x'"):
+        Controller(TOPO, [], [], load_pipeline(), mode="x", status_dir=None)
