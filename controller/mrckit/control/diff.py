@@ -68,7 +68,7 @@ def diff_entries(desired: Iterable[TableEntry], actual: Iterable[TableEntry]) ->
         cur = have.get(key)
         if cur is None:
             insert.append(e)
-        elif cur != e:  # same identity: another action, parameters, members or target
+        elif cur is not e and cur != e:  # same identity: another action, parameters, members or target
             modify.append(e)
     delete = [e for key, e in have.items() if key not in want]
     return EntryDiff(tuple(insert), tuple(modify), tuple(delete))
