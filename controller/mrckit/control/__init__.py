@@ -75,7 +75,8 @@ from .timeline import Mark, Timeline, format_marks
 
 __all__ = [
     "Controller", "HostState", "SwitchState", "EntryDiff", "diff_entries", "EcmpDiff", "EcmpTables", "diff_ecmp",
-    "LinkReport", "ReportInbox", "report_link", "reports_path", "Reroute", "Rerouter", "HostSession", "host_config_proto",
+    "LinkReport", "ReportInbox", "report_link", "reports_path", "Reroute", "Rerouter",
+    "HostSession", "host_config_proto",
     "open_host", "Localisation", "localise", "SwitchSession", "WriteCounts", "default_election_id", "open_session",
     "Pipeline", "load_pipeline", "Action", "FailureReactor", "STATUS_DIR", "read_status", "status_path",
     "DEFAULT_DEVICE_ID", "HostTarget", "SwitchTarget", "targets_from_topology", "Mark", "Timeline", "format_marks",

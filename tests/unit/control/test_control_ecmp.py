@@ -45,7 +45,8 @@ def test_phases_create_before_use_and_delete_after_last_use():
     want = EcmpTables(members=(m(1, 0), m(2, 1), m(3, 2)), groups=(ActionProfileGroup(5, (2, 3)),),
                       routes=(FibRoute(net("2001:db8:100:1::/64"), group=5),))
     have = EcmpTables(members=(m(3, 7), m(9, 9)), groups=(ActionProfileGroup(6, (9,)),),
-                      routes=(FibRoute(net("2001:db8:100:1::/64"), group=6), FibRoute(net("2001:db8:100:7::/64"), member=9)))
+                      routes=(FibRoute(net("2001:db8:100:1::/64"), group=6),
+                              FibRoute(net("2001:db8:100:7::/64"), member=9)))
     d = diff_ecmp(want, have)
     assert d.summary() == ("members 2 insert, 1 modify, 1 delete; groups 1 insert, 0 modify, 1 delete; "
                            "routes 0 insert, 1 modify, 1 delete")

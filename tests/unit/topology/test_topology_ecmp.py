@@ -104,7 +104,8 @@ def test_a_dead_t1_link_gives_the_other_leaves_a_group_without_that_t1(fabric):
     down = ["p0/t0-1/t1-0"]  # T0 1 - T1 0 of plane 0: uplink member 3 of every T0 reaches T1 0
     groups, routes = fabric.groups_and_routes("p0-t0-0", down)
     assert groups == (ActionProfileGroup(2, (4,)), ActionProfileGroup(1025, (3, 4)))
-    assert routes[2:] == (FibRoute(net("2001:db8:100:1::/64"), group=2), FibRoute(net("2001:db8:100:2::/64"), group=1025))
+    assert routes[2:] == (FibRoute(net("2001:db8:100:1::/64"), group=2),
+                          FibRoute(net("2001:db8:100:2::/64"), group=1025))
     # T0 1 itself: its uplink to T1 0 is dead for every destination: the shared group loses it.
     assert fabric.groups("p0-t0-1", down) == (ActionProfileGroup(1025, (4,)),)
     assert fabric.routes("p0-t0-1", down) == fabric.routes("p0-t0-1")
