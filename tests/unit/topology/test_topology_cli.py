@@ -87,3 +87,48 @@ def test_compile_text_and_bmv2(topo_file):
 def test_link_classes(topo_file):
     assert run("topo", "link", topo_file, "p1/t0-2/t1-0").stdout.splitlines() == [
         "plane 1, T1 0, leaf 2 -> leaf *", "plane 1, T1 0, leaf * -> leaf 2"]
+
+
+# --- EV-hash (ECMP) mode ----------------------------------------------------------------------
+def test_compile_ecmp_mode_prints_members_groups_routes(topo_file):
+    out = run("topo", "compile", topo_file, "--mode", "ecmp", "--switch", "p0-t0-0", "--down", "p0/t0-1/t1-0")
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert "  ecmp_selector group 2 -> members 4" in lines and "  ipv6_fib 2001:db8:100:1::/64 -> group 2" in lines
+    assert not any("usid_fib" in ln for ln in lines)
+    as_json = json.loads(run("topo", "compile", topo_file, "--mode", "ecmp", "--switch", "p0-t1-0", "--json").stdout)
+    assert as_json["groups"] == [] and as_json["routes"][0] == {"table": "ipv6_fib", "prefix": "2001:db8:100::/64",
+                                                                "member": 1}
+    srv6_down = run("topo", "compile", topo_file, "--down", "p0/t0-1/t1-0")
+    assert srv6_down.exit_code == 2 and "ecmp mode only" in srv6_down.output
+
+
+def test_link_ecmp_mode_lists_the_group_changes(topo_file):
+    out = run("topo", "link", topo_file, "p0/t0-1/t1-0", "--mode", "ecmp")
+    assert out.exit_code == 0, out.output
+    assert out.stdout.splitlines()[1:] == [
+        "  p0-t0-0: group 2: members (new) -> 4",
+        "  p0-t0-0: route 2001:db8:100:1::/64: group 1025 -> group 2",
+        "  p0-t0-1: group 1025: members 3, 4 -> 4",
+        "  p0-t0-2: group 2: members (new) -> 4",
+        "  p0-t0-2: route 2001:db8:100:1::/64: group 1025 -> group 2"]
+    bad = run("topo", "link", topo_file, "p0/t0-9/t1-0", "--mode", "ecmp")
+    assert bad.exit_code != 0 and "no link p0/t0-9/t1-0" in bad.output
+
+
+def test_paths_and_trace_ecmp_mode(topo_file):
+    from mrckit.wire.ecmp import ev_member
+
+    ev = 0x10001234
+    spine = ev_member((3, 4), ev) - 3  # the uplink members of p1-t0-0 are 3 (T1 0) and 4 (T1 1)
+    out = run("paths", topo_file, "h0-0", "h2-1", "--mode", "ecmp", "--ev", hex(ev))
+    assert out.exit_code == 0, out.output
+    assert "not known from the EV's fields" in out.stdout
+    assert f"EV 0x{ev:08x}: plane 1, spine p1-t1-{spine} by the hash" in out.stdout
+    trace = run("trace", topo_file, "h0-0", "h2-1", "--ev", hex(ev), "--mode", "ecmp")
+    assert trace.exit_code == 0 and "delivered to h2-1" in trace.stdout
+    assert f"out p1/t0-0/t1-{spine}" in trace.stdout
+    avoid = run("trace", topo_file, "h0-0", "h2-1", "--ev", hex(ev), "--mode", "ecmp",
+                "--down", f"p1/t0-2/t1-{spine}")
+    assert avoid.exit_code == 0 and f"out p1/t0-0/t1-{1 - spine}" in avoid.stdout
+    assert run("paths", topo_file, "h0-0", "h2-1", "--ev", "5").exit_code == 2
