@@ -233,3 +233,21 @@ def test_ecmp_mode_needs_a_pipeline_with_ipv6_fib(tmp_path):
     Controller(TOPO, [], [], pipeline, status_dir=None)  # SRv6 mode does not need them
     with pytest.raises(TopologyError, match="unknown mode 'x'"):
         Controller(TOPO, [], [], load_pipeline(), mode="x", status_dir=None)
+
+
+def test_mrc_controller_link_writes_a_report_and_refuses_a_bad_name(tmp_path):
+    from click.testing import CliRunner
+
+    from mrckit.cli import main
+
+    def run(*args):
+        return CliRunner().invoke(main, ["controller", "link", *args, "--name", "lab", "--status-dir", str(tmp_path)])
+
+    out = run(LINK, "--down")
+    assert out.exit_code == 0, out.output
+    assert "reported p0/t0-1/t1-0 down to controller 'lab' (no controller ran under that name" in out.output
+    (r,) = ReportInbox(reports_path("lab", tmp_path)).read_new()
+    assert (r.link, r.up, r.source) == (LINK, False, "cli")
+    bad = run("p0/t0-1", "--up")
+    assert bad.exit_code != 0 and "link 'p0/t0-1'" in bad.output and "Traceback" not in bad.output
+    assert run(LINK).exit_code == 2  # --down or --up is required
