@@ -110,3 +110,15 @@ def test_flap_reports_every_change(ecmp_fabric):
     assert sum(not r["up"] for r in flaps) >= 2 and all(r["link"] == LINK_NAME for r in flaps), flaps
     last = json.loads(path.read_text().splitlines()[-1])
     assert last["up"] is True and last["link"] == LINK_NAME
+
+
+def test_an_unknown_mode_is_refused_before_anything_is_built():
+    from mrckit.errors import MrcError
+    from mrckit.topology import generate_clos
+
+    name = fabric_name("badmode")
+    with pytest.raises(MrcError, match="mode 'sr-mpls': use srv6"):
+        Fabric.up(generate_clos(), name=name, mode="sr-mpls")
+    out = mrc("fabric", "up", "--mode", "sr-mpls", "--name", name)
+    assert out.returncode == 2 and "Invalid value for '--mode'" in out.stderr and "Traceback" not in out.stderr
+    assert leftovers(DEFAULT_PREFIX + name, name) == {}
