@@ -12,6 +12,7 @@ and phases go to an :class:`Observer`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import random
@@ -37,7 +38,11 @@ FAILED_PLANE, FAILED_LEAF, FAILED_SPINE = 0, 1, 1
 """The failed link p0/t0-1/t1-1: spine 1 of plane 0 to the receiver's leaf."""
 DEFAULT_LOSS_PERCENT, DEFAULT_FLAP_HZ = 10.0, 2.0
 BMV2_MAX_CWND = 16
-"""The writer's window on the bmv2 target, in packets (see ``_Run._window_cap``)."""
+"""The writer's window on the bmv2 target, in packets (see ``_Run._bmv2_args``)."""
+BMV2_TIMEOUT_EXP = 18
+"""The writer's RTO on bmv2: 1.024 us x 2^18 = 268 ms. Ten bmv2 processes on two cores delay
+some packets by tens of ms; a spurious RTO retransmits a packet that was only late, and the
+host dataplane then retires the healthy EV that carried it (LOSS)."""
 MIN_FAULT_S = 1.5
 """The fault lasts at least this long (unless 80 % of the bytes are placed first): the flap
 process must start, the agents detect and the controller deny, whatever the write's speed."""
@@ -58,6 +63,10 @@ after the restore (a retired EV that probes back goes to the backup pool, not to
 An EV is retired after 4 unacked sends (the agent's default is 8): the receiver's SACKs also
 cross the failed link, so 1 or 2 retire healthy EVs whose SACKs were lost, while 8 sends on
 one EV take most of a second at the pure-Python endpoint's rate."""
+
+BMV2_AGENT_SETTINGS = dataclasses.replace(AGENT_SETTINGS, rto_ns=400_000_000)
+"""On bmv2 the agents' RTO is 400 ms: bmv2's delays on this machine exceed 50 ms now and then,
+and an EV that is only slow must not look failed to the agents and then to the controller."""
 
 
 class Observer:
@@ -135,7 +144,8 @@ def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
     name = opts.name or f"demo{os.getpid() % 100000}"
     p4info, device_config = pipeline_files(opts.target)
     args = ("--name", name, "--p4info", str(p4info), "--device-config", str(device_config))
-    fab = Fabric.up(topo, name=name, target=opts.target, mode=opts.mode, settings=opts.settings,
+    settings = BMV2_AGENT_SETTINGS if opts.target == "bmv2" and opts.settings == AGENT_SETTINGS else opts.settings
+    fab = Fabric.up(topo, name=name, target=opts.target, mode=opts.mode, settings=settings,
                     controller_args=args)
     try:
         obs.phase(f"fabric {fab.name} is up and programmed")
@@ -190,7 +200,7 @@ class _Run:
         workers.append(rx)
         tx = WorkerProcess(self.a, ["write", "--nic", self.a.nic_address, "--peer", self.b.nic_address,
                                     "--qpn", str(QPN_SENDER), "--remote-qpn", str(QPN_RECEIVER),
-                                    "--imm", str(IMM), *common, *self._window_cap()])
+                                    "--imm", str(IMM), *common, *self._bmv2_args()])
         workers.append(tx)
         rx.wait("ready", 60)
         tx.wait("ready", 60)
@@ -240,11 +250,14 @@ class _Run:
             packets_sent=rq["packets"] + rq["probes"], packets_received=rx.state["stats"]["packets"],
             link_packets_lost=link_lost)
 
-    def _window_cap(self) -> list[str]:
+    def _bmv2_args(self) -> list[str]:
         """bmv2 reads its ports through libpcap rings; a window it cannot forward at once is
         lost in them, where no counter, trim or ECN mark sees it, and the controller takes
-        those losses for failed links. The writer's window is capped there."""
-        return ["--max-cwnd", str(BMV2_MAX_CWND)] if self.opts.target == "bmv2" else []
+        those losses for failed links. The writer's window is capped there, and its RTO is
+        longer (``BMV2_TIMEOUT_EXP``)."""
+        if self.opts.target != "bmv2":
+            return []
+        return ["--max-cwnd", str(BMV2_MAX_CWND), "--timeout-exp", str(BMV2_TIMEOUT_EXP)]
 
     def _drive(self, tx, rx, sampler, phases: Phases, marks: dict) -> None:
         """Until the writer reports, fire the fault and the restore as the bytes come in."""

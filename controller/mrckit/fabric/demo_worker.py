@@ -141,14 +141,15 @@ def write(args) -> int:
     from ..endpoint import Endpoint, QpError
     from ..endpoint.cc import NsccConfig
     from ..endpoint.endpoint import QpConfig
+    from ..endpoint.requestor import RetryConfig
     from ..wire.constants import DEFAULT_PAYLOAD_LEN
 
     ep = Endpoint(args.nic)
     try:
-        config = None
+        config = QpConfig(retry=RetryConfig(timeout_exp=args.timeout_exp))
         if args.max_cwnd:
-            config = QpConfig(cc=NsccConfig(initial_cwnd=args.max_cwnd * DEFAULT_PAYLOAD_LEN,
-                                            max_cwnd=args.max_cwnd * DEFAULT_PAYLOAD_LEN))
+            config.cc = NsccConfig(initial_cwnd=args.max_cwnd * DEFAULT_PAYLOAD_LEN,
+                                   max_cwnd=args.max_cwnd * DEFAULT_PAYLOAD_LEN)
         qp = ep.create_qp(args.peer, qpn=args.qpn, remote_qpn=args.remote_qpn, config=config)
         data = demo_data(args.seed, args.size)
         _say(ready=True)
@@ -249,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=float, default=0.02)
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--max-cwnd", type=int, default=0, help="cap of the writer's window in packets (0: none)")
+    ap.add_argument("--timeout-exp", type=int, default=16,  # RetryConfig's default
+                    help="the writer's RTO is 1.024 us x 2^N")
     args = ap.parse_args(argv)
     return respond(args) if args.role == "respond" else write(args)
 
