@@ -36,7 +36,6 @@ from mrckit.bpf.objects import BpfObject, XdpMd  # noqa: E402
 from mrckit.switch.bmv2 import DEFAULT_JSON, DEFAULT_P4INFO, Bmv2Switch, find_tool  # noqa: E402
 from mrckit.bpf.fs import ensure_bpffs  # noqa: E402
 from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir  # noqa: E402
-from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
 
 GEN_C = r"""
 #include <linux/bpf.h>
@@ -136,7 +135,7 @@ def ebpf_rate(helpers_path: str) -> tuple[float, float]:
     with Fabric() as fab, BpfObject.open(helpers_path) as helpers:
         helpers.load()
         ensure_bpffs()
-        os.makedirs(os.path.dirname(switch_pin_dir(fab.sw)), exist_ok=True)   # see SWITCH_CONTRACT.md
+        os.makedirs(os.path.dirname(switch_pin_dir(fab.sw)), exist_ok=True)   # see docs/ebpf-switch.md
         sw = EbpfSwitch(fab.sw, fab.sw, {0: "a0", 1: "a1"}).setup()
         try:
             sw.tables.write_entry("my_usid", LOC48 | U1, "usid_un")

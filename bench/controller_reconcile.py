@@ -28,10 +28,7 @@ from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
 
 P4INFO = ROOT / "p4src/build/mrc_switch.p4info.txtpb"
 JSON = ROOT / "p4src/build/mrc_switch.json"
-# TEMPORARY until p4c's output is committed: the hand-written P4Info of the tests.
-if not P4INFO.exists():
-    P4INFO = ROOT / "tests/p4runtime/fixtures/mrc_switch.handwritten.p4info.txtpb"
-DEVICE_CONFIG = JSON.read_bytes() if JSON.exists() else b'{"program": "mrc_switch"}'
+DEVICE_CONFIG = JSON.read_bytes()
 SWITCH = "p0-t0-0"
 
 

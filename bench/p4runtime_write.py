@@ -31,9 +31,6 @@ from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
 BUILD = ROOT / "p4src/build"
 P4INFO = BUILD / "mrc_switch.p4info.txtpb"
 BMV2_JSON = BUILD / "mrc_switch.json"
-# TEMPORARY until p4c's output is committed: the hand-written P4Info of the tests.
-if not P4INFO.exists():
-    P4INFO = ROOT / "tests/p4runtime/fixtures/mrc_switch.handwritten.p4info.txtpb"
 SHELL_PYTHON = ROOT / ".venv-p4rt/bin/python"
 KEY = "hdr.outer_ipv6.dst_addr[127:80]"
 BASE = 0xFCBBBB000000

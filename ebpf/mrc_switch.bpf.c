@@ -4,7 +4,7 @@
  *
  * One program is attached to every port of a switch. For each frame it:
  *   1. drops non-IPv6 (not_ipv6), short frames (malformed) and hop limit <= 1 (hop_limit);
- *   1b. EV-hash mode (ECMP_CONTRACT.md section 2): looks up ipv6_fib (LPM, full DA of the first
+ *   1b. EV-hash mode (docs/ecmp-mode.md): looks up ipv6_fib (LPM, full DA of the first
  *      IPv6 header); on a hit its member, or the member of its group that the EV hashes to
  *      (CRC-32 of flow label and UDP source port, as bmv2's action selector), gives the egress
  *      port or drops (no_route), and steps 2-3 are skipped;
@@ -146,7 +146,7 @@ struct {
 	__type(value, struct table_action);
 } table_defaults SEC(".maps");
 
-/* EV-hash (ECMP) mode, ECMP_CONTRACT.md section 4: table ipv6_fib (LPM on the full DA of the
+/* EV-hash (ECMP) mode, docs/ecmp-mode.md: table ipv6_fib (LPM on the full DA of the
  * first IPv6 header), implemented by the action selector ecmp_selector, whose members are
  * ecmp_member and whose groups are ecmp_group. */
 enum fib_ref_kind {
@@ -357,7 +357,7 @@ static __always_inline __u32 write_headers_length(void *data, void *data_end, __
 /* Frame length after trimming an MRC write to its last header (design section 4, step 5),
  * or 0 when the frame is not an MRC write with complete headers. The write is either
  * encapsulated (outer next header 41, inner 17) or, in EV-hash mode, a UDP header follows the
- * only IPv6 header (ECMP_CONTRACT.md section 1). */
+ * only IPv6 header (docs/ecmp-mode.md). */
 static __always_inline __u32 trim_length(void *data, void *data_end)
 {
 	__u8 *outer = data + OFF_OUTER_IP6;
@@ -467,7 +467,7 @@ static __always_inline int route(__u8 *da)
 	return (int)act->port;
 }
 
-/* The EV hash of ECMP_CONTRACT.md section 3 (mrckit.wire.ecmp): CRC-32 of the selector fields
+/* The EV hash of docs/ecmp-mode.md (mrckit.wire.ecmp): CRC-32 of the selector fields
  * packed MSB first, zero-padded: flow label (20 bits) | UDP source port (16 bits) | 0000, or
  * flow label | 0000 when the P4 parser would not have extracted a UDP header (the one after
  * the first IPv6, or after the inner one of an encapsulated frame, all 8 bytes in the frame). */
@@ -504,7 +504,7 @@ enum fib_result {
 	FIB_DROP = 2, /* a drop() member, an empty group, or an id with no entry: no_route */
 };
 
-/* ipv6_fib and its action selector (ECMP_CONTRACT.md section 2): LPM on the full DA of the
+/* ipv6_fib and its action selector (docs/ecmp-mode.md): LPM on the full DA of the
  * first IPv6 header, then the member named, or the member at hash % count of the group named
  * (members ascending by id). */
 static __always_inline int fib_route(void *data, void *data_end, __u32 *port)

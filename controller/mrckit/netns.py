@@ -114,7 +114,7 @@ def enter(name: str) -> Iterator[None]:
         target = os.open(f"{NETNS_DIR}/{name}", os.O_RDONLY)
     except FileNotFoundError:
         raise MrcError(f"network namespace {name} does not exist") from None
-    home = os.open(f"/proc/thread-self/ns/net", os.O_RDONLY)
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     try:
         if _libc.setns(target, CLONE_NEWNET) != 0:
             raise MrcError(f"setns into {name} failed: {os.strerror(ctypes.get_errno())}")

@@ -4,7 +4,7 @@
  * initial value and final XOR 0xFFFFFFFF), byte at a time from a 256-entry table.
  *
  * It is the hash of bmv2's action_selector(HashAlgorithm.crc32, ...), which the eBPF switch must
- * reproduce so both targets pick the same ECMP member (ECMP_CONTRACT.md section 3,
+ * reproduce so both targets pick the same ECMP member (docs/ecmp-mode.md,
  * controller/mrckit/wire/ecmp.py). The table is const, so clang puts it in .rodata, which libbpf
  * loads as a frozen map: the verifier then knows every read stays inside it.
  * tests/bpf/switch/test_switch_ecmp.py checks the table against zlib entry by entry.

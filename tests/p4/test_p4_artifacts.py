@@ -21,7 +21,7 @@ TABLES = {   # name -> (keys (name, bits, match type), actions, initial default 
                     {"set_port": [("src_mac", 48), ("dst_mac", 48), ("faces_host", 1),
                                   ("trim_threshold", 32), ("ecn_threshold", 32)], "NoAction": []},
                     "NoAction", 512),
-    # EV-hash mode (ECMP_CONTRACT.md section 2). A table with an action profile has no
+    # EV-hash mode (docs/ecmp-mode.md). A table with an action profile has no
     # settable default on bmv2: p4c adds NoAction as its default-only miss action.
     "ipv6_fib": ([("hdr.outer_ipv6.dst_addr", 128, LPM)],
                  {"set_egress": [("port", 9)], "drop": [], "NoAction": []}, None, 65536),

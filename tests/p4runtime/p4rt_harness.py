@@ -15,10 +15,8 @@ from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 BUILT_P4INFO = ROOT / "p4src/build/mrc_switch.p4info.txtpb"
 BUILT_JSON = ROOT / "p4src/build/mrc_switch.json"
-FIXTURES = Path(__file__).parent / "fixtures"
-# TEMPORARY: the hand-written P4Info is used only until p4c's output is committed.
-P4INFO_PATH = BUILT_P4INFO if BUILT_P4INFO.exists() else FIXTURES / "mrc_switch.handwritten.p4info.txtpb"
-DEVICE_CONFIG = BUILT_JSON.read_bytes() if BUILT_JSON.exists() else b'{"program": "mrc_switch"}'
+P4INFO_PATH = BUILT_P4INFO
+DEVICE_CONFIG = BUILT_JSON.read_bytes()
 LO_IFINDEX = 1
 DEVICE_ID = 1
 

@@ -340,25 +340,19 @@ def _keep_logs(fab, folder: Path) -> None:
 
 
 def pipeline_files(target: str) -> tuple[Path, Path]:
-    """The P4Info and device config the controller pushes: p4c's outputs in ``p4src/build``.
-    Until those are committed, the eBPF target takes the hand-written P4Info of the same
-    contract (``tests/p4runtime/fixtures``) with an empty device config, which it stores
-    untouched (design section 4); bmv2 needs p4c's JSON.
+    """The P4Info and device config the controller pushes to either target: p4c's outputs in
+    ``p4src/build`` (committed; the eBPF target stores the bmv2 JSON untouched, design
+    section 4).
 
     Raises:
-        MrcError: neither P4Info exists, or ``--target bmv2`` without the bmv2 JSON.
+        MrcError: one of them is missing (``make p4`` rebuilds them where p4c is built).
     """
-    from ..control.pipeline import DEFAULT_DEVICE_CONFIG, DEFAULT_P4INFO, REPO_ROOT
+    from ..control.pipeline import DEFAULT_DEVICE_CONFIG, DEFAULT_P4INFO
 
-    if DEFAULT_P4INFO.exists() and DEFAULT_DEVICE_CONFIG.exists():
-        return DEFAULT_P4INFO, DEFAULT_DEVICE_CONFIG
-    if target == "bmv2":
-        raise MrcError(f"--target bmv2 needs p4c's outputs {DEFAULT_P4INFO} and {DEFAULT_DEVICE_CONFIG} "
-                       "(run `make p4` where p4c is built)")
-    handwritten = REPO_ROOT / "tests" / "p4runtime" / "fixtures" / "mrc_switch.handwritten.p4info.txtpb"
-    if not handwritten.exists():
-        raise MrcError(f"no P4Info: neither {DEFAULT_P4INFO} nor {handwritten} exists")
-    return handwritten, Path(os.devnull)
+    for path in (DEFAULT_P4INFO, DEFAULT_DEVICE_CONFIG):
+        if not path.exists():
+            raise MrcError(f"the {target} target needs p4c's output {path} (run `make p4` where p4c is built)")
+    return DEFAULT_P4INFO, DEFAULT_DEVICE_CONFIG
 
 
 def _spines(topology, plane: int) -> int:

@@ -5,7 +5,7 @@ Two classes:
 
 - :class:`SwitchTables` reads and writes one switch's maps by P4 names: table entries
   (``my_usid``, ``usid_fib``, ``port_config``), EV-hash mode's ``ecmp_selector`` members and
-  groups and ``ipv6_fib`` routes (ECMP_CONTRACT.md section 4), counters, port admin state,
+  groups and ``ipv6_fib`` routes (docs/ecmp-mode.md), counters, port admin state,
   queue drain rate.
   It works on a freshly loaded object or on the maps pinned under
   ``/sys/fs/bpf/mrckit/switch/<name>/`` (:meth:`SwitchTables.open_pinned`), so the P4Runtime
@@ -115,7 +115,7 @@ class SwitchTables:
     Table and action names may carry a P4Info control prefix (``MyIngress.usid_fib``).
     ``ipv6_fib`` (an indirect LPM table) has its own methods: ``write_member``/``write_group``/
     ``write_route`` and their delete/read counterparts, keyed by uint32 member and group ids
-    and IPv6 prefixes, with the referential checks of ECMP_CONTRACT.md section 4.
+    and IPv6 prefixes, with the referential checks of docs/ecmp-mode.md.
     """
 
     def __init__(self, maps: dict[str, Map], *, owned: bool = False):
@@ -251,7 +251,7 @@ class SwitchTables:
         return T.decode_usid_action(spec, self.maps["table_defaults"].lookup(T.DEFAULT_INDEX[spec.name]))
 
     # --- EV-hash (ECMP) mode: ecmp_selector members and groups, ipv6_fib routes ---
-    # ECMP_CONTRACT.md section 4. Every method checks everything, then makes one map write, so a
+    # docs/ecmp-mode.md. Every method checks everything, then makes one map write, so a
     # refused call changes nothing. The maps are the source of truth (several processes write
     # through pins), so the referential checks read them.
     def write_member(self, member_id: int, action: str, params: dict[str, int] | None = None, *,
@@ -290,7 +290,7 @@ class SwitchTables:
 
     def write_group(self, group_id: int, members: Iterable[int], *, modify: bool = False) -> None:
         """Insert group ``group_id`` of ``ecmp_selector`` holding ``members`` (member ids, any
-        order, each once; stored ascending, the order the EV hash indexes, ECMP_CONTRACT.md
+        order, each once; stored ascending, the order the EV hash indexes, docs/ecmp-mode.md
         section 3), or with ``modify`` replace its members. An empty group is allowed: a route
         to it drops (no_route).
 
@@ -336,7 +336,7 @@ class SwitchTables:
                     group: int | None = None, modify: bool = False) -> None:
         """Insert an ``ipv6_fib`` entry: packets whose first IPv6 DA falls in ``prefix`` (longest
         prefix wins) take ``member``'s action, or the member of ``group`` their EV hashes to
-        (ECMP_CONTRACT.md sections 2-3). With ``modify``, repoint an existing entry.
+        (docs/ecmp-mode.md). With ``modify``, repoint an existing entry.
 
         Raises:
             MrcError: not an IPv6 prefix (or host bits set), not exactly one of member/group,

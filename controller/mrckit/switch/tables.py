@@ -2,7 +2,7 @@
 
 Design section 4 fixes the P4Runtime contract (tables ``my_usid``, ``usid_fib``, ``port_config``;
 counters ``rx_port``, ``tx_port``, ``trim_port``, ``ecn_port``, ``drop_port``, ``drop_reason``);
-EV-hash mode adds table ``ipv6_fib`` and action selector ``ecmp_selector`` (ECMP_CONTRACT.md);
+EV-hash mode adds table ``ipv6_fib`` and action selector ``ecmp_selector`` (docs/ecmp-mode.md);
 ``docs/ebpf-switch.md`` fixes the map layouts. This module only encodes and decodes: it turns a
 table entry given by P4 names (table, key, action, parameters) into map key and value bytes and
 back, so the eBPF manager, the P4Runtime server and the conformance suite share one encoding.
@@ -260,7 +260,7 @@ def mac_int(mac: str) -> int:
         raise MrcError(f"malformed MAC address {mac!r}") from None
 
 
-# --- EV-hash (ECMP) mode: ipv6_fib and its action selector (ECMP_CONTRACT.md section 4) ---
+# --- EV-hash (ECMP) mode: ipv6_fib and its action selector (docs/ecmp-mode.md) ---
 IPV6_FIB = "ipv6_fib"
 """The LPM table of EV-hash mode (P4Info ``MrcIngress.ipv6_fib``), implemented by ECMP_SELECTOR."""
 IPV6_FIB_KEY_FIELD = "hdr.outer_ipv6.dst_addr"

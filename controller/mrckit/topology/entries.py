@@ -3,7 +3,7 @@
 These are plain data. The controller writes a :class:`SwitchConfig`'s entries unchanged to
 either target (bmv2 through finsy, or the eBPF target's P4Runtime server), and hands a
 :class:`HostConfig` to a host agent. Names follow the P4Runtime contract of design section 4
-and ``SWITCH_CONTRACT.md``.
+and ``docs/ebpf-switch.md``.
 """
 
 from __future__ import annotations

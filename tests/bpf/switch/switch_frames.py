@@ -77,7 +77,7 @@ def ecmp_frame(da: str = HOST_B, *, fl: int = 0x5678, sport: int = 0x1234, opcod
                dscp: int = Dscp.TRIMMABLE, ecn: int = 0, hlim: int = 64, ts: bool = False, payload: int = 256,
                icrc: bool = True, src: str = "02:00:00:00:01:01", dst: str = SWITCH_MAC,
                dport: int = 4791) -> bytes:
-    """An EV-hash mode MRC frame (ECMP_CONTRACT.md section 1): Ether | IPv6 (nh 17, flow label
+    """An EV-hash mode MRC frame (docs/ecmp-mode.md): Ether | IPv6 (nh 17, flow label
     ``fl``) | UDP (source port ``sport``) | headers | payload | ICRC, no outer header."""
     body = mrc_headers(opcode, ts=ts) + bytes((i * 7) & 0xFF for i in range(payload))
     if icrc:

@@ -1,5 +1,5 @@
 """Golden BPF_PROG_TEST_RUN tests of EV-hash (ECMP) mode in ``mrc_switch.bpf.c``
-(ECMP_CONTRACT.md sections 1-3): ipv6_fib, its members and groups, the EV hash, and trim/ECN/hop
+(docs/ecmp-mode.md): ipv6_fib, its members and groups, the EV hash, and trim/ECN/hop
 limit on frames with no outer header.
 
 Expected frames are built from the contract by hand; the member a group picks is predicted by
@@ -229,7 +229,7 @@ def test_hop_limit(switch, hlim, rc_want):
 
 
 # (opcode, ts, frame length after the trim): 14 Ethernet + 40 IPv6 + 8 UDP + 12 BTH + 4 METH
-# + [4 TSETH] + 16 RETH + [4 ImmDt] = 94 / 98 / 102 (ECMP_CONTRACT.md section 1).
+# + [4 TSETH] + 16 RETH + [4 ImmDt] = 94 / 98 / 102 (docs/ecmp-mode.md).
 TRIM_CASES = [
     (Opcode.WRITE_ONLY, False, 94),
     (Opcode.WRITE_FIRST, False, 94),

@@ -1,4 +1,4 @@
-"""The EV-hash (ECMP) API of ``SwitchTables`` (ECMP_CONTRACT.md section 4): members, groups and
+"""The EV-hash (ECMP) API of ``SwitchTables`` (docs/ecmp-mode.md): members, groups and
 ipv6_fib routes round-trip, the map bytes are the contract's layout, and every refused call names
 what is wrong and changes nothing."""
 

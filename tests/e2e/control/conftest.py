@@ -16,9 +16,8 @@ from mrckit.switch.p4runtime import process
 ROOT = Path(__file__).resolve().parents[3]
 BUILT_P4INFO = ROOT / "p4src/build/mrc_switch.p4info.txtpb"
 BUILT_JSON = ROOT / "p4src/build/mrc_switch.json"
-# Until p4c's outputs are committed, the P4Info the p4runtime helper's tests use (same source).
-P4INFO = BUILT_P4INFO if BUILT_P4INFO.exists() else ROOT / "tests/p4runtime/fixtures/mrc_switch.handwritten.p4info.txtpb"
-DEVICE_CONFIG = BUILT_JSON.read_bytes() if BUILT_JSON.exists() else b'{"program": "mrc_switch"}'
+P4INFO = BUILT_P4INFO
+DEVICE_CONFIG = BUILT_JSON.read_bytes()
 
 
 @dataclass

@@ -9,16 +9,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 RUN_PREFIX = f"mrct{os.getpid() % 100000}"
 """The namespace prefix of this test run (as tests/conftest.py, whose session cleanup removes it)."""
-FIXTURE_P4INFO = REPO / "tests/p4runtime/fixtures/mrc_switch.handwritten.p4info.txtpb"
-BUILD_P4INFO = REPO / "p4src/build/mrc_switch.p4info.txtpb"
 
 
 def controller_args() -> tuple[str, ...]:
-    """p4c's P4Info when it was built; else the hand-written P4Info of the same contract that
-    the P4Runtime tests use, with an empty device config (the eBPF target stores it as is)."""
-    if BUILD_P4INFO.exists():
-        return ()
-    return ("--p4info", str(FIXTURE_P4INFO), "--device-config", "/dev/null")
+    """Extra ``mrc controller run`` options: none, its defaults are p4c's committed outputs."""
+    return ()
 
 
 def fabric_name(module: str) -> str:

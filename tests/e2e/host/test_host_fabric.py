@@ -5,7 +5,6 @@ from fabric import clos
 from host_helpers import udp_socket, wait_for
 
 from mrckit.host.config import Settings
-from mrckit.wire.constants import EvState
 
 pytestmark = pytest.mark.root
 

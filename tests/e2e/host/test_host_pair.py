@@ -1,6 +1,5 @@
 """Two hosts wired port to port: the dataplane and the agent over real veth, sockets and XDP."""
 
-import pytest
 from host_helpers import udp_socket, wait_for
 from hostpair import host_pair
 

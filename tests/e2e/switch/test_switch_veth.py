@@ -11,7 +11,7 @@ import socket
 
 import pytest
 from switch_afpacket import RawPort, is_mrc
-from switch_frames import HOST_A, container, mrc_headers, mrc_frame, prefix48
+from switch_frames import container, mrc_headers, mrc_frame, prefix48
 from switch_harness import T0_0
 
 from mrckit import netns

@@ -13,7 +13,7 @@ from mrckit.control.status import check_not_running, status_path
 from mrckit.errors import MrcError
 from mrckit.topology import generate_clos
 
-P4INFO = Path(__file__).resolve().parents[2] / "p4runtime/fixtures/mrc_switch.handwritten.p4info.txtpb"
+P4INFO = Path(__file__).resolve().parents[3] / "p4src/build/mrc_switch.p4info.txtpb"
 
 
 @pytest.fixture

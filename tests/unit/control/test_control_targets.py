@@ -18,7 +18,7 @@ from mrckit.control.status import write_status
 from mrckit.errors import MrcError
 from mrckit.topology import GrpcEndpoint, GrpcTls, compile_fabric, dumps_topology, generate_clos, loads_topology
 
-FIXTURE_P4INFO = Path(__file__).resolve().parents[2] / "p4runtime/fixtures/mrc_switch.handwritten.p4info.txtpb"
+P4INFO_FILE = Path(__file__).resolve().parents[3] / "p4src/build/mrc_switch.p4info.txtpb"
 
 
 def addressed(topo, device_id=None, tls=None):
@@ -84,9 +84,9 @@ def test_host_config_message_matches_the_compiled_config():
 
 
 def test_pipeline_cookie_follows_the_content(tmp_path):
-    a = load_pipeline(FIXTURE_P4INFO, b"{}")
-    assert load_pipeline(FIXTURE_P4INFO, b"{}").cookie == a.cookie
-    assert load_pipeline(FIXTURE_P4INFO, b'{"x": 1}').cookie != a.cookie
+    a = load_pipeline(P4INFO_FILE, b"{}")
+    assert load_pipeline(P4INFO_FILE, b"{}").cookie == a.cookie
+    assert load_pipeline(P4INFO_FILE, b'{"x": 1}').cookie != a.cookie
     assert a.config().cookie.cookie == a.cookie and a.config().p4_device_config == b"{}"
     with pytest.raises(MrcError, match="P4Info .*nope.txtpb"):
         load_pipeline(tmp_path / "nope.txtpb", b"{}")
@@ -97,7 +97,7 @@ def test_pipeline_cookie_follows_the_content(tmp_path):
 
 def test_a_target_outside_the_topology_is_refused():
     with pytest.raises(MrcError, match="no host named 'nobody'"):
-        Controller(generate_clos(), [], [HostTarget("nobody", "unix:/x")], load_pipeline(FIXTURE_P4INFO, b"{}"),
+        Controller(generate_clos(), [], [HostTarget("nobody", "unix:/x")], load_pipeline(P4INFO_FILE, b"{}"),
                    status_dir=None)
 
 

@@ -4,7 +4,6 @@ with the host gcc (and with clang -target bpf, as the BPF programs include it)."
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 

@@ -1,7 +1,7 @@
 """What the P4Runtime server needs from a switch target, in P4 names only.
 
 The server never encodes BPF maps itself: ``mrckit.switch.ebpf_target.SwitchTables`` owns the
-mapping from P4 names to maps (see /work/shared/SWITCH_CONTRACT.md), and ``EbpfBackend`` below
+mapping from P4 names to maps (see docs/ebpf-switch.md), and ``EbpfBackend`` below
 only adapts its calls to this interface. Keys are tuples with one item per match field, in P4Info order
 (exact fields: ``int``; LPM fields: ``(value, prefix length)``); parameters are ``{name: int}``.
 The indirect table ``ipv6_fib`` names action profile members and groups (``ref`` = ("member" or

@@ -1,5 +1,5 @@
 """What the eBPF switch program implements, in P4 terms: the tables, actions, action profiles
-and counters of design section 4 ("The P4Runtime contract"), /work/shared/SWITCH_CONTRACT.md and,
+and counters of design section 4 ("The P4Runtime contract"), docs/ebpf-switch.md and,
 for EV-hash mode, table ``ipv6_fib`` (LPM) implemented by the action selector ``ecmp_selector``
 (``docs/p4runtime.md``, "Action profiles").
 
@@ -90,7 +90,7 @@ class Contract:
 
 
 TABLE_SIZE = {"my_usid": 4096, "usid_fib": 65536, "port_config": T.MAX_PORTS}
-"""Entries per table: the max_entries of the BPF maps (SWITCH_CONTRACT.md)."""
+"""Entries per table: the max_entries of the BPF maps (docs/ebpf-switch.md)."""
 
 
 def _actions(actions: dict) -> tuple[ActionSpec, ...]:
