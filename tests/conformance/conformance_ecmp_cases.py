@@ -1,12 +1,12 @@
 """The EV-hash (ECMP) mode cases: ``ipv6_fib`` and the ``ecmp_selector`` groups of
-ECMP_CONTRACT.md sections 1-3, beside the uN tables of design section 4, one frame each.
+docs/ecmp-mode.md, beside the uN tables of design section 4, one frame each.
 
 The switch is a T0 in EV-hash mode with the uN tables of ``conformance_cases`` as well (both
 modes coexist in one program). Ports 0 and 1 face T1s, ports 2 and 3 hosts.
 
 - Members of ``ecmp_selector``: id port + 1 -> set_egress(port) for every port, and
   ``DROP_MEMBER`` -> drop(). Every case keeps them all, so one bmv2 creates them once, in
-  ascending id order (ECMP_CONTRACT.md section 3).
+  ascending id order (docs/ecmp-mode.md, "The hash").
 - Groups: ``UPLINKS`` {1, 2} (ports 0, 1), ``THREE`` {1, 2, 3} (ports 0, 1, 2),
   ``WITH_DROP`` {1, 2, DROP_MEMBER}.
 - Routes (``ipv6_fib``, longest prefix wins):
@@ -131,8 +131,8 @@ def group_cases() -> list[Case]:
 
 def encapsulated_group_cases() -> list[Case]:
     """An SRv6 frame whose outer DA an ipv6_fib route sends to a group: the selector hashes the
-    outer flow label and the UDP source port after the inner IPv6 header (ECMP_CONTRACT.md
-    section 3), and the uN tables are skipped (no shift)."""
+    outer flow label and the UDP source port after the inner IPv6 header (docs/ecmp-mode.md,
+    "The hash"), and the uN tables are skipped (no shift)."""
     cases = []
     rng = random.Random(SEED + 1)
     for fl, sport in covering_fields(GROUPS[THREE], 3, udp=True, wide=True, rng=rng):
@@ -142,6 +142,31 @@ def encapsulated_group_cases() -> list[Case]:
         cases.append(Case(f"ev_group3_encapsulated_fl{fl:05x}_sport{sport:04x}_port{port}", frame, 3,
                           {port: [out_frame(frame, port)]}, fwd(3, port),
                           tables=dict([route(ENCAP_ROUTE, "group", THREE)])))
+    return cases
+
+
+TRUNCATED_UDP_HEAD = bytes.fromhex("c0011297")
+"""Source port 0xc001 and destination port 4791, then the frame ends."""
+
+
+def truncated_udp_picks() -> list[int]:
+    """Flow labels for which hashing the 4 bytes as a UDP source port would pick another member
+    than the flow label alone, so a target that hashes a truncated UDP header fails."""
+    rng, sport, picks = random.Random(SEED + 3), int.from_bytes(TRUNCATED_UDP_HEAD[:2], "big"), []
+    while len(picks) < 2:
+        fl = rng.getrandbits(20)
+        if ecmp_member(GROUPS[THREE], fl, None) != ecmp_member(GROUPS[THREE], fl, sport):
+            picks.append(fl)
+    return picks
+
+
+def truncated_udp_cases() -> list[Case]:
+    cases = []
+    for fl in truncated_udp_picks():
+        frame = into(F.truncated_udp_frame("2001:db8:100:2::5", flow_label=fl, udp_head=TRUNCATED_UDP_HEAD), 3)
+        port = member_port(ecmp_member(GROUPS[THREE], fl, None))
+        cases.append(Case(f"ev_group3_truncated_udp_fl{fl:05x}_port{port}", frame, 3,
+                          {port: [out_frame(frame, port)]}, fwd(3, port)))
     return cases
 
 
@@ -155,7 +180,7 @@ def modified_picks() -> list[tuple[int, int | None]]:
 
 def modified_group_cases() -> list[Case]:
     """Group THREE modified to {port 0, port 2} (how the controller drops a dead uplink,
-    ECMP_CONTRACT.md section 6): frames hash over the two members left."""
+    docs/ecmp-mode.md, "Compilation and control"): frames hash over the two members left."""
     members = MODIFIED_THREE
     cases = []
     for fl, sport in modified_picks():
@@ -265,5 +290,5 @@ def ecn_cases() -> list[Case]:
 
 
 def ecmp_cases() -> list[Case]:
-    return (group_cases() + encapsulated_group_cases() + modified_group_cases() + lpm_cases()
-            + miss_and_drop_cases() + trim_cases() + ecn_cases())
+    return (group_cases() + encapsulated_group_cases() + truncated_udp_cases() + modified_group_cases()
+            + lpm_cases() + miss_and_drop_cases() + trim_cases() + ecn_cases())

@@ -72,7 +72,7 @@ def mrc_body(opcode: int, *, ts: bool = False, payload: int = 256):
     raise ValueError(f"no builder for opcode {opcode:#x}")
 
 
-# --- EV-hash (ECMP) mode: no outer header (ECMP_CONTRACT.md section 1) ---
+# --- EV-hash (ECMP) mode: no outer header (docs/ecmp-mode.md, "The packet") ---
 
 NOENCAP_OFF_UDP = 54
 """The UDP header of a packet without an outer header follows the only IPv6 header."""
@@ -97,6 +97,16 @@ def ecmp_frame(da: str, *, flow_label: int, udp_sport: int | None, opcode: int =
     return bytes(head / udp / mrc_body(opcode, ts=ts, payload=payload))
 
 
+def truncated_udp_frame(da: str, *, flow_label: int, udp_head: bytes) -> bytes:
+    """Next header 17 but only ``udp_head`` (fewer than 8 bytes) after the IPv6 header: the
+    parser extracts no UDP header, so the selector hashes the flow label alone."""
+    if len(udp_head) >= 8:
+        raise ValueError("a truncated UDP header has fewer than 8 bytes")
+    return bytes(Ether(src=TESTER_MAC, dst=SWITCH_IN_MAC) /
+                 IPv6(src=HOST_A, dst=da, nh=17, hlim=64, tc=Dscp.TRIMMABLE << 2, fl=flow_label) /
+                 Raw(udp_head))
+
+
 def with_selector_fields(frame: bytes, flow_label: int, udp_sport: int, *, off_udp: int) -> bytes:
     """``frame`` with the first IPv6 header's flow label and the UDP source port at ``off_udp``
     replaced: the selector fields of ``ecmp_selector``. The ICRC masks both in the inner packet
@@ -109,7 +119,7 @@ def with_selector_fields(frame: bytes, flow_label: int, udp_sport: int, *, off_u
 
 
 def ev_fields(ev: int) -> tuple[int, int]:
-    """(flow label, UDP source port) that carry a 32-bit EV (ECMP_CONTRACT.md section 1)."""
+    """(flow label, UDP source port) that carry a 32-bit EV (docs/ecmp-mode.md, "The packet")."""
     return ev & 0xFFFF, ev >> 16
 
 
@@ -124,7 +134,7 @@ def ecmp_trimmed(frame: bytes, length: int, *, lasthop: bool) -> bytes:
 
 def ecmp_trimmed_length(opcode: int, *, ts: bool) -> int:
     """Frame length of a trimmed write without an outer header: 40 bytes less than
-    :func:`trimmed_length` (94 up to the RETH, ECMP_CONTRACT.md section 1)."""
+    :func:`trimmed_length` (94 up to the RETH, docs/ecmp-mode.md, "The packet")."""
     return trimmed_length(opcode, ts=ts) - 40
 
 

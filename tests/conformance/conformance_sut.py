@@ -73,7 +73,7 @@ def ev_hash_sut(ports: tuple[int, ...] = CT.PORTS, name: str = "sut"):
     it to a module global of that name): one switch per target and module with ``ports``,
     skipped on the kernel reference before anything is built. One bmv2
     per module keeps that module's action profile members created once, in ascending id order
-    (ECMP_CONTRACT.md section 3)."""
+    (docs/ecmp-mode.md, "The hash")."""
 
     @pytest.fixture(scope="module", params=TARGET_NAMES, name=name)
     def fixture(request):

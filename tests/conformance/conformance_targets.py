@@ -2,7 +2,7 @@
 
 Each target is one switch with ports 0..3 (or the ports a suite asks for) in namespace ``sw``;
 the ports' veth peers sit in namespace ``tester``, where the harness sends and captures frames.
-Tables are given by P4 names (design section 4, ECMP_CONTRACT.md section 2): the eBPF target
+Tables are given by P4 names (design section 4, docs/ecmp-mode.md, "Ingress"): the eBPF target
 writes them with ``mrckit.switch.ebpf_target``, bmv2 gets them through P4Runtime (finsy), and the
 Linux kernel (``seg6local End flavors next-csid``, the uN reference) gets routes.
 
@@ -18,7 +18,7 @@ The tables model, ``(table, key) -> (action, params)``:
 Entries are written members first, then groups, then routes, each in ascending key order, and
 deleted in the reverse order. bmv2 orders a group's members by member handle, so a suite that
 runs several cases on one bmv2 must keep its members in every case's tables: created once, in
-ascending id order, never deleted and re-created (ECMP_CONTRACT.md section 3).
+ascending id order, never deleted and re-created (docs/ecmp-mode.md, "The hash").
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ class EbpfTarget(Target):
         from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir
 
         ensure_bpffs()
-        # libbpf creates only the last folder of a pin path (SWITCH_CONTRACT.md).
+        # libbpf creates only the last folder of a pin path (docs/ebpf-switch.md).
         os.makedirs(os.path.dirname(switch_pin_dir(switch_name)), exist_ok=True)
         self.switch = EbpfSwitch(switch_name, wiring.sw, {p: wiring.sw_if(p) for p in wiring.ports})
         self.switch.setup()
@@ -303,14 +303,14 @@ class Bmv2Target(Target):
         if table == "ecmp_member":
             raise MrcError(f"bmv2 target: member {key} would be deleted. bmv2 orders a group by member "
                            "handle, so members are created once, in ascending id order, and never deleted "
-                           "(ECMP_CONTRACT.md section 3): keep every member in every case's tables")
+                           "(docs/ecmp-mode.md, 'The hash'): keep every member in every case's tables")
         self.client.call(self.client.switch.write([-self._entry(table, key)]))
 
     def _check_member_order(self, member_id: int) -> None:
-        """Refuse a member that would break "handles follow ids" (ECMP_CONTRACT.md section 3)."""
+        """Refuse a member that would break "handles follow ids" (docs/ecmp-mode.md, "The hash")."""
         if member_id <= self.last_member:
             raise MrcError(f"bmv2 target: member {member_id} created after member {self.last_member}; "
-                           "members must be created in ascending id order (ECMP_CONTRACT.md section 3)")
+                           "members must be created in ascending id order (docs/ecmp-mode.md, 'The hash')")
         self.last_member = member_id
 
     def counters(self):

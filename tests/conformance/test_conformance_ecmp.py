@@ -1,4 +1,4 @@
-"""EV-hash (ECMP) mode conformance (issue 11, ECMP_CONTRACT.md): ``ipv6_fib`` LPM routes to
+"""EV-hash (ECMP) mode conformance (issue 11, docs/ecmp-mode.md): ``ipv6_fib`` LPM routes to
 members and groups of ``ecmp_selector``, the group member that ``mrckit.wire.ecmp`` predicts for
 every frame, the fall-through to the uN tables on a miss, and trim, ECN and hop limit on packets
 without an outer header. Same frame in, same bytes out on the same port, same counter deltas, on

@@ -3,7 +3,7 @@ an ECMP group of 4 and one of 7 members, on every switch target.
 
 Each test sends ``PACKETS`` real frames into port 0 of an 8-port switch, each with its own EV
 (``random.Random(SEED + group size).sample``, so all distinct): flow label = EV bits 15..0, UDP
-source port = EV bits 31..16 (ECMP_CONTRACT.md section 1). The route's group has members on
+source port = EV bits 31..16 (docs/ecmp-mode.md, "The packet"). The route's group has members on
 ports 1..k. It asserts:
 
 1. every captured frame left on the port of the member ``mrckit.wire.ecmp.ev_member`` predicts
