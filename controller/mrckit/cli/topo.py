@@ -181,11 +181,13 @@ def paths_cmd(topo_file, src, dst, mode, ev) -> None:
     from ..topology import load_topology, paths
 
     topo = load_topology(topo_file)
-    found = paths(topo, src, dst)
-    s, d = topo.host(src), topo.host(dst)
     if ev is not None and mode != "ecmp":
         raise click.BadParameter("in srv6 mode the EVs column already says which EVs take each path",
                                  param_hint="--ev")
+    s, d = topo.host(src), topo.host(dst)
+    if ev is not None:
+        _check_ev(topo, s, ev)  # before anything is printed: a bad EV prints one error line only
+    found = paths(topo, src, dst)
     if mode == "ecmp":
         _ecmp_paths(topo, s, d, found, ev)
         return
@@ -194,6 +196,17 @@ def paths_cmd(topo_file, src, dst, mode, ev) -> None:
     for p in found:
         spine = "-" if p.spine is None else str(p.spine)
         click.echo(f"{p.plane:>5}  {spine:>5}  {p.ev_pattern():<10}  {str(p.da):<34}  {' '.join(p.links)}")
+
+
+def _check_ev(topo, src_host, ev: int) -> None:
+    """Raises ValueError (one ``mrc: error:`` line, exit 2) if ``ev`` is not a 32-bit EV or names
+    a plane ``src_host`` has no port on."""
+    if not 0 <= ev <= 0xFFFFFFFF:
+        raise ValueError(f"--ev {ev:#x} is out of range: an EV is 32 bits (0..0xffffffff)")
+    plane, _, _ = ev_unpack(ev)
+    if plane >= topo.planes:
+        raise ValueError(f"EV 0x{ev:08x} names plane {plane}; {src_host.name} has ports on planes "
+                         f"0..{topo.planes - 1}")
 
 
 def _ecmp_paths(topo, s, d, found, ev) -> None:
@@ -219,7 +232,7 @@ def _print_trace(tr, planned: list[str] | None, mode: str = "srv6") -> None:
     fields = f"plane {plane}, T1 {t1}, salt 0x{salt:05x}" if mode == "srv6" else \
         f"plane {plane}, the rest hashed by the switches"
     click.echo(f"{tr.src} -> {tr.dst}, EV 0x{tr.ev:08x} ({fields}), DA {tr.da}")
-    click.echo(f"  {tr.src} sends on plane{plane} over {tr.links[0]}")
+    click.echo(f"  {tr.src} sends on plane{plane} over {tr.links[0] if tr.links else tr.drop_link}")
     for hop in tr.hops:
         acts = []
         for e in hop.hits:
@@ -235,13 +248,20 @@ def _print_trace(tr, planned: list[str] | None, mode: str = "srv6") -> None:
             elif hasattr(e, "member_id"):
                 acts.append(f"member {e.member_id} -> port {e.params.get('port', 'drop')}")
         out = f"out {hop.link}" if hop.link else "DROP"
+        if hop.link is not None and hop is tr.hops[-1] and tr.drop == "link_down":
+            out = f"out {hop.link}, which is down: DROP"
         click.echo(f"  {hop.switch} in port {hop.in_port}, hop limit {hop.hop_limit}, DA {hop.da_in}")
         click.echo(f"      {'; '.join(acts) or 'no match'}; {out}")
-    if tr.drop:
+    if tr.drop == "link_down":
+        click.echo(f"dropped: link_down: sent on {tr.drop_link}, which is down")
+    elif tr.drop:
         click.echo(f"dropped: {tr.drop}")
     else:
         click.echo(f"{'delivered to' if tr.delivered else 'reached the wrong host'} {tr.reached} on {tr.port}")
-    if planned is not None:
+    if planned is not None and tr.drop == "link_down":
+        taken = [*tr.links, tr.drop_link]
+        click.echo(f"links match mrc paths up to the down link: {'yes' if planned[:len(taken)] == taken else 'NO'}")
+    elif planned is not None:
         click.echo(f"links match mrc paths: {'yes' if list(tr.links) == planned else 'NO'}")
 
 
@@ -252,14 +272,15 @@ def _print_trace(tr, planned: list[str] | None, mode: str = "srv6") -> None:
 @click.option("--ev", type=INT, required=True, help="the EV, e.g. 0x10100005 (plane 1, T1 1, salt 5)")
 @click.option("--target", type=click.Choice(TARGETS), default="ebpf", show_default=True)
 @click.option("--mode", type=click.Choice(MODES), default="srv6", show_default=True, help=MODE_HELP)
-@click.option("--down", "down", multiple=True, metavar="LINK", help="ecmp: with this link down (repeatable)")
+@click.option("--down", "down", multiple=True, metavar="LINK",
+              help="with this link down (repeatable): a packet sent on it is dropped; ecmp: the groups "
+                   "are compiled for it too")
 def trace_cmd(topo_file, src, dst, ev, target, mode, down) -> None:
-    """Walk one packet from SRC to DST with EV through the compiled tables, hop by hop."""
+    """Walk one packet from SRC to DST with EV through the compiled tables, hop by hop; exit 1
+    when it is not delivered (dropped, on a down link too, or at the wrong host)."""
     from ..topology import TopologyError, compile_fabric, load_topology, path_for_ev
     from ..topology.walk import Walker
 
-    if down and mode != "ecmp":
-        raise click.BadParameter("links down change the tables in ecmp mode only", param_hint="--down")
     topo = load_topology(topo_file)
     tr = Walker(compile_fabric(topo, target, mode), down=down).walk(src, dst, ev)
     try:

@@ -11,7 +11,8 @@ This is a pure model of design section 4 steps 1-4 and 7 over the entries of
 3. uN: if ``my_usid`` holds the first 48 bits of the DA, shift the uSIDs left by 16 (once);
 4. ``usid_fib`` on the first 48 bits gives the egress port, or the packet is dropped
    (``no_route``); the hop limit drops by one; ``port_config`` rewrites the MACs;
-5. the link behind the egress port (from the switch's port list) leads to the next node.
+5. the link behind the egress port (from the switch's port list) leads to the next node; a
+   link given as down drops the packet there (``link_down``), whatever the tables say.
 
 In EV-hash mode (issue 11, ECMP contract sections 1-3) the source host writes no outer header:
 the DA is the destination NIC address and the EV rides in the flow label and UDP source port.
@@ -27,12 +28,13 @@ import functools
 import ipaddress
 from dataclasses import dataclass
 
-from ..wire.addressing import parse_nic_address, path_da
+from ..wire.addressing import parse_link_name, parse_nic_address, path_da
 from ..wire.constants import OUTER_HOP_LIMIT
 from ..wire.ecmp import ev_member
 from ..wire.ev import ev_unpack
 from ..wire.usid import active_prefix, un_shift
 from .compile import CompiledFabric
+from .ecmp import down_t1_links
 from .entries import DROP, MY_USID, PORT_CONFIG, USID_FIB, SwitchConfig, TableEntry
 from .model import TopologyError
 
@@ -73,7 +75,8 @@ class Trace:
         reached: the host the packet ended at, and ``port``, its ingress interface; None if dropped.
         delivered: the packet reached the host that owns the destination NIC address.
         drop: why the packet was dropped (``no_route``, ``hop_limit``, ``mac_mismatch``,
-            ``loop``), else None.
+            ``loop``, ``link_down``), else None.
+        drop_link: for ``link_down``, the down link the packet was sent on (not in ``links``).
     """
 
     src: str
@@ -86,6 +89,7 @@ class Trace:
     port: str | None
     delivered: bool
     drop: str | None
+    drop_link: str | None = None
 
 
 class _SwitchView:
@@ -117,13 +121,22 @@ class Walker:
     """Walks packets through one :class:`CompiledFabric`, caching the switches it visits.
 
     Use one walker for many walks; ``walk`` is pure (the cache only saves recompilation).
-    ``down``: in EV-hash mode, the links down the tables are compiled for (``CompiledFabric.groups``);
-    the walk itself still crosses any link, so a trace shows whether the tables avoid them.
+    ``down``: link names (design 3.3) that are down. A packet sent on one is dropped there
+    (``link_down``), in both modes. In EV-hash mode the tables are also compiled for them
+    (``CompiledFabric.groups``), so a trace shows whether the groups avoid them; where no path
+    is left the groups keep their members (docs/topology.md) and the walk shows the drop.
+    In SRv6 mode the tables do not change (hosts steer around down links by retiring EVs).
+
+    Raises:
+        TopologyError: a link the fabric does not have. ValueError: a malformed link name.
     """
 
     def __init__(self, fabric: CompiledFabric, cache_size: int = 256, down=()):
         self.fabric = fabric
         self.mode = getattr(fabric, "mode", "srv6")
+        down = tuple(down)
+        down_t1_links(fabric.topology, down)  # validates every name, host links included
+        self.down = frozenset(str(parse_link_name(link)) for link in down)
         if self.mode == "ecmp":
             down = fabric.down_links(down)
             compile_one = functools.partial(fabric.switch, down=down)
@@ -156,16 +169,20 @@ class Walker:
             da = int(path_da(plane, t1, s.leaf, dloc.leaf, dloc.downlink, topo.locator))
         uplink = self.fabric.host(s.name).ports[plane]
         state = _Packet(da=da, dst_mac=uplink.t0_mac, hop_limit=OUTER_HOP_LIMIT, links=[uplink.link], ev=ev)
-        node, in_port = uplink.t0, uplink.t0_port
         hops: list[Hop] = []
+        if uplink.link in self.down:
+            state.links.clear()
+            return _end(s.name, d.name, ev, da, hops, state, None, None, False, "link_down", uplink.link)
+        node, in_port = uplink.t0, uplink.t0_port
         while True:
             if len(hops) == MAX_SWITCH_HOPS:
                 return _end(s.name, d.name, ev, da, hops, state, None, None, False, "loop")
             view = self._view(node)
-            hop, nxt = _forward(view, in_port, state)
+            hop, nxt = _forward(view, in_port, state, self.down)
             hops.append(hop)
             if nxt is None:
-                return _end(s.name, d.name, ev, da, hops, state, None, None, False, state.drop)
+                link = hop.link if state.drop == "link_down" else None
+                return _end(s.name, d.name, ev, da, hops, state, None, None, False, state.drop, link)
             port = view.ports[hop.out_port]
             if port.faces_host:
                 reached = topo.host(port.peer)
@@ -186,8 +203,10 @@ class _Packet:
     drop: str | None = None
 
 
-def _forward(view: _SwitchView, in_port: int, pkt: _Packet) -> tuple[Hop, int | None]:
-    """One switch: returns the hop and the egress port, or (hop, None) when dropped."""
+def _forward(view: _SwitchView, in_port: int, pkt: _Packet, down: frozenset[str] = frozenset()
+             ) -> tuple[Hop, int | None]:
+    """One switch: returns the hop and the egress port, or (hop, None) when dropped (on a link
+    in ``down``: the hop names the link, which is not added to ``pkt.links``)."""
     da_in, hop_limit, hits = pkt.da, pkt.hop_limit, []
 
     def hop(out_port=None, link=None):
@@ -223,6 +242,9 @@ def _forward(view: _SwitchView, in_port: int, pkt: _Packet) -> tuple[Hop, int | 
     if link is None:
         pkt.drop = "no_route"
         return hop(out_port), None
+    if link in down:
+        pkt.drop = "link_down"
+        return hop(out_port, link), None
     pkt.links.append(link)
     return hop(out_port, link), out_port
 
@@ -245,9 +267,9 @@ def _ipv6_fib(view: _SwitchView, pkt: _Packet, hits: list) -> int | None:
     return None if member.action == DROP else member.params["port"]
 
 
-def _end(src, dst, ev, da, hops, pkt, reached, port, delivered, drop) -> Trace:
+def _end(src, dst, ev, da, hops, pkt, reached, port, delivered, drop, drop_link=None) -> Trace:
     return Trace(src, dst, ev, ipaddress.IPv6Address(da), tuple(hops), tuple(pkt.links), reached, port,
-                 delivered, drop)
+                 delivered, drop, drop_link)
 
 
 def walk(fabric: CompiledFabric, src: str, dst: str, ev: int) -> Trace:

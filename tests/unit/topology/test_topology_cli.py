@@ -132,3 +132,36 @@ def test_paths_and_trace_ecmp_mode(topo_file):
                 "--down", f"p1/t0-2/t1-{spine}")
     assert avoid.exit_code == 0 and f"out p1/t0-0/t1-{1 - spine}" in avoid.stdout
     assert run("paths", topo_file, "h0-0", "h2-1", "--ev", "5").exit_code == 2
+
+
+@pytest.mark.parametrize("down, dropped_on", [
+    (["p0/t0-0/t1-0", "p0/t0-0/t1-1"], None),
+    (["p0/t0-1/down-0"], "p0/t0-1/down-0"),
+    (["p0/t0-1/t1-0", "p0/t0-1/t1-1"], None),
+])
+def test_ecmp_trace_drops_on_a_down_link_the_groups_still_use(topo_file, down, dropped_on):
+    args = [a for link in down for a in ("--down", link)]
+    out = run("trace", topo_file, "h0-0", "h1-0", "--mode", "ecmp", "--ev", "0x1", *args)
+    assert out.exit_code == 1, out.output
+    assert "delivered" not in out.stdout
+    link = out.stdout.split("dropped: link_down: sent on ")[1].split(",")[0]
+    assert link in down and (dropped_on is None or link == dropped_on)
+    assert f"out {link}, which is down: DROP" in out.stdout
+
+
+def test_srv6_trace_with_a_link_down(topo_file):
+    down = run("trace", topo_file, "h0-0", "h1-0", "--ev", "0x00100001", "--down", "p0/t0-0/t1-1")
+    assert down.exit_code == 1 and "dropped: link_down: sent on p0/t0-0/t1-1" in down.stdout
+    assert "links match mrc paths up to the down link: yes" in down.stdout
+    other = run("trace", topo_file, "h0-0", "h1-0", "--ev", "0x00100001", "--down", "p0/t0-0/t1-0")
+    assert other.exit_code == 0 and "delivered to h1-0" in other.stdout
+    src = run("trace", topo_file, "h0-0", "h1-0", "--ev", "0x00100001", "--down", "p0/t0-0/down-0")
+    assert src.exit_code == 1 and "dropped: link_down: sent on p0/t0-0/down-0" in src.stdout
+
+
+@pytest.mark.parametrize("ev, what", [("0x1ffffffff", "out of range"), ("0xF0000001", "plane 15"),
+                                      ("-1", "out of range")])
+def test_ecmp_paths_checks_the_ev_before_printing(topo_file, ev, what):
+    out = run("paths", topo_file, "h0-0", "h1-0", "--mode", "ecmp", "--ev", ev)
+    assert out.exit_code == 2, out.output
+    assert out.stdout == "" and what in out.stderr and len(out.stderr.strip().splitlines()) == 1

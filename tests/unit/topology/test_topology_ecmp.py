@@ -155,6 +155,33 @@ def test_walk_with_a_link_down_avoids_it(fabric):
         assert tr.delivered and "p1/t0-2/t1-1" not in tr.links
 
 
+@pytest.mark.parametrize("down, dropped_on", [
+    (["p0/t0-0/t1-0", "p0/t0-0/t1-1"], "p0/t0-0/t1-"),   # every uplink of the source T0
+    (["p0/t0-2/t1-0", "p0/t0-2/t1-1"], "p0/t0-2/t1-"),   # every uplink of the destination T0
+    (["p0/t0-2/down-1"], "p0/t0-2/down-1"),             # the destination host's link
+    (["p0/t0-0/down-1"], "p0/t0-0/down-1"),             # the source host's link
+])
+def test_walk_drops_on_a_down_link_the_groups_still_use(fabric, down, dropped_on):
+    """With no path left the compiler keeps the groups' members (docs/topology.md); the walk
+    must not carry the packet over the down link."""
+    walker = Walker(fabric, down=down)
+    for salt in range(16):
+        tr = walker.walk("h0-1", "h2-1", ev_pack(0, 0, salt))
+        assert not tr.delivered and tr.reached is None and tr.drop == "link_down"
+        assert tr.drop_link.startswith(dropped_on) and tr.drop_link in down
+        assert tr.drop_link not in tr.links and not set(tr.links) & set(down)
+
+
+def test_srv6_walk_drops_on_a_down_link():
+    fabric = compile_fabric(TOPO)
+    down = Walker(fabric, down=["p1/t0-0/t1-1"])
+    tr = down.walk("h0-0", "h2-1", ev_pack(1, 1, 5))
+    assert (tr.delivered, tr.drop, tr.drop_link, tr.links) == (False, "link_down", "p1/t0-0/t1-1", ("p1/t0-0/down-0",))
+    assert down.walk("h0-0", "h2-1", ev_pack(1, 0, 5)).delivered  # the other spine's path is up
+    with pytest.raises(TopologyError, match="no link p1/t0-9/t1-1"):
+        Walker(fabric, down=["p1/t0-9/t1-1"])
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(size=fabric_sizes, seed=st.integers(0, 2**32), salt=st.integers(0, 2**20 - 1), down_count=st.integers(0, 3))
 def test_walk_delivers_every_pair_and_uses_every_route(size, seed, salt, down_count):
@@ -181,10 +208,11 @@ def test_walk_delivers_every_pair_and_uses_every_route(size, seed, salt, down_co
                 for k in range(64 * topo.t1_per_plane[plane]):
                     ev = ev_pack(plane, 0, (salt + 7919 * k) % (1 << 20))
                     tr = walker.walk(s.name, d.name, ev)
+                    if not alive:  # the groups keep their members; the packet dies on a down link
+                        assert not tr.delivered and tr.drop == "link_down" and tr.drop_link in down, tr
+                        break
                     assert tr.delivered, tr
-                    assert tr.links in candidates
-                    if alive:
-                        assert tr.links in alive, (tr.links, down)
+                    assert tr.links in alive, (tr.links, down)
                     taken.add(tr.links)
                     for hop in tr.hops:
                         used |= {(hop.switch, hit) for hit in hop.hits if not isinstance(hit, TableEntry)}
