@@ -12,7 +12,9 @@ on every host. The state goes to a status file (``status.py``) for ``mrc control
 In EV-hash mode (``mode="ecmp"``, issue 11) the switches also get ``ecmp_selector`` members and
 groups and ``ipv6_fib`` routes, and the reaction differs: host evidence cannot name a path, so
 nothing is denied; link reports (``reports.py``, :meth:`Controller.link_report`) make the
-:class:`~mrckit.control.reroute.Rerouter` rewrite the groups of the affected switches.
+:class:`~mrckit.control.reroute.Rerouter` rewrite the groups of the affected switches. In SRv6
+mode a link report is DENIED on every host at once (lifted when reported up), without waiting
+for host evidence: both modes act on the same information.
 """
 
 from __future__ import annotations
@@ -125,6 +127,8 @@ class Controller:
         connect_timeout_s: how long to wait for a switch to answer arbitration.
         reconfigure_hosts: Configure every agent once even if it has a config already (by
             default a configured agent is left alone: Configure resets its dataplane).
+        topology_file: the YAML ``topology`` came from, if any; the status file names it so
+            that ``mrc controller link`` can refuse a link the fabric does not have.
 
     Raises:
         MrcError: a target naming no node of the topology, a topology that does not compile,
@@ -136,8 +140,10 @@ class Controller:
                  pipeline: Pipeline, *, target: str = "ebpf", mode: str = "srv6", name: str = "default",
                  status_dir: Path | str | None = STATUS_DIR, election_id: int | None = None,
                  settle_ns: int = SETTLE_NS, lift_successes: int = LIFT_SUCCESSES,
-                 connect_timeout_s: float = CONNECT_TIMEOUT_S, reconfigure_hosts: bool = False):
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S, reconfigure_hosts: bool = False,
+                 topology_file: str | None = None):
         self.topology, self.pipeline, self.name, self.mode = topology, pipeline, name, mode
+        self.topology_file = topology_file
         self.compiled = compile_fabric(topology, target, mode)
         if mode == "ecmp":
             check_ecmp_pipeline(pipeline)
@@ -346,7 +352,8 @@ class Controller:
                           source: str = "") -> dict[str, int]:
         """``link`` (design 3.3 name) went down (``up`` False) or came back. In EV-hash mode
         the groups and routes of every affected switch are rewritten at once (``reroute.py``);
-        in SRv6 mode it only goes on the timeline (the hosts' evidence drives DENY there).
+        in SRv6 mode the link is DENIED on every host at the reactor's next decision (and
+        lifted on ``up``), as after a localisation (``reactor.py``).
         Returns switch -> updates written.
 
         Raises:
@@ -357,6 +364,8 @@ class Controller:
         if self.rerouter is None:
             self.compiled.down_links([link])  # raises for a link the fabric lacks
             self.reactor.timeline.add("link_up" if up else "link_down", now, (link,), source or "reported")
+            self.reactor.report(link, up, source or "reported")  # DENY (or lift) on every host
+            self._wake.set()
             return {}
         change = self.rerouter.report(link, up, now, source)
         if change is None:
@@ -413,8 +422,6 @@ class Controller:
                 down.pop(r.link, None)
             else:
                 down[r.link] = r.time_ns
-        if self.rerouter is None:
-            return
         known = {}
         for link, t in down.items():
             try:
@@ -422,7 +429,11 @@ class Controller:
                 known[link] = t
             except (MrcError, ValueError) as exc:
                 log.warning("ignoring a report of link %s: %s", link, exc)
-        self.rerouter.adopt(known)
+        if self.rerouter is not None:
+            self.rerouter.adopt(known)
+            return
+        for link in known:  # SRv6: still down, so still denied (and not lifted by probes)
+            self.reactor.report(link, False, "report adopted on restart")
 
     async def _reports_loop(self) -> None:
         while True:
@@ -500,7 +511,8 @@ class Controller:
         loc: Localisation | None = self.reactor.last
         return {
             "name": self.name, "pid": os.getpid(), "started_ns": self.started_ns, "updated_ns": time.time_ns(),
-            "topology": self.topology.summary(), "election_id": self.election_id,
+            "topology": self.topology.summary(), "topology_file": self.topology_file,
+            "election_id": self.election_id,
             "pipeline": {"p4info": self.pipeline.p4info_path, "cookie": self.pipeline.cookie},
             "ready": self.ready.is_set(), "mode": self.mode,
             "switches": {n: st.as_dict() for n, st in self.switches.items()},

@@ -24,7 +24,12 @@ Rules:
   down are denied regardless (they carry nothing either way);
 - a denied link whose probes succeed ``lift_successes`` times in a row (PROBE_RESULT events
   with probe_ok, or retired EVs recovering with PROBE_OK, on paths across it) is lifted on
-  every host, and the failing evidence across it is forgotten.
+  every host, and the failing evidence across it is forgotten;
+- a link *reported* down (:meth:`FailureReactor.report`: a switch's PHY, a fault injector, an
+  operator; ``reports.py``) is denied on every host at the next decision, without waiting for
+  host evidence, through the same deny path (a ``localised`` mark whose detail names the
+  report); a report that it came back up lifts it at once. Reports are facts, not evidence, so
+  the connectivity guard does not hold them back (a down link carries nothing either way).
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ class Action:
     kind: str  # "deny" or "lift"
     links: tuple[str, ...]
     localisation: Localisation | None = None
+    reason: str = ""  # "link report ..." when a report, not host evidence, decided it
 
 
 @dataclass
@@ -91,6 +97,8 @@ class FailureReactor:
     _pending: set[str] = field(default_factory=set)             # decided, not yet on all hosts
     _episode: int | None = None
     _paths: dict[tuple, frozenset[str] | None] = field(default_factory=dict)
+    _reported: dict[str, str] = field(default_factory=dict)     # link reported down -> its source
+    _reported_up: dict[str, str] = field(default_factory=dict)  # denied link reported up -> source
 
     # --- evidence in --------------------------------------------------------------------
     def links_of(self, host: str, peer: str, ev: int) -> frozenset[str] | None:
@@ -143,6 +151,19 @@ class FailureReactor:
         timeline only: the controller localises from host evidence, not from this."""
         self.timeline.add("link_down", time_ns, (link,), source)
 
+    def report(self, link: str, up: bool, source: str = "") -> None:
+        """``link`` was reported down (``up`` False) or up again by ``source`` (a switch's PHY,
+        a fault injector, an operator): the next :meth:`decide` denies it on every host, or
+        lifts it if denied. The caller puts the report itself on the timeline."""
+        who = source or "reported"
+        if up:
+            self._reported.pop(link, None)
+            if link in self.denied or link in self._pending:
+                self._reported_up[link] = who
+        else:
+            self._reported[link] = who
+            self._reported_up.pop(link, None)
+
     def adopt_denial(self, link: str, denied: bool, time_ns: int) -> None:
         """A denial found in force (or lifted) on a host before we started: a restarted
         controller takes over its predecessor's denials rather than forget them."""
@@ -191,9 +212,10 @@ class FailureReactor:
 
     def decide(self, now_ns: int) -> list[Action]:
         """The actions due at ``now_ns``: lifts first, then a deny when an episode settled."""
-        actions = []
+        actions = self._reported_actions(now_ns)
         lift = tuple(sorted(link for link, n in self._streak.items()
-                            if n >= self.lift_successes and link in self.denied and link not in self._pending))
+                            if n >= self.lift_successes and link in self.denied and link not in self._pending
+                            and link not in self._reported and link not in self._reported_up))
         if lift:
             actions.append(Action("lift", lift))
         self._bad = {k: e for k, e in self._bad.items() if now_ns - e.time_ns <= self.evidence_ttl_ns}
@@ -216,6 +238,21 @@ class FailureReactor:
             self.timeline.add("localised", now_ns, deny, loc.describe())
             self._pending |= set(deny)
             actions.append(Action("deny", deny, loc))
+        return actions
+
+    def _reported_actions(self, now_ns: int) -> list[Action]:
+        """Deny the links reported down that are not denied yet; lift those reported up."""
+        actions = []
+        up = tuple(sorted(link for link in self._reported_up if link in self.denied and link not in self._pending))
+        if up:
+            actions.append(Action("lift", up, reason="link report: up (" + ", ".join(
+                sorted({self._reported_up[link] for link in up})) + ")"))
+        down = tuple(sorted(link for link in self._reported if link not in self.denied and link not in self._pending))
+        if down:
+            why = "link report: down (" + ", ".join(sorted({self._reported[link] for link in down})) + ")"
+            self.timeline.add("localised", now_ns, down, why)
+            self._pending |= set(down)
+            actions.append(Action("deny", down, reason=why))
         return actions
 
     def _guarded(self, loc: Localisation, ports_down: list[str], now_ns: int) -> tuple[str, ...]:
@@ -249,15 +286,18 @@ class FailureReactor:
                 self._streak[link] = 0
                 self._pending.discard(link)
             self._episode = None
-            self.timeline.add("deny_all_hosts", now_ns, action.links, f"DENY on all {hosts} hosts")
+            self.timeline.add("deny_all_hosts", now_ns, action.links,
+                              f"DENY on all {hosts} hosts" + (f" ({action.reason})" if action.reason else ""))
             return
         for link in action.links:
             self.denied.pop(link, None)
             self._streak.pop(link, None)
             self._ports_down.pop(link, None)
+            self._reported_up.pop(link, None)
         self.withheld.clear()  # with fewer links denied, a withheld one may be safe now
         self._bad = {k: e for k, e in self._bad.items() if not (e.links & set(action.links))}
-        self.timeline.add("lifted", now_ns, action.links, f"probes succeeded; lifted on all {hosts} hosts")
+        self.timeline.add("lifted", now_ns, action.links,
+                          f"{action.reason or 'probes succeeded'}; lifted on all {hosts} hosts")
 
     def failed(self, action: Action) -> None:
         """``action`` could not be carried out everywhere; it will be decided again."""
@@ -268,4 +308,4 @@ class FailureReactor:
 
     def links_down(self) -> list[str]:
         """Links believed down: denied, being denied, or reported down by a host."""
-        return sorted(set(self.denied) | self._pending | set(self._ports_down))
+        return sorted(set(self.denied) | self._pending | set(self._ports_down) | set(self._reported))

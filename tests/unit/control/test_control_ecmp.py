@@ -207,13 +207,17 @@ def test_a_report_while_switches_are_unreachable_is_recorded_and_left_to_reconci
         asyncio.run(ctl.link_report("p9/t0-0/t1-0", up=False))
 
 
-def test_srv6_mode_only_records_reports(tmp_path):
+def test_srv6_mode_denies_a_reported_link_on_every_host(tmp_path):
     targets = [SwitchTarget("p0-t0-0", "unix:/nonexistent")]
     ctl = Controller(TOPO, targets, [], load_pipeline(), name="s", status_dir=tmp_path)
     assert ctl.rerouter is None
     assert asyncio.run(ctl.link_report(LINK, up=False, time_ns=5)) == {}
     assert [(mk.kind, mk.links) for mk in ctl.timeline()] == [("link_down", (LINK,))]
     assert ctl.status()["mode"] == "srv6" and ctl.status()["rerouted"] == {}
+    # The reactor denies the reported link at its next decision, from the report alone.
+    (deny,) = ctl.reactor.decide(10)
+    assert deny.kind == "deny" and deny.links == (LINK,) and deny.reason.startswith("link report")
+    assert ctl.status()["links_down"] == [LINK]
 
 
 def test_ecmp_mode_needs_a_pipeline_with_ipv6_fib(tmp_path):
@@ -235,19 +239,54 @@ def test_ecmp_mode_needs_a_pipeline_with_ipv6_fib(tmp_path):
         Controller(TOPO, [], [], load_pipeline(), mode="x", status_dir=None)
 
 
-def test_mrc_controller_link_writes_a_report_and_refuses_a_bad_name(tmp_path):
+def _link_cli(tmp_path, *args):
     from click.testing import CliRunner
 
     from mrckit.cli import main
 
-    def run(*args):
-        return CliRunner().invoke(main, ["controller", "link", *args, "--name", "lab", "--status-dir", str(tmp_path)])
+    return CliRunner().invoke(main, ["controller", "link", *args, "--name", "lab", "--status-dir", str(tmp_path)])
 
-    out = run(LINK, "--down")
+
+def test_mrc_controller_link_writes_a_report_to_a_running_controller(tmp_path):
+    from mrckit.topology import dump_topology
+
+    dump_topology(TOPO, tmp_path / "t.yaml")
+    targets = [SwitchTarget(s.name, "unix:/nonexistent") for s in TOPO.switches]
+    ctl = Controller(TOPO, targets, [], load_pipeline(), name="lab", status_dir=tmp_path,
+                     topology_file=str(tmp_path / "t.yaml"))
+    ctl.save_status()  # this process is alive: the controller counts as running
+    out = _link_cli(tmp_path, LINK, "--down")
     assert out.exit_code == 0, out.output
-    assert "reported p0/t0-1/t1-0 down to controller 'lab' (no controller ran under that name" in out.output
+    assert "reported p0/t0-1/t1-0 down to controller 'lab'" in out.output
     (r,) = ReportInbox(reports_path("lab", tmp_path)).read_new()
     assert (r.link, r.up, r.source) == (LINK, False, "cli")
-    bad = run("p0/t0-1", "--up")
-    assert bad.exit_code != 0 and "link 'p0/t0-1'" in bad.output and "Traceback" not in bad.output
-    assert run(LINK).exit_code == 2  # --down or --up is required
+    assert _link_cli(tmp_path, "p1/t0-2/down-1", "--down").exit_code == 0  # a host link of the fabric
+
+
+@pytest.mark.parametrize("with_topology_file", [True, False])
+def test_mrc_controller_link_refuses_a_link_the_fabric_lacks_and_writes_nothing(tmp_path, with_topology_file):
+    from mrckit.topology import dump_topology
+
+    dump_topology(TOPO, tmp_path / "t.yaml")
+    targets = [SwitchTarget(s.name, "unix:/nonexistent") for s in TOPO.switches]
+    ctl = Controller(TOPO, targets, [], load_pipeline(), name="lab", status_dir=tmp_path,
+                     topology_file=str(tmp_path / "t.yaml") if with_topology_file else None)
+    ctl.save_status()
+    for link in ("p0/t0-9/t1-1", "p0/t0-1/t1-7", "p5/t0-1/t1-1"):
+        out = _link_cli(tmp_path, link, "--down")
+        assert out.exit_code == 2, out.output
+        assert link in out.output and len(out.output.strip().splitlines()) == 1 and "Traceback" not in out.output
+    assert not reports_path("lab", tmp_path).exists()
+
+
+def test_mrc_controller_link_refuses_a_controller_that_is_not_running_and_writes_nothing(tmp_path):
+    out = _link_cli(tmp_path, LINK, "--down")  # no controller ever ran under "lab"
+    assert out.exit_code == 2 and "lab" in out.output and len(out.output.strip().splitlines()) == 1
+    targets = [SwitchTarget(s.name, "unix:/nonexistent") for s in TOPO.switches]
+    Controller(TOPO, targets, [], load_pipeline(), name="lab", status_dir=tmp_path).save_status(stopped=True)
+    out = _link_cli(tmp_path, LINK, "--up")  # it ran, and stopped
+    assert out.exit_code == 2 and "no controller is running under --name 'lab'" in out.output
+    assert not reports_path("lab", tmp_path).exists()
+    bad = _link_cli(tmp_path, "p0/t0-1", "--up")
+    assert bad.exit_code == 2 and "link 'p0/t0-1'" in bad.output and "Traceback" not in bad.output
+    assert _link_cli(tmp_path, LINK).exit_code == 2  # --down or --up is required

@@ -224,3 +224,56 @@ def test_an_ambiguous_set_that_would_split_the_fabric_is_cut_down_to_a_safe_one(
     assert action.links == ("p0/t0-0/t1-0", "p0/t0-1/t1-0")
     assert sorted(r.withheld) == ["p1/t0-0/t1-0", "p1/t0-1/t1-0"]
     assert newly_cut(topo, [], action.links) == []
+
+
+def test_a_reported_link_down_is_denied_at_once_and_lifted_when_reported_up():
+    r, t0 = reactor(), 1_000 * MS
+    r.report(DOWN, up=False, source="fault")
+    (deny,) = r.decide(t0)  # no host evidence, no settle time
+    assert deny.kind == "deny" and deny.links == (DOWN,) and "link report" in deny.reason
+    assert r.decide(t0 + MS) == []  # pending: not decided twice
+    r.done(deny, t0 + 2 * MS, hosts=12)
+    assert r.denied == {DOWN: t0 + 2 * MS} and r.links_down() == [DOWN]
+    marks = [(m.kind, m.detail) for m in r.timeline.marks]
+    assert marks == [("localised", "link report: down (fault)"),
+                     ("deny_all_hosts", "DENY on all 12 hosts (link report: down (fault))")]
+    # Host evidence across the reported link starts no episode and denies nothing more.
+    r.event("h0-0", bad("h1-0", ev(0, 1), t0 + 3 * MS), t0 + 3 * MS)
+    assert r.decide(t0 + 10 * SETTLE) == []
+    r.report(DOWN, up=True, source="fault")
+    (lift,) = r.decide(t0 + 11 * SETTLE)
+    assert lift.kind == "lift" and lift.links == (DOWN,)
+    r.done(lift, t0 + 11 * SETTLE + MS, hosts=12)
+    assert r.denied == {} and r.links_down() == []
+    assert r.timeline.marks[-1].kind == "lifted" and r.timeline.marks[-1].detail.startswith("link report: up")
+
+
+def test_probes_do_not_lift_a_link_still_reported_down_but_do_once_it_is_up_and_denied_by_evidence():
+    r, t0 = reactor(), 1_000 * MS
+    r.report(DOWN, up=False, source="fault")
+    (deny,) = r.decide(t0)
+    r.done(deny, t0 + MS, hosts=12)
+    for i in range(4):
+        r.event("h0-0", probe("h1-0", ev(0, 1), True, [DOWN], t0 + (2 + i) * MS), t0 + (2 + i) * MS)
+    assert r.decide(t0 + 10 * MS) == []  # still reported down: a fact beats probes
+    # A link denied from host evidence (not reported) is still lifted by probes.
+    other, t1 = reactor(), 5_000 * MS
+    fail_and_gather(other, t1)
+    (d,) = other.decide(t1 + SETTLE)
+    other.done(d, t1 + SETTLE + MS, hosts=12)
+    for i in range(3):
+        other.event("h0-0", probe("h1-0", ev(0, 1), True, [DOWN], t1 + SETTLE + (2 + i) * MS),
+                    t1 + SETTLE + (2 + i) * MS)
+    (lift,) = other.decide(t1 + SETTLE + 10 * MS)
+    assert lift.kind == "lift" and lift.links == (DOWN,) and lift.reason == ""
+
+
+def test_a_link_reported_up_before_its_deny_landed_is_lifted_after_it():
+    r, t0 = reactor(), 1_000 * MS
+    r.report(DOWN, up=False)
+    (deny,) = r.decide(t0)
+    r.report(DOWN, up=True)  # the deny is still being carried out
+    assert r.decide(t0 + MS) == []
+    r.done(deny, t0 + 2 * MS, hosts=12)
+    (lift,) = r.decide(t0 + 3 * MS)
+    assert lift.kind == "lift" and lift.links == (DOWN,)
