@@ -10,6 +10,7 @@ import logging
 import signal
 import sys
 import time
+from pathlib import Path
 
 import click
 
@@ -123,6 +124,39 @@ def _status_lines(st: dict) -> list[str]:
     return out
 
 
+def check_link_report(name: str, link: str, status_dir) -> None:
+    """Refuse a link report that no controller would act on: no controller running under
+    ``name``, or a ``link`` (design 3.3 name) its fabric does not have. Checked against the
+    topology file the controller names in its status, else against its switch names.
+
+    Raises:
+        MrcError: naming the controller or the link.
+    """
+    from ..control import read_status, status_path
+    from ..errors import MrcError
+    from ..topology import load_topology
+    from ..topology.ecmp import down_t1_links
+    from ..wire.addressing import parse_link_name
+
+    try:
+        parsed = parse_link_name(link)
+    except ValueError as exc:
+        raise MrcError(f"link {link!r}: {exc}") from None
+    st = read_status(status_path(name, status_dir))
+    if not st["running"]:
+        raise MrcError(f"no controller is running under --name {name!r} (its status file says it stopped); "
+                       "nothing reported")
+    topo_file = st.get("topology_file")
+    if topo_file and Path(topo_file).exists():
+        down_t1_links(load_topology(topo_file), [link])  # TopologyError (an MrcError) names the link
+        return
+    switches = st.get("switches", {})
+    ends = [f"p{parsed.plane}-t0-{parsed.leaf}"] + ([f"p{parsed.plane}-t1-{parsed.index}"]
+                                                    if parsed.kind == "t1" else [])
+    if switches and any(end not in switches for end in ends):
+        raise MrcError(f"no link {link} in the fabric of controller {name!r}")
+
+
 def register(main: click.Group) -> None:
     """Add ``mrc controller`` to the ``mrc`` command."""
 
@@ -180,7 +214,8 @@ def register(main: click.Group) -> None:
         pipeline = load_pipeline(p4info, device_config)
         ctl = Controller(topology, switches, hosts, pipeline, target=target, mode=mode, name=name,
                          status_dir=status_dir,
-                         settle_ns=int(settle_ms * 1e6), reconfigure_hosts=reconfigure_hosts)
+                         settle_ns=int(settle_ms * 1e6), reconfigure_hosts=reconfigure_hosts,
+                         topology_file=str(Path(topo).resolve()))
         asyncio.run(_run(ctl, once, reconfigure_hosts))
 
     @controller_group.command("link")
@@ -190,19 +225,15 @@ def register(main: click.Group) -> None:
     @click.option("--status-dir", type=click.Path(file_okay=False), default=STATUS_DIR, show_default=True)
     @click.option("--source", default="cli", show_default=True, help="Who reports it (shown on the timeline).")
     def link_cmd(link, down, name, status_dir, source):
-        """Report that LINK (e.g. p0/t0-1/t1-0) went down or came back up. An ecmp-mode
-        controller rewrites the groups of the affected switches at once; an srv6-mode one puts
-        it on its timeline (hosts localise failures themselves)."""
-        from ..control import read_status, report_link, status_path
-        from ..errors import MrcError
+        """Report that LINK (e.g. p0/t0-1/t1-0) went down or came back up to the running
+        controller NAME. An ecmp-mode controller rewrites the groups of the affected switches
+        at once; an srv6-mode one DENIES the link on every host (lifts it on --up). A link the
+        fabric lacks, or no controller running under NAME, is refused and nothing is written."""
+        from ..control import report_link
 
+        check_link_report(name, link, status_dir)
         report = report_link(name, link, up=not down, status_dir=status_dir, source=source)
-        try:
-            note = "" if read_status(status_path(name, status_dir))["running"] else \
-                " (not running now: it reads the report when it restarts)"
-        except MrcError:
-            note = " (no controller ran under that name: a new one starts with every link up and drops this)"
-        click.echo(f"reported {report.link} {'down' if down else 'up'} to controller {name!r}{note}")
+        click.echo(f"reported {report.link} {'down' if down else 'up'} to controller {name!r}")
 
     @controller_group.command("status")
     @click.option("--name", default="default", show_default=True)

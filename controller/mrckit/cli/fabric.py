@@ -118,7 +118,8 @@ def _print_status(doc: dict) -> None:
 @click.argument("name", required=False)
 @click.option("--all", "everything", is_flag=True, help="Every fabric, and anything left named mrcf-*.")
 def down(name, everything) -> None:
-    """Tear fabric NAME down (default: 'default'): processes, pins, namespaces, state."""
+    """Tear fabric NAME down (default: 'default'): processes, pins, namespaces, state, and the
+    link reports of its controller (also when only those are left)."""
     from ..fabric import teardown
 
     if everything:
@@ -126,12 +127,15 @@ def down(name, everything) -> None:
         lines = [f"{kind}: {', '.join(items)}" for kind, items in removed.items() if items]
         click.echo("removed " + "; ".join(lines) if lines else "nothing to remove")
         return
+    from ..fabric.state import state_dir
+
     name = name or DEFAULT_NAME
+    was_up = state_dir(name).exists()
     if not teardown.down(name):
         from ..errors import MrcError
 
         raise MrcError(f"no fabric named {name!r} is up; see `mrc fabric status`")
-    click.echo(f"fabric {name} down")
+    click.echo(f"fabric {name} down" if was_up else f"fabric {name} is not up; removed its leftover link reports")
 
 
 @fabric.command()

@@ -15,6 +15,7 @@ import signal
 from pathlib import Path
 
 from .. import netns
+from ..errors import MrcError
 from ..switch import bmv2
 from ..switch.ebpf_target import pinned_switches, remove_pins
 from . import faults, nodes
@@ -31,11 +32,36 @@ def teardown(state: FabricState) -> None:
     netns.cleanup_prefix(ns_prefix)
     # Also without a controller of ours: `program_once` (mrc controller run --once) leaves one.
     controller_status(state.name).unlink(missing_ok=True)
-    # Link reports (EV-hash mode faults) would tell a later fabric of this name of links down.
-    from ..control.reports import reports_path
-
-    reports_path(state.name).unlink(missing_ok=True)
+    # Link reports (the faults') would tell a later fabric of this name of links down.
+    remove_reports(state.name)
     shutil.rmtree(state.dir, ignore_errors=True)
+
+
+def remove_reports(name: str) -> bool:
+    """Remove the link-report file of controller ``name`` unless a controller of that name is
+    running (it owns it). Returns whether a file was removed."""
+    from ..control.reports import reports_path
+    from ..control.status import read_status, status_path
+
+    path = reports_path(name)
+    if not path.exists():
+        return False
+    try:
+        if read_status(status_path(name))["running"]:
+            return False
+    except MrcError:
+        pass  # no status file: nobody reads the reports
+    path.unlink(missing_ok=True)
+    return True
+
+
+def stale_reports() -> list[str]:
+    """Remove every link-report file whose controller is not running; their names."""
+    from ..control.status import STATUS_DIR
+
+    folder = Path(STATUS_DIR)
+    names = sorted(p.name[: -len(".links.jsonl")] for p in folder.glob("*.links.jsonl")) if folder.is_dir() else []
+    return [name for name in names if remove_reports(name)]
 
 
 def controller_status(name: str) -> Path:
@@ -52,9 +78,10 @@ def down(name: str) -> bool:
         state = FabricState.load(name)
     except Exception:  # noqa: BLE001 - a damaged state file must not block removal
         if not state_dir(name).exists():
-            return False
+            return remove_reports(name)  # only a report file left behind (mrc controller link)
         down_prefix(DEFAULT_PREFIX + name + "-")
         shutil.rmtree(state_dir(name), ignore_errors=True)
+        remove_reports(name)
         return True
     teardown(state)
     return True
@@ -75,6 +102,9 @@ def down_all(prefix: str = DEFAULT_PREFIX) -> dict[str, list[str]]:
             removed["fabrics"].append(name)
     for kind, names in down_prefix(prefix).items():
         removed[kind] = names
+    reports = stale_reports()
+    if reports:
+        removed["link reports"] = reports
     return removed
 
 
