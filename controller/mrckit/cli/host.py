@@ -61,18 +61,38 @@ def down(config) -> None:
     click.echo("\n".join(done) if done else "nothing was running or attached")
 
 
-def _stub(target: str):
+FABRIC_HELP = ("Resolve HOST in this running fabric (its controller's --name); needed when several "
+               "running fabrics have the name.")
+
+
+def _address(target: str, fabric: str | None) -> tuple[str, str]:
+    """``(address, where)`` of the agent HOST names: ``target`` itself if it is an address; else,
+    without ``fabric``, the standalone agent's socket if it exists; else the agent of the
+    running fabric that has the host (``fabric``, or the only one). ``where`` says which, for
+    the output. Raises MrcError (the name is in several fabrics, or none) or UsageError."""
+    from ..host.run import default_address
+
+    if ":" in target or "/" in target:
+        if fabric is not None:
+            raise click.UsageError("--fabric resolves a host name; HOST is an address")
+        return target, target
+    standalone = default_address(target)
+    if fabric is None and os.path.exists(standalone.removeprefix("unix:")):
+        return standalone, f"standalone agent {standalone}"
+    from ..control.lookup import locate_host
+
+    fab, address = locate_host(target, fabric=fabric)
+    return address, f"fabric {fab}"
+
+
+def _stub(target: str, fabric: str | None = None):
+    """``(stub, where)``: a HostAgent stub for HOST (see :func:`_address`)."""
     import grpc
 
-    from ..host.run import default_address
     from ..proto import host_agent_pb2_grpc as pbg
 
-    address = target if (":" in target or "/" in target) else default_address(target)
-    if address != target and not os.path.exists(address.removeprefix("unix:")):
-        from ..control.lookup import resolve_host
-
-        address = resolve_host(target)  # an agent of a fabric (or any controller's topology)
-    return pbg.HostAgentStub(grpc.insecure_channel(address)), address
+    address, where = _address(target, fabric)
+    return pbg.HostAgentStub(grpc.insecure_channel(address)), where
 
 
 @contextlib.contextmanager
@@ -96,17 +116,20 @@ def _call(fn, *args, **kw):
 @click.argument("target", metavar="HOST")
 @click.option("--peer", help="Only this peer's EVs (a NIC address).")
 @click.option("--state", type=click.Choice(["GOOD", "SKIP", "ASSUMED_BAD", "DENIED"]), help="Only EVs in this state.")
-def ev(target, peer, state) -> None:
+@click.option("--fabric", help=FABRIC_HELP)
+def ev(target, peer, state, fabric) -> None:
     """Show the EV table of HOST (an agent name, unix:/path or HOST:PORT): state, plane,
-    path and counters of every EV of every live peer."""
+    path and counters of every EV of every live peer. In ecmp mode the T1 column shows "-":
+    the switches hash the EV, so its T1 bits name no spine (issue 11)."""
     from rich.console import Console
     from rich.table import Table
 
     from ..proto import host_agent_pb2 as pb
 
-    stub, _ = _stub(target)
+    stub, where = _stub(target, fabric)
     stats = _call(stub.GetStats, pb.GetStatsRequest(include_evs=True, peer=peer or ""), timeout=10)
-    table = Table(title=f"EVs of {target} ({stats.mode or 'srv6'} mode)")
+    mode = stats.mode or "srv6"
+    table = Table(title=f"EVs of {target} ({_where(target, where)}{mode} mode)")
     for col in ("peer", "slot", "EV", "plane", "T1", "state", "path", "tx pkts", "tx bytes",
                 "acked", "skips", "nacks"):
         table.add_column(col, justify="right" if col not in ("peer", "state", "path") else "left")
@@ -116,7 +139,7 @@ def ev(target, peer, state) -> None:
             if state and pb.EvState.Name(e.state) != state:
                 continue
             table.add_row(p.peer, "-" if e.retired else str(e.slot), f"0x{e.ev:08x}", str(e.plane),
-                          str(e.t1), name, e.path, str(e.tx_packets), str(e.tx_bytes), str(e.acked),
+                          ev_t1_cell(mode, e.t1), name, e.path, str(e.tx_packets), str(e.tx_bytes), str(e.acked),
                           str(e.skips), str(e.nacks))
     # Piped output keeps every column: rich would squeeze the table to 80 columns.
     Console(width=None if sys.stdout.isatty() else 240).print(table)
@@ -125,11 +148,14 @@ def ev(target, peer, state) -> None:
 @host.command()
 @click.argument("target", metavar="HOST")
 @click.option("--replay", is_flag=True, help="First print the events kept since the agent started.")
-def events(target, replay) -> None:
+@click.option("--fabric", help=FABRIC_HELP)
+def events(target, replay, fabric) -> None:
     """Stream HOST's EV events (state changes and probe results) until Ctrl-C."""
     from ..proto import host_agent_pb2 as pb
 
-    stub, _ = _stub(target)
+    stub, where = _stub(target, fabric)
+    if where != target:
+        click.echo(f"events of {target} ({where})", err=True)
     with _agent_errors():
         for e in stub.WatchEvents(pb.WatchEventsRequest(replay=replay)):
             when = datetime.fromtimestamp(e.wall_time_ns / 1e9).strftime("%H:%M:%S.%f")
@@ -150,14 +176,17 @@ def events(target, replay) -> None:
 @click.option("--peer", default="", help="With --ev: only this peer (default every peer and the template).")
 @click.option("--link", help="A link name: p<plane>/t0-<L>/t1-<t> or p<plane>/t0-<L>/down-<D>.")
 @click.option("--allow", is_flag=True, help="Lift DENIED instead of setting it.")
-def deny(target, ev_value, peer, link, allow) -> None:
+@click.option("--fabric", help=FABRIC_HELP)
+def deny(target, ev_value, peer, link, allow, fabric) -> None:
     """Set (or with --allow lift) DENIED on HOST, for one EV or every EV crossing a link."""
     from ..proto import host_agent_pb2 as pb
 
     if bool(ev_value) == bool(link):
         raise click.UsageError("give exactly one of --ev and --link")
     ev = _ev(ev_value) if ev_value else 0  # checked before connecting: a typo is not an agent error
-    stub, _ = _stub(target)
+    stub, where = _stub(target, fabric)
+    if where != target:
+        click.echo(f"{target}: {where}")
     if link:
         req = pb.SetEvStateRequest(link=link, denied=not allow)
     else:
@@ -170,7 +199,8 @@ def deny(target, ev_value, peer, link, allow) -> None:
 
 @host.command()
 @click.argument("target", metavar="HOST")
-def planes(target) -> None:
+@click.option("--fabric", help=FABRIC_HELP)
+def planes(target, fabric) -> None:
     """Show HOST's per-plane statistics: EVs by state, retired EVs and traffic, summed over the
     live peers, then per peer. In ecmp mode (EVs are opaque) this is the failure evidence."""
     from rich.console import Console
@@ -178,9 +208,9 @@ def planes(target) -> None:
 
     from ..proto import host_agent_pb2 as pb
 
-    stub, _ = _stub(target)
+    stub, where = _stub(target, fabric)
     stats = _call(stub.GetStats, pb.GetStatsRequest(), timeout=10)
-    click.echo(f"planes of {target} ({stats.mode or 'srv6'} mode)")
+    click.echo(f"planes of {target} ({_where(target, where)}{stats.mode or 'srv6'} mode)")
     if stats.denied_links:
         click.echo(f"links denied: {', '.join(stats.denied_links)}"
                    + ("" if stats.denials_applied else " (recorded, not applied: EVs are opaque)"))
@@ -194,6 +224,17 @@ def planes(target) -> None:
                       str(r.skip), str(r.assumed_bad), str(r.denied), str(r.retired), str(r.tx_packets),
                       str(r.tx_bytes), str(r.acked), str(r.nacks), str(r.skips))
     Console(width=None if sys.stdout.isatty() else 240).print(table)
+
+
+def _where(target: str, where: str) -> str:
+    """``"fabric NAME, "`` (or the standalone agent) when HOST was a name, else nothing."""
+    return "" if where == target else f"{where}, "
+
+
+def ev_t1_cell(mode: str, t1: int) -> str:
+    """The EV table's T1 cell: the EV's T1 field in srv6 mode; ``-`` in ecmp mode, where EVs are
+    opaque (the switches hash them; issue 11) and the field names no spine."""
+    return "-" if mode == "ecmp" else str(t1)
 
 
 def _ev(text: str) -> int:

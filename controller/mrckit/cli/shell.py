@@ -47,17 +47,20 @@ def register(main: click.Group) -> None:
     @click.option("--device-id", type=int, help="P4Runtime device id (default 1, or the switch's own when ADDRESS "
                                                "is a switch name; bmv2 uses 0).")
     @click.option("--topo", type=click.Path(dir_okay=False), help="Resolve a switch name in this topology file.")
+    @click.option("--fabric", help="Resolve a switch name in this running fabric (its controller's --name); "
+                                   "needed when several running fabrics have the name.")
     @click.option("--election-id", default="0,1", show_default=True, help="HIGH,LOW of the election id.")
     @click.option("--p4info", type=click.Path(exists=True, dir_okay=False),
                   help="Push this P4Info (text) first, with --device-config.")
     @click.option("--device-config", type=click.Path(exists=True, dir_okay=False),
                   help="p4_device_config file (bmv2 JSON) pushed with --p4info.")
     @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
-    def shell(address, device_id, election_id, p4info, device_config, topo, extra):
+    def shell(address, device_id, election_id, p4info, device_config, topo, fabric, extra):
         """Open p4runtime-shell on the P4Runtime server at ADDRESS.
 
         ADDRESS is unix:/path/to/socket (an emulated switch's socket) or HOST:PORT, or a switch
-        name: of --topo TOPO, or of a fabric a running `mrc controller run` manages. Options after
+        name: of --topo TOPO, or of a fabric a running `mrc controller run` manages (--fabric
+        NAME when several running fabrics have that switch). Options after
         the address that mrc does not know go to p4runtime-shell (e.g. --ssl --cacert CA).
         """
         if bool(p4info) != bool(device_config):
@@ -65,11 +68,16 @@ def register(main: click.Group) -> None:
         parts = election_id.split(",")
         if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
             raise click.BadParameter(f"{election_id!r}: expected HIGH,LOW, e.g. 0,1", param_hint="--election-id")
-        from ..control.lookup import looks_like_address, resolve_switch
+        from ..control.lookup import locate_switch, looks_like_address
 
+        if fabric is not None and (topo is not None or looks_like_address(address)):
+            raise click.UsageError("--fabric resolves a switch name; not with --topo or an address")
         device_id = 1 if device_id is None and looks_like_address(address) else device_id
         if not looks_like_address(address):
-            target = resolve_switch(address, topo)
+            fab, target = locate_switch(address, topo, fabric=fabric)
+            where = f"fabric {fab}" if fab is not None else topo
+            click.echo(f"{address}: switch of {where}, P4Runtime at {target.address}, device id "
+                       f"{target.device_id}", err=True)
             address, device_id = target.address, target.device_id if device_id is None else device_id
         _check_reachable(address, extra)
         argv = shell_argv(shell_python(), address, device_id, election_id, p4info, device_config, extra)

@@ -1,5 +1,7 @@
-"""Find a switch's P4Runtime address by name: in a topology file, or in the status of a running
-controller (``mrc shell SWITCH``)."""
+"""Find a switch's P4Runtime address or a host's agent by name: in a topology file, or in the
+status of a running controller (``mrc shell SWITCH``, ``mrc host ev HOST``). Several fabrics can
+run at once, each with its own controller; a name two of them have is an error unless the
+caller names the fabric."""
 
 from __future__ import annotations
 
@@ -16,47 +18,104 @@ def looks_like_address(text: str) -> bool:
     return ":" in text
 
 
-def resolve_switch(name: str, topo: str | Path | None = None, status_dir: str | Path = STATUS_DIR) -> SwitchTarget:
-    """The target of switch ``name``: from ``topo`` (its ``p4runtime:`` field) when given, else
-    from the first running controller (status files in ``status_dir``) that manages it.
+def running_fabrics(status_dir: str | Path | None = None) -> dict[str, dict]:
+    """The status of every running controller in ``status_dir`` (default :data:`STATUS_DIR`,
+    read at call time), by name (the fabric's name for a fabric brought up by ``mrc fabric
+    up``); stale and unreadable files are left out."""
+    status_dir = STATUS_DIR if status_dir is None else status_dir
+    out = {}
+    for path in sorted(Path(status_dir).glob("*.json")):
+        try:
+            status = read_status(path)
+        except MrcError:
+            continue
+        if status["running"]:
+            out[path.stem] = status
+    return out
+
+
+def _locate(kind: str, name: str, status_dir: str | Path, fabric: str | None) -> tuple[str, dict]:
+    """The (fabric, status entry) of the switch or host ``name`` (``kind``: ``switches`` or
+    ``hosts``) among the running controllers: the one in ``fabric`` if given, else the only one.
 
     Raises:
-        MrcError: the switch is not found, or has no address, saying where it looked.
+        MrcError: ``fabric`` is not running or lacks ``name``; no running controller has it; or
+            several do (the error names them and says to choose with ``--fabric``).
+    """
+    noun = {"switches": "switch", "hosts": "host"}[kind]
+    status_dir = STATUS_DIR if status_dir is None else status_dir
+    running = running_fabrics(status_dir)
+    if fabric is not None:
+        status = running.get(fabric)
+        if status is None:
+            raise MrcError(f"no running fabric named {fabric!r} (status in {status_dir}); running: "
+                           f"{', '.join(running) or 'none'}")
+        entry = status.get(kind, {}).get(name)
+        if not entry:
+            raise MrcError(f"fabric {fabric!r} has no {noun} named {name!r}")
+        return fabric, entry
+    found = {fab: st[kind][name] for fab, st in running.items()
+             if st.get(kind, {}).get(name)}
+    if len(found) > 1:
+        raise MrcError(f"{noun} {name!r} is in {len(found)} running fabrics: {', '.join(found)}; "
+                       f"choose one with --fabric NAME")
+    if not found:
+        raise LookupError(name)
+    return next(iter(found.items()))
+
+
+def locate_switch(name: str, topo: str | Path | None = None, status_dir: str | Path | None = None,
+                  fabric: str | None = None) -> tuple[str | None, SwitchTarget]:
+    """``(fabric, target)`` of switch ``name``: from ``topo`` (its ``p4runtime:`` field; fabric
+    None) when given, else from the running controller (status files in ``status_dir``) that
+    manages it: the one called ``fabric`` if given, else the only one that has the name.
+
+    Raises:
+        MrcError: the switch is not found, has no address, or is in several running fabrics
+            and ``fabric`` is None, saying where it looked or which fabrics have it.
     """
     if topo is not None:
         sw = load_topology(str(topo)).switch(name)
         if sw.p4runtime is None:
             raise MrcError(f"switch {name} has no p4runtime address in {topo}")
         ep = sw.p4runtime
-        return SwitchTarget(name, ep.address, DEFAULT_DEVICE_ID if ep.device_id is None else ep.device_id, ep.tls)
-    files = sorted(Path(status_dir).glob("*.json"))
-    for path in files:
-        try:
-            status = read_status(path)
-        except MrcError:
-            continue
-        entry = status.get("switches", {}).get(name)
-        if status["running"] and entry:
-            return SwitchTarget(name, entry["address"], int(entry["device_id"]))
-    raise MrcError(f"no running controller (status in {status_dir}) manages a switch named {name!r}; "
-                   f"give its address (unix:/path or host:port) or --topo TOPO")
+        return None, SwitchTarget(name, ep.address, DEFAULT_DEVICE_ID if ep.device_id is None else ep.device_id,
+                                  ep.tls)
+    try:
+        fab, entry = _locate("switches", name, status_dir, fabric)
+    except LookupError:
+        raise MrcError(f"no running controller (status in {status_dir or STATUS_DIR}) manages a switch named {name!r}; "
+                       f"give its address (unix:/path or host:port) or --topo TOPO") from None
+    return fab, SwitchTarget(name, entry["address"], int(entry["device_id"]))
 
 
-def resolve_host(name: str, status_dir: str | Path = STATUS_DIR) -> str:
-    """The agent address of host ``name`` from the first running controller (status files in
-    ``status_dir``) that configures it: how ``mrc host ev h0-0`` finds a fabric's agent, whose
-    socket is ``/run/mrckit/<fabric>/host-<name>.sock`` rather than the standalone default.
+def resolve_switch(name: str, topo: str | Path | None = None, status_dir: str | Path | None = None,
+                   fabric: str | None = None) -> SwitchTarget:
+    """The target of switch ``name``; see :func:`locate_switch` (same arguments and errors)."""
+    return locate_switch(name, topo, status_dir, fabric)[1]
+
+
+def locate_host(name: str, status_dir: str | Path | None = None, fabric: str | None = None) -> tuple[str, str]:
+    """``(fabric, agent address)`` of host ``name`` from the running controller (status files
+    in ``status_dir``) that configures it: the one called ``fabric`` if given, else the only one
+    that has the name. This is how ``mrc host ev h0-0`` finds a fabric's agent, whose socket is
+    ``/run/mrckit/<fabric>/host-<name>.sock`` rather than the standalone default.
 
     Raises:
-        MrcError: no running controller knows the host, saying where it looked.
+        MrcError: no running controller knows the host, the host has no agent address, or it
+            is in several running fabrics and ``fabric`` is None (naming them).
     """
-    for path in sorted(Path(status_dir).glob("*.json")):
-        try:
-            status = read_status(path)
-        except MrcError:
-            continue
-        entry = status.get("hosts", {}).get(name)
-        if status["running"] and entry and entry.get("address"):
-            return entry["address"]
-    raise MrcError(f"no agent named {name!r}: no socket at /run/mrckit/host-{name}.sock and no running "
-                   f"controller (status in {status_dir}) configures it; give its address (unix:/path or host:port)")
+    try:
+        fab, entry = _locate("hosts", name, status_dir, fabric)
+    except LookupError:
+        raise MrcError(f"no agent named {name!r}: no socket at /run/mrckit/host-{name}.sock and no running "
+                       f"controller (status in {status_dir or STATUS_DIR}) configures it; give its address (unix:/path or "
+                       f"host:port)") from None
+    if not entry.get("address"):
+        raise MrcError(f"host {name!r} of fabric {fab!r} has no agent address in its controller's status")
+    return fab, entry["address"]
+
+
+def resolve_host(name: str, status_dir: str | Path | None = None, fabric: str | None = None) -> str:
+    """The agent address of host ``name``; see :func:`locate_host` (same arguments and errors)."""
+    return locate_host(name, status_dir, fabric)[1]

@@ -160,6 +160,34 @@ def test_cli_in_ecmp_mode_shows_planes_and_says_denials_are_not_applied(ecmp_age
     assert [(c[0], c[9]) for c in cells if c[0] == b_nic] == [(b_nic, c[9]) for c in totals]
     out = subprocess.run([*MRC, "host", "ev", a_sock], capture_output=True, text=True)
     assert out.returncode == 0 and "(ecmp mode)" in out.stdout and b_nic in out.stdout
+    # EVs are opaque in ecmp mode: the T1 column (peer, slot, EV, plane, T1, ...) names no spine.
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.stdout.splitlines()
+            if line.count("│") > 10 and b_nic in line]
+    assert rows and {r[4] for r in rows} == {"-"}
+
+
+def test_host_names_resolve_in_the_fabric_chosen(ecmp_agents, tmp_path, monkeypatch):
+    """Two running fabrics configure a host of the same name (here: the two agents): the name
+    alone is refused, --fabric picks the agent and the output names the fabric."""
+    from click.testing import CliRunner
+
+    from mrckit.cli import main
+    from mrckit.control import lookup
+    from mrckit.control.status import status_path, write_status
+
+    ns, procs, tmp = ecmp_agents
+    status_dir = tmp_path / "status"
+    for fab, i in (("fab-a", 0), ("fab-b", 1)):
+        write_status(status_path(fab, status_dir), {"pid": os.getpid(), "hosts": {"hx": {"address": f"unix:{tmp}/h{i}.sock"}}})
+    monkeypatch.setattr(lookup, "STATUS_DIR", status_dir)
+    out = CliRunner().invoke(main, ["host", "ev", "hx"])
+    assert out.exit_code == 2 and "host 'hx' is in 2 running fabrics: fab-a, fab-b" in out.output
+    for fab in ("fab-a", "fab-b"):
+        out = CliRunner().invoke(main, ["host", "planes", "hx", "--fabric", fab])
+        assert out.exit_code == 0, out.output
+        assert f"planes of hx (fabric {fab}, ecmp mode)" in out.stdout
+        out = CliRunner().invoke(main, ["host", "ev", "hx", "--fabric", fab])
+        assert out.exit_code == 0 and f"fabric {fab}, ecmp mode" in out.stdout, out.output
 
 
 def _wait(cond, timeout: float = 5.0) -> bool:
