@@ -143,12 +143,13 @@ def _plane_tx(node) -> dict[tuple[str, int], int]:
 
 
 def summary(results: list[PairResult]) -> str:
-    """One line: pairs OK out of all, packets received/sent, packets per plane in total."""
+    """One line: pairs OK out of all, packets received/sent, packets sent per plane in total
+    (the senders' dataplane counts: a packet lost on the way still counts on its plane)."""
     planes: dict[int, int] = {}
     for r in results:
         for p, n in r.per_plane.items():
             planes[p] = planes.get(p, 0) + n
     ok = sum(r.ok for r in results)
     return (f"{ok}/{len(results)} host pairs OK; {sum(r.received for r in results)}/"
-            f"{sum(r.sent for r in results)} packets received; per plane: "
+            f"{sum(r.sent for r in results)} packets received; sent per plane: "
             + ", ".join(f"plane {p}: {n}" for p, n in sorted(planes.items())))
