@@ -9,11 +9,13 @@ This kernel has no netem (design section 9), so:
 - ``loss PCT`` and ``blackhole``: the fault XDP program of ``mrckit.fabric.faults`` in front
   of the switch or host program on BOTH ends (each end faults the traffic it receives), so
   both directions lose;
-- in EV-hash (ecmp) mode, a fault that takes the link's carrier down (``down``, each down and up
-  of ``flap``) is reported to the fabric's controller (``mrckit.control.report_link``), as a
-  real switch's PHY would tell it; the controller then takes the link out of the ECMP groups
-  and puts it back on restore. ``loss`` and ``blackhole`` leave the link up, and nothing tells
-  the switches; in SRv6 mode nothing is reported (the hosts localise failures, design 7);
+- in both forwarding modes, a fault that takes a link's carrier down (``down``, each down and
+  up of ``flap``, every link of a failed switch) is reported to the fabric's controller
+  (``mrckit.control.report_link``), as a real switch's PHY would tell it, and reported up on
+  restore. The controller then acts at once: in EV-hash (ecmp) mode it takes the link out of
+  the ECMP groups, in SRv6 mode it DENIES the link on every host. ``loss`` and ``blackhole``
+  leave the link up: no PHY sees them, nothing is reported, and the hosts' evidence must find
+  them (design 7);
 - ``fail switch S``: the switch's dataplane is detached: on the eBPF target its XDP program
   leaves every port (its pinned tables stay, so restore re-attaches the same state); on bmv2
   the process is stopped (SIGSTOP) and continued on restore.
@@ -97,7 +99,7 @@ def fail_link(state: FabricState, a: str, b: str, kind: str, value: float | None
         _report(state, key, up=False)
     else:
         argv = [sys.executable, "-m", "mrckit.fabric.flap", *ends[0], *ends[1], str(value)]
-        if state.mode == "ecmp" and state.link_names.get(key):
+        if state.link_names.get(key):
             argv += [state.name, state.link_names[key]]
         _, info = procs.start(argv, state.dir / f"flap-{na}-{nb}.log", ns=None, address="")
         state.flappers[key] = info
@@ -108,13 +110,28 @@ def fail_link(state: FabricState, a: str, b: str, kind: str, value: float | None
     return line
 
 
-def _report(state: FabricState, key: str, *, up: bool) -> None:
-    """EV-hash mode: tell the fabric's controller that the link's carrier went down or came
-    back (see the module docstring)."""
-    if state.mode == "ecmp" and state.link_names.get(key):
+def _report(state: FabricState, key: str, *, up: bool, source: str = "fault") -> None:
+    """Tell the fabric's controller that the link's carrier went down or came back, in both
+    modes (see the module docstring)."""
+    if state.link_names.get(key):
         from ..control.reports import report_link
 
-        report_link(state.name, state.link_names[key], up=up, source="fault")
+        report_link(state.name, state.link_names[key], up=up, source=source)
+
+
+def _switch_links(state: FabricState, name: str) -> list[str]:
+    """State keys of the links of switch ``name``."""
+    return [link_key(a, b) for a, _, b, _ in state.links if name in (a, b)]
+
+
+def _still_down(state: FabricState, key: str, *, but: str = "") -> bool:
+    """Whether link ``key`` has a carrier-down fault (``down``, ``flap``) or a failed switch
+    at one end (other than ``but``)."""
+    fault = state.faults.get(key)
+    if fault and fault["kind"] in ("down", "flap"):
+        return True
+    ends = key.split(":")[1:]
+    return any(f"switch:{end}" in state.faults for end in ends if end != but)
 
 
 def _check_kind(kind: str, value: float | None) -> None:
@@ -167,8 +184,10 @@ def restore_link(state: FabricState, a: str, b: str) -> str:
         if key in state.flappers:
             procs.stop(state.flappers.pop(key))
         _set_links(ends, up=True)
-        _report(state, key, up=True)
-    del state.faults[key]
+        del state.faults[key]
+        if not _still_down(state, key):  # a failed switch at one end keeps it down
+            _report(state, key, up=True)
+    state.faults.pop(key, None)
     line = state.log_fault(f"restore link {na} {nb} ({_describe(fault)}) [{fault.get('link', '')}]")
     state.save()
     return line
@@ -197,6 +216,8 @@ def fail_switch(state: FabricState, compiled, name: str) -> str:
                 xdp_detach(port.ifname)
     else:
         os.kill(state.switches[name].pid, signal.SIGSTOP)
+    for link in _switch_links(state, name):  # every port of a dead switch is down
+        _report(state, link, up=False, source=f"switch {name} failed")
     state.faults[key] = {"kind": "switch", "value": None, "switch": name, "since": now_iso()}
     line = state.log_fault(f"fail switch {name} (dataplane detached)")
     state.save()
@@ -220,6 +241,9 @@ def restore_switch(state: FabricState, compiled, name: str) -> str:
     else:
         os.kill(state.switches[name].pid, signal.SIGCONT)
     del state.faults[f"switch:{name}"]
+    for link in _switch_links(state, name):
+        if not _still_down(state, link):
+            _report(state, link, up=True, source=f"switch {name} restored")
     line = state.log_fault(f"restore switch {name}")
     state.save()
     return line

@@ -122,3 +122,28 @@ def test_an_unknown_mode_is_refused_before_anything_is_built():
     out = mrc("fabric", "up", "--mode", "sr-mpls", "--name", name)
     assert out.returncode == 2 and "Invalid value for '--mode'" in out.stderr and "Traceback" not in out.stderr
     assert leftovers(DEFAULT_PREFIX + name, name) == {}
+
+
+def test_a_failed_spine_is_reported_and_every_pair_still_gets_everything(ecmp_fabric):
+    fab = ecmp_fabric
+    path = reports_path(fab.name)
+    seen = len(path.read_text().splitlines()) if path.exists() else 0
+    spine_links = {"p0/t0-0/t1-1", "p0/t0-1/t1-1", "p0/t0-2/t1-1"}
+    fab.fail_switch("p0-t1-1")
+    try:
+        reports = [json.loads(x) for x in path.read_text().splitlines()[seen:]]
+        assert {r["link"] for r in reports if not r["up"]} == spine_links, reports
+        # Without the reports the T0s' groups would keep hashing about half of plane 0's
+        # packets into the dead spine for good. (Bounded wait: the controller polls reports.)
+        results = _until_all_ok(fab)
+        assert all(r.ok for r in results), traffic.summary(results)
+        out = mrc("fabric", "check", fab.name, timeout=120)
+        assert out.returncode == 0, out.stdout + out.stderr
+        st = read_status(status_path(fab.name))
+        assert spine_links <= set(st["rerouted"]), st["rerouted"]
+    finally:
+        fab.restore("p0-t1-1")
+    reports = [json.loads(x) for x in path.read_text().splitlines()[seen:]]
+    assert {r["link"] for r in reports if r["up"]} == spine_links, reports
+    results = _until_all_ok(fab)
+    assert all(r.ok for r in results), traffic.summary(results)
