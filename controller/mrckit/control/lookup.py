@@ -109,8 +109,8 @@ def locate_host(name: str, status_dir: str | Path | None = None, fabric: str | N
         fab, entry = _locate("hosts", name, status_dir, fabric)
     except LookupError:
         raise MrcError(f"no agent named {name!r}: no socket at /run/mrckit/host-{name}.sock and no running "
-                       f"controller (status in {status_dir or STATUS_DIR}) configures it; give its address (unix:/path or "
-                       f"host:port)") from None
+                       f"controller (status in {status_dir or STATUS_DIR}) configures it; give its address "
+                       f"(unix:/path or host:port)") from None
     if not entry.get("address"):
         raise MrcError(f"host {name!r} of fabric {fab!r} has no agent address in its controller's status")
     return fab, entry["address"]

@@ -178,7 +178,8 @@ def test_host_names_resolve_in_the_fabric_chosen(ecmp_agents, tmp_path, monkeypa
     ns, procs, tmp = ecmp_agents
     status_dir = tmp_path / "status"
     for fab, i in (("fab-a", 0), ("fab-b", 1)):
-        write_status(status_path(fab, status_dir), {"pid": os.getpid(), "hosts": {"hx": {"address": f"unix:{tmp}/h{i}.sock"}}})
+        write_status(status_path(fab, status_dir),
+                     {"pid": os.getpid(), "hosts": {"hx": {"address": f"unix:{tmp}/h{i}.sock"}}})
     monkeypatch.setattr(lookup, "STATUS_DIR", status_dir)
     out = CliRunner().invoke(main, ["host", "ev", "hx"])
     assert out.exit_code == 2 and "host 'hx' is in 2 running fabrics: fab-a, fab-b" in out.output

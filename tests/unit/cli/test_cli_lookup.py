@@ -42,7 +42,8 @@ def test_an_ambiguous_name_is_an_error_naming_the_fabrics(two_fabrics):
 
 def test_fabric_chooses_and_a_unique_name_needs_none(two_fabrics):
     d = two_fabrics
-    assert locate_switch("p0-t0-1", fabric="srv6") == ("srv6", SwitchTarget("p0-t0-1", f"unix:{d}/srv6-p0-t0-1.sock", 1))
+    srv6 = SwitchTarget("p0-t0-1", f"unix:{d}/srv6-p0-t0-1.sock", 1)
+    assert locate_switch("p0-t0-1", fabric="srv6") == ("srv6", srv6)
     assert locate_switch("p0-t0-1", fabric="ecmp")[1].address == f"unix:{d}/ecmp-p0-t0-1.sock"
     assert locate_switch("p0-t1-9") == ("ecmp", SwitchTarget("p0-t1-9", f"unix:{d}/ecmp-p0-t1-9.sock", 1))
     assert locate_host("h0-0", fabric="srv6") == ("srv6", f"unix:{d}/srv6-host-h0-0.sock")
