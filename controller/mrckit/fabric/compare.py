@@ -31,7 +31,10 @@ class ModeFigures(BaseModel):
     """One mode's figures in the comparison (see ``LossStats`` for the loss fields).
 
     Attributes:
-        mode: ``srv6`` or ``ecmp``. packets_lost ... t_last_loss_s: from its ``loss``.
+        mode: ``srv6`` or ``ecmp``. packets_lost ... t_last_loss_s and dead_link_evs,
+            dead_link_evs_retired, dead_link_packets_lost: from its ``loss``.
+        fault_duration_s: from the fault to the restore (the fault is placed by bytes placed,
+            so each mode's lasts differently; compare the loss figures with it in mind).
         t_repair_s: from the fault to the controller's first repair: SRv6, its DENY of the
             link on every host; EV-hash mode, its first group rewritten around the link
             (None: no repair, e.g. a blackhole in EV-hash mode, which no switch notices).
@@ -52,6 +55,10 @@ class ModeFigures(BaseModel):
     t_last_loss_s: float | None
     t_repair_s: float | None
     retransmits_total: int
+    dead_link_evs: int = 0
+    dead_link_evs_retired: int = 0
+    dead_link_packets_lost: int = 0
+    fault_duration_s: float | None = None
     duration_s: float
     goodput_gbps: float
     bytes_sent: int
@@ -73,6 +80,10 @@ class Difference(BaseModel):
     t_last_loss_s: float | None
     t_repair_s: float | None
     retransmits_total: int
+    dead_link_evs: int = 0
+    dead_link_evs_retired: int = 0
+    dead_link_packets_lost: int = 0
+    fault_duration_s: float | None = None
 
 
 class ComparisonReport(BaseModel):
@@ -111,8 +122,15 @@ def figures(r: DemoReport) -> ModeFigures:
         packets_lost_by_ev=loss.packets_lost_by_ev,
         evs_with_loss=loss.evs_with_loss, link_packets_lost=loss.link_packets_lost, evs_retired=loss.evs_retired,
         evs_retired_distinct=loss.evs_retired_distinct, t_last_loss_s=loss.t_last_loss_s, t_repair_s=_repair(r),
-        retransmits_total=r.endpoint.retransmits_total, duration_s=r.duration_s, goodput_gbps=r.goodput_gbps,
+        retransmits_total=r.endpoint.retransmits_total, dead_link_evs=loss.dead_link_evs,
+        dead_link_evs_retired=loss.dead_link_evs_retired, dead_link_packets_lost=loss.dead_link_packets_lost,
+        fault_duration_s=_fault_duration(r), duration_s=r.duration_s, goodput_gbps=r.goodput_gbps,
         bytes_sent=b.sent, bytes_verified=b.verified, hash_match=b.hash_match, passed=r.passed)
+
+
+def _fault_duration(r: DemoReport) -> float | None:
+    f = r.failover
+    return None if f.t_fault_s is None or f.t_restore_s is None else f.t_restore_s - f.t_fault_s
 
 
 REPAIRS = ("DENY", "REROUTE")

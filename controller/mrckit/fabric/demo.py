@@ -175,6 +175,8 @@ class _Run:
         self.fault = fault_info(opts)
         self.demo_log: list[tuple[int, str]] = []
         self.fault_log: list[tuple[int, str]] = []
+        self.dead_evs: frozenset[int] = frozenset()
+        self.fault_drops: int | None = None
 
     def say(self, text: str) -> None:
         self.demo_log.append((time.monotonic_ns(), text))
@@ -248,7 +250,7 @@ class _Run:
             mode=self.opts.mode, **({"path_of": self.path_of} if self.path_of else {}),
             rx_sent=rx.ev_rx_sent,
             packets_sent=rq["packets"] + rq["probes"], packets_received=rx.state["stats"]["packets"],
-            link_packets_lost=link_lost)
+            link_packets_lost=link_lost, dead_evs=self.dead_evs, fault_program_drops=self.fault_drops)
 
     def _bmv2_args(self) -> list[str]:
         """bmv2 reads its ports through libpcap rings; a window it cannot forward at once is
@@ -277,14 +279,46 @@ class _Run:
         if action == "fail":
             self.link_before = self._link_counts()
             marks["fault_rows"] = rows
+            down_before = self._links_down()
             marks["t_fault"] = time.monotonic_ns()
             line = self._fail()
             self.fault_log.append((marks["t_fault"], line))
+            self.dead_evs = self._dead_evs(rows, down_before)
             self.say(f"fault injected at {placed * 100 // self.opts.size} % of the bytes: "
                      f"{self.fault.describe()} on {self.fault.link}")
         elif action == "restore":
             self._restore(marks, rows)
             self.say(f"fault restored at {placed * 100 // self.opts.size} % of the bytes")
+
+    def _links_down(self) -> list[str]:
+        """Links a carrier-down fault holds down now (none in the demo before its fault)."""
+        return [f["link"] for f in self.fab.state.faults.values() if f.get("kind") in ("down", "flap") and f.get("link")]
+
+    def _dead_evs(self, rows: list[dict], down: list[str]) -> frozenset[int]:
+        """The sender's EVs in use at fault time whose path crosses the failed link: SRv6, the
+        EV's own path; EV-hash mode, where the sender T0's group for those links down hashes it
+        (``ecmp_paths.group_path``: the demo's link is the receiver T0's uplink, so an EV
+        crosses it when the sender's T0 picks that spine)."""
+        path = lambda r: (r["plane"], r["t1"])  # noqa: E731 - SRv6 rows carry the EV's path
+        if self.opts.mode == "ecmp":
+            from .ecmp_paths import group_path
+
+            hashed = group_path(self.fab.compiled, self.fab.compiled.host(SENDER).leaf, self.b.nic_address, down)
+            path = lambda r: hashed(r["ev"])  # noqa: E731
+        return frozenset(r["ev"] for r in rows if not r.get("retired") and r["state"] in ("GOOD", "SKIP")
+                         and path(r) == (self.fault.plane, self.fault.spine))
+
+    def _fault_drops(self) -> int | None:
+        """Packets the loss/blackhole program dropped at both ends of the link (None: unread)."""
+        from . import faults
+        from .faultctl import find_link
+
+        try:
+            na, ia, nb, ib = find_link(self.fab.state, *self._link_nodes())
+            stats = [faults.read_stats(self.fab.state.nodes[n], i) for n, i in ((na, ia), (nb, ib))]
+        except MrcError:
+            return None
+        return sum(c.dropped_loss + c.dropped_blackhole for c in stats)
 
     def _link_counts(self) -> dict | None:
         """The failed link's port counters at both ends (None if a switch did not answer)."""
@@ -307,6 +341,8 @@ class _Run:
         return self.fab.fail_link(*self._link_nodes(), kind=self.opts.fail, value=value)
 
     def _restore(self, marks: dict, rows: list[dict]) -> None:
+        if self.opts.fail in ("loss", "blackhole"):
+            self.fault_drops = self._fault_drops()  # before the restore removes the program
         marks["restore_rows"] = rows
         marks["t_restore"] = time.monotonic_ns()
         self.fault_log.append((marks["t_restore"], self.fab.restore(*self._link_nodes())))

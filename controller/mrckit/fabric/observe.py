@@ -120,7 +120,7 @@ def controller_events(fab) -> list[ControllerEvent]:
     offset = time.time_ns() - time.monotonic_ns()
     # reroute/restore: EV-hash mode's repair (a group rewritten), never seen in SRv6 mode.
     kinds = {"deny_all_hosts": "DENY", "lifted": "LIFT", "localised": "LOCALISED", "reroute": "REROUTE",
-             "restore": "RESTORE"}
+             "restore": "RESTORE", "link_down": "LINK_DOWN", "link_up": "LINK_UP"}
     return [ControllerEvent(int(m["time_ns"]) - offset, kinds.get(m["kind"], m["kind"]), tuple(m.get("links", ())),
                             m.get("detail", ""))
             for m in status.get("timeline", []) if m.get("kind") in kinds]

@@ -137,23 +137,29 @@ def _num(v, unit: str = "", signed: bool = False) -> str:
 
 
 COMPARISON_ROWS = (  # field, label (the caption and docs/demo.md define them)
-    ("packets_lost_to_fault", "packets lost to the fault"),
+    ("fault_duration_s", "fault duration (fault to restore)"),
+    ("dead_link_evs", "EVs across the dead link at the fault"),
+    ("dead_link_evs_retired", "  of them retired or denied"),
+    ("dead_link_packets_lost", "  packets lost on them"),
+    ("packets_lost_to_fault", "packets lost, fault to restore"),
     ("packets_lost", "packets lost, whole write"),
     ("packets_lost_by_ev", "  summed per EV"),
     ("evs_with_loss", "EVs that lost packets"),
-    ("link_packets_lost", "lost on the failed link"),
-    ("evs_retired", "EV retirements"),
+    ("evs_retired", "EV retirements, every EV"),
     ("evs_retired_distinct", "  distinct EVs retired"),
+    ("link_packets_lost", "dead-link drops, every class"),
     ("t_last_loss_s", "fault to last loss"),
     ("t_repair_s", "fault to controller repair"),
     ("retransmits_total", "retransmissions"),
 )
 COMPARISON_CAPTION = (
-    "packets lost: sent by the requestor, never at the responder (to the fault: sent between the "
-    "fault and the restore); per EV: sender dataplane tx - responder rx; on the failed link: "
-    "switch counters, every class (SACKs and probes too); "
-    "EV retirements: the sender's, fault to restore; repair: srv6 DENY on every host, ecmp "
-    "groups rewritten")
+    "EVs across the dead link: the sender's EVs in use when the fault hit whose path crossed it "
+    "(srv6: the EV's path; ecmp: the sender T0's group hashed it onto that spine); retired or "
+    "denied: taken out of use by the sender, fault to restore; packets lost on them: their tx - rx. "
+    "packets lost: the requestor's data and probes that never reached the responder (fault to "
+    "restore: sent in that window). dead-link drops: switch port counters at both ends of the "
+    "failed link, every class (data, SACKs, probes), fault to end. Repair: srv6 DENY on every "
+    "host, ecmp groups rewritten. The fault is placed by bytes, so its duration differs per mode.")
 
 
 def comparison(c) -> Table:
@@ -169,7 +175,7 @@ def comparison(c) -> Table:
         unit = " s" if field.endswith("_s") else ""
         table.add_row(label, _num(getattr(s, field), unit), _num(getattr(e, field), unit),
                       _num(getattr(d, field), unit, signed=True),
-                      style="bold" if field == "packets_lost_to_fault" else None)
+                      style="bold" if field in ("packets_lost_to_fault", "dead_link_packets_lost") else None)
     table.add_row("write duration", _num(s.duration_s, " s"), _num(e.duration_s, " s"),
                   _num(e.duration_s - s.duration_s, " s", signed=True))
     table.add_row("bytes verified", f"{s.bytes_verified} ({'match' if s.hash_match else 'MISMATCH'})",

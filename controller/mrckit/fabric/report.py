@@ -188,6 +188,12 @@ class LossStats(BaseModel):
             reached its value at the restore; one sampling period of resolution); None
             without such loss.
         t_s, lost: the cumulative loss over time (seconds since the fault, packets), for plots.
+        dead_link_evs: the sender's EVs toward the receiver, in use when the fault hit, whose
+            path crossed the failed link (SRv6: the EV's own path; EV-hash mode: the EVs that
+            the sender T0's group at fault time hashed onto the failed link's spine,
+            ``mrckit.wire.ecmp``). dead_link_evs_retired: how many of them the sender took out
+            of use (ASSUMED_BAD for a failure reason, or DENIED) between fault and restore.
+            dead_link_packets_lost: packets lost on them (per EV, ``tx - rx``, summed).
     """
 
     packets_sent: int = 0
@@ -202,6 +208,28 @@ class LossStats(BaseModel):
     t_last_loss_s: float | None = None
     t_s: list[float] = Field(default_factory=list)
     lost: list[int] = Field(default_factory=list)
+    dead_link_evs: int = 0
+    dead_link_evs_retired: int = 0
+    dead_link_packets_lost: int = 0
+
+
+class FaultEffect(BaseModel):
+    """Whether the fault took effect while the write ran (the ``fault_took_effect`` check).
+
+    Attributes:
+        down_transitions: ``down``/``flap``: the link's down transitions between the fault and
+            the restore that happened before the write completed (the fault's own, and each
+            flap reported to the controller); None for other kinds.
+        dead_link_packets_after: ``down``/``flap``: data packets the sender put on the failed
+            link's EVs (``LossStats.dead_link_evs``) after the first such transition, up to the
+            restore or the end of the write; None for other kinds.
+        fault_program_drops: ``loss``/``blackhole``: packets the fault program dropped at both
+            ends of the link (``mrckit.fabric.faults.read_stats``); None if unread.
+    """
+
+    down_transitions: int | None = None
+    dead_link_packets_after: int | None = None
+    fault_program_drops: int | None = None
 
 
 class Check(BaseModel):
@@ -234,6 +262,7 @@ class DemoReport(BaseModel):
     timeline: list[TimelineEvent] = Field(default_factory=list)
     series: Series = Field(default_factory=Series)
     loss: LossStats = Field(default_factory=LossStats)
+    fault_effect: FaultEffect = Field(default_factory=FaultEffect)
     checks: list[Check] = Field(default_factory=list)
     passed: bool = False
 

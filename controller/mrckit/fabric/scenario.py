@@ -13,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .report import (
-    ByteCounts, Check, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultInfo, PathStats,
+    ByteCounts, Check, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultEffect, FaultInfo,
+    PathStats,
     SwitchCounts, TimelineEvent, path_name,
 )
-from .loss import loss_stats
+from .loss import loss_stats, per_ev_loss
 from .series import Recorder, Sample
 
 FAIL_FRACTION, RESTORE_FRACTION = 1 / 3, 2 / 3
@@ -104,7 +105,10 @@ class RunRecord:
     report attributes it to (SRv6: the EV's own fields; EV-hash mode: the spine it hashes to).
     Loss accounting (``mrckit.fabric.loss``): ``rx_sent`` per EV the send times (ns) of the
     packets that reached the responder, ``packets_sent``/``packets_received`` the endpoints'
-    totals, ``link_packets_lost`` the failed link's switch counters' figure."""
+    totals, ``link_packets_lost`` the failed link's switch counters' figure. ``dead_evs``: the
+    sender's EVs in use at fault time whose path crossed the failed link (SRv6: the EV's path;
+    EV-hash mode: the sender T0's group at fault time, ``ecmp_paths.group_path``).
+    ``fault_program_drops``: what the loss/blackhole program dropped (None: not read)."""
 
     target: str
     topology: dict[str, int]
@@ -131,6 +135,8 @@ class RunRecord:
     packets_sent: int = 0
     packets_received: int = 0
     link_packets_lost: int | None = None
+    dead_evs: frozenset[int] = frozenset()
+    fault_program_drops: int | None = None
 
 
 def analyze(run: RunRecord) -> DemoReport:
@@ -150,7 +156,8 @@ def analyze(run: RunRecord) -> DemoReport:
         duration_s=duration, goodput_gbps=_gbps(run.bytes.sent, duration), bytes=run.bytes,
         endpoint=run.endpoint, fault=run.fault, failover=failover,
         ev_transitions=_transitions(run.events), ev_cycles=_cycles(run), paths=paths,
-        switches=run.switches, timeline=_timeline(run), series=rec.series(), loss=_loss(run))
+        switches=run.switches, timeline=_timeline(run), series=rec.series(), loss=_loss(run),
+        fault_effect=_fault_effect(run))
     report.series.failed_path_retired_t_s, report.series.failed_path_probed_back_t_s = _cycle_times(run)
     report.checks = checks(report)
     report.passed = all(c.ok for c in report.checks)
@@ -160,11 +167,46 @@ def analyze(run: RunRecord) -> DemoReport:
 def _loss(run: RunRecord):
     retirements = [(e.t_ns, e.ev) for e in _sender_events(run)
                    if e.ev and e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS]
-    return loss_stats(tx_samples=run.recorder.ev_samples, last_tx=run.recorder.ev_last_tx,
+    stats = loss_stats(tx_samples=run.recorder.ev_samples, last_tx=run.recorder.ev_last_tx,
                       read_end_ns=run.recorder.ev_read_end_ns,
                       rx_sent=run.rx_sent, packets_sent=run.packets_sent, packets_received=run.packets_received,
                       t_fault_ns=run.t_fault_ns, t_restore_ns=run.t_restore_ns, retirements=retirements,
                       link_packets_lost=run.link_packets_lost)
+    _dead_link_figures(run, stats)
+    return stats
+
+
+def _dead_link_figures(run: RunRecord, loss) -> None:
+    """Fill ``loss``'s figures of the EVs that crossed the failed link at fault time."""
+    dead = run.dead_evs
+    out = {e.ev for e in _sender_events(run)
+           if e.ev in dead and run.t_fault_ns <= e.t_ns <= run.t_restore_ns
+           and ((e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS) or e.new_state == "DENIED")}
+    final_tx = run.recorder.ev_samples[-1][1] if run.recorder.ev_samples else {}
+    lost = per_ev_loss(final_tx, run.rx_sent)
+    loss.dead_link_evs = len(dead)
+    loss.dead_link_evs_retired = len(out)
+    loss.dead_link_packets_lost = sum(n for ev, n in lost.items() if ev in dead)
+
+
+def _fault_effect(run: RunRecord) -> FaultEffect:
+    """Evidence that the fault hit the write (see ``FaultEffect``)."""
+    if run.fault.kind in ("loss", "blackhole"):
+        return FaultEffect(fault_program_drops=run.fault_program_drops)
+    end = min(run.t_restore_ns, run.t_end_ns)
+    if run.fault.kind == "down":
+        downs = [run.t_fault_ns]  # set down synchronously by the demo itself
+    else:  # each down of the flap process, as reported to the controller
+        downs = [c.t_ns for c in run.controller if c.what == "LINK_DOWN" and run.fault.link in c.links
+                 and run.t_fault_ns <= c.t_ns <= run.t_restore_ns]
+    downs = sorted(t for t in downs if t < run.t_end_ns)
+    if not downs:
+        return FaultEffect(down_transitions=0, dead_link_packets_after=0)
+    samples = run.recorder.ev_samples
+    base = next((tx for t, tx in reversed(samples) if t <= downs[0]), {})
+    last = next((tx for t, tx in reversed(samples) if t <= end), base)
+    after = sum(max(last.get(ev, 0) - base.get(ev, 0), 0) for ev in run.dead_evs)
+    return FaultEffect(down_transitions=len(set(downs)), dead_link_packets_after=after)
 
 
 # ---------------------------------------------------------------- failover figures ------
@@ -336,7 +378,8 @@ def checks(report: DemoReport) -> list[Check]:
     """The issue's acceptance facts, evaluated on ``report`` (EV-hash mode: :func:`ecmp_checks`)."""
     b, f = report.bytes, report.failover
     out = [Check(name="bytes_verified", ok=b.verified == b.sent and b.hash_match,
-                 detail=f"sent {b.sent} B, verified {b.verified} B, SHA-256 match {b.hash_match}")]
+                 detail=f"sent {b.sent} B, verified {b.verified} B, SHA-256 match {b.hash_match}"),
+           fault_took_effect(report)]
     if report.mode == "ecmp":
         return out + ecmp_checks(report)
     failed = [p for p in report.paths if p.failed]
@@ -347,9 +390,7 @@ def checks(report: DemoReport) -> list[Check]:
     dead = failed[0]
     if report.fault.kind in ("down", "blackhole"):
         n = f.dead_path_packets_failover_to_restore
-        out.append(Check(name="failed_path_silent", ok=n == 0,
-                         detail=f"{dead.name}: {n} data packets from failover "
-                                f"({_fmt_s(f.t_failover_s)}) to restore ({_fmt_s(f.t_restore_s)})"))
+        out.append(Check(name="failed_path_silent", ok=n == 0, detail=_silent_detail(dead.name, n, f)))
         out.append(Check(name="failed_path_back", ok=dead.packets_after > 0,
                          detail=f"{dead.name}: {dead.packets_after} data packets after the restore"))
     else:
@@ -365,6 +406,43 @@ def checks(report: DemoReport) -> list[Check]:
                      detail="every other path carried data before, during and after the fault"
                      if not idle else f"idle in some phase: {', '.join(idle)}"))
     return out
+
+
+def _silent_detail(path: str, n: int | None, f: Failover) -> str:
+    if n is not None:
+        return f"{path}: {n} data packets from failover ({_fmt_s(f.t_failover_s)}) to restore ({_fmt_s(f.t_restore_s)})"
+    if f.t_failover_s is None:
+        return (f"{path}: the sender never took the path out of service between the fault "
+                f"({_fmt_s(f.t_fault_s)}) and the restore ({_fmt_s(f.t_restore_s)}): no failover to measure from")
+    return (f"{path}: failover ({_fmt_s(f.t_failover_s)}) left less than one sampling interval before the "
+            f"restore ({_fmt_s(f.t_restore_s)}): no data packet count to judge")
+
+
+LARGER_SIZE = "the write was too short for the fault to hit it: use a larger --size (e.g. 96M)"
+
+
+def fault_took_effect(report: DemoReport) -> Check:
+    """The fault hit the write: ``down``/``flap``, the link went down at least once before the
+    write completed, and the sender put data packets on the failed link's EVs after that;
+    ``loss``/``blackhole``, the fault program dropped packets. A write that ends before the
+    fault bites proves nothing, so the run fails (issue 11 follow-up)."""
+    fe, kind = report.fault_effect, report.fault.kind
+    if kind in ("loss", "blackhole"):
+        n = fe.fault_program_drops
+        ok = bool(n)
+        detail = (f"the {kind} program dropped {n} packets on {report.fault.link}" if ok
+                  else f"the {kind} program on {report.fault.link} dropped "
+                       f"{'nothing' if n == 0 else 'an unknown number of packets (counters unread)'}; {LARGER_SIZE}")
+        return Check(name="fault_took_effect", ok=ok, detail=detail)
+    downs, after = fe.down_transitions or 0, fe.dead_link_packets_after or 0
+    ok = downs > 0 and after > 0
+    detail = (f"{report.fault.link} went down {downs} time(s) while the write ran; "
+              f"{after} data packets on its {report.loss.dead_link_evs} EVs after the first")
+    if downs == 0:
+        detail = f"{report.fault.link} never went down before the write completed; {LARGER_SIZE}"
+    elif after == 0:
+        detail += f"; {LARGER_SIZE}"
+    return Check(name="fault_took_effect", ok=ok, detail=detail)
 
 
 def ecmp_checks(report: DemoReport) -> list[Check]:

@@ -29,9 +29,11 @@ def ev(plane: int, spine: int, salt: int) -> int:
 
 
 def synthetic_run(kind: str = "down", *, silent: bool = True, back: bool = True, ticks: int = 300,
-                  corrupt: bool = False) -> RunRecord:
+                  corrupt: bool = False, drops: int | None = 100, flap_downs: int = 2) -> RunRecord:
     """A RunRecord of ``ticks`` × 10 ms. ``silent=False`` keeps one packet per tick on the
-    dead path during the fault; ``back=False`` never returns it; ``corrupt`` flips a byte."""
+    dead path during the fault; ``back=False`` never returns it; ``corrupt`` flips a byte.
+    ``drops``: what the loss/blackhole program dropped; ``flap_downs``: the flap's down
+    transitions reported to the controller during the fault."""
     t_fault, t_restore = T0 + 1000 * MS, T0 + 2000 * MS
     rec = Recorder(T0, PATHS)
     slots = {(p, s, i): [ev(p, s, i + 1), 0, 0] for p, s in PATHS for i in range(32)}  # ev, tx, last_tx
@@ -101,7 +103,11 @@ def synthetic_run(kind: str = "down", *, silent: bool = True, back: bool = True,
         events=events,
         controller=[ControllerEvent(t_fault + 30 * MS, "LOCALISED", ("p0/t0-1/t1-1",)),
                     ControllerEvent(t_fault + 31 * MS, "DENY", ("p0/t0-1/t1-1",)),
-                    ControllerEvent(t_restore + 40 * MS, "LIFT", ("p0/t0-1/t1-1",))],
+                    ControllerEvent(t_restore + 40 * MS, "LIFT", ("p0/t0-1/t1-1",))]
+        + [ControllerEvent(t_fault + (20 + 200 * i) * MS, "LINK_DOWN", ("p0/t0-1/t1-1",))
+           for i in range(flap_downs if kind == "flap" else 0)],
+        dead_evs=frozenset(r["ev"] for r in fault_rows if (r["plane"], r["t1"]) == (0, 1) and not r["retired"]),
+        fault_program_drops=drops if kind in ("loss", "blackhole") else None,
         fault_log=[(t_fault, f"{kind} p0/t0-1/t1-1"), (t_restore, "restore p0/t0-1/t1-1")],
         demo_log=[(T0, "write started"), (T0 + ticks * 10 * MS, "write complete")],
         fault_rows=fault_rows, restore_rows=restore_rows)

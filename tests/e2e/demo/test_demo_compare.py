@@ -111,7 +111,7 @@ def _comparison():
 def test_ecmp_run_is_judged_by_its_own_checks():
     ecmp = analyze(_with_rx(synthetic_run("down"), 3, "ecmp"))
     assert ecmp.mode == "ecmp"
-    assert [c.name for c in ecmp.checks] == ["bytes_verified", "planes_carry"]
+    assert [c.name for c in ecmp.checks] == ["bytes_verified", "fault_took_effect", "planes_carry"]
     assert ecmp.passed, ecmp.checks
     assert ecmp.loss.packets_lost == ecmp.loss.packets_lost_by_ev == 3 * ecmp.loss.evs_with_loss > 0
 
@@ -128,6 +128,18 @@ def test_comparison_figures_and_difference():
     assert {c.name for c in c.checks} >= {"srv6.bytes_verified", "ecmp.planes_carry", "ecmp.zero_bytes_lost",
                                           "srv6.zero_bytes_lost", "srv6.failed_path_silent"}
     assert c.passed, [x for x in c.checks if not x.ok]
+
+
+def test_dead_link_figures_and_fault_duration_per_mode():
+    c = _comparison()
+    for mode, lost_per_ev in (("ecmp", 3), ("srv6", 1)):
+        m = c.modes[mode]
+        # The synthetic sender has 32 EVs on p0/s1 at fault time; each is retired, and loses
+        # lost_per_ev packets before it stops being used.
+        assert (m.dead_link_evs, m.dead_link_evs_retired) == (32, 32)
+        assert m.dead_link_packets_lost == 32 * lost_per_ev
+        assert m.fault_duration_s == pytest.approx(1.0)
+    assert c.difference.dead_link_packets_lost == 64 and c.difference.fault_duration_s == pytest.approx(0.0)
 
 
 def test_compare_refuses_runs_that_differ():
@@ -159,11 +171,13 @@ def test_rendered_comparison_and_mode_line():
     console = Console(record=True, width=200)
     console.print(render_comparison(c))
     text = console.export_text()
-    for needle in ("the cost of opaque paths", "ecmp - srv6", "packets lost to the fault",
-                   "sent by the requestor, never at",
+    for needle in ("the cost of opaque paths", "ecmp - srv6", "packets lost, fault to restore",
+                   "EVs across the dead link at the fault", "  of them retired or denied", "  packets lost on them",
+                   "fault duration (fault to restore)", "dead-link drops, every class",
+                   "never reached the responder",
                    "EV-hash mode", "ecmp.zero_bytes_lost", f"{c.difference.packets_lost:+d}"):
         assert needle in text, needle
-    assert "FAILED" not in text
+    assert "FAILED" not in text and "lost on the failed link" not in text
     console = Console(record=True, width=200)
     console.print(render(c.runs["srv6"]))
     assert "srv6 (SRv6 uSID source routing" in console.export_text()

@@ -159,3 +159,50 @@ def test_plot_refuses_an_empty_series(tmp_path):
     report.series.t_s = report.series.t_s[:1]
     with pytest.raises(ValueError, match="fewer than two samples"):
         plot_report(report, tmp_path / "x.png")
+
+
+@pytest.mark.parametrize("kind", ["down", "flap", "loss", "blackhole"])
+def test_a_fault_that_hit_the_write_is_recorded(kind):
+    report = analyze(synthetic_run(kind))
+    c = _check(report, "fault_took_effect")
+    assert c.ok, c.detail
+    fe = report.fault_effect
+    if kind in ("loss", "blackhole"):
+        assert fe.fault_program_drops == 100 and "dropped 100 packets" in c.detail
+    else:
+        assert fe.down_transitions == (1 if kind == "down" else 2) and fe.dead_link_packets_after > 0
+
+
+def test_a_flap_that_never_went_down_during_the_write_fails_and_says_use_a_larger_size():
+    report = analyze(synthetic_run("flap", flap_downs=0))
+    c = _check(report, "fault_took_effect")
+    assert not c.ok and not report.passed
+    assert "never went down before the write completed" in c.detail and "larger --size" in c.detail
+
+
+def test_a_down_link_no_data_was_sent_toward_fails():
+    run = synthetic_run("down")
+    run.dead_evs = frozenset()  # no EV of the sender crossed the link: the fault hit nothing
+    report = analyze(run)
+    c = _check(report, "fault_took_effect")
+    assert not c.ok and "0 data packets" in c.detail and "larger --size" in c.detail
+
+
+@pytest.mark.parametrize("drops, words", [(0, "dropped nothing"), (None, "counters unread")])
+def test_a_loss_fault_that_dropped_nothing_fails(drops, words):
+    report = analyze(synthetic_run("blackhole", drops=drops))
+    c = _check(report, "fault_took_effect")
+    assert not c.ok and not report.passed and words in c.detail and "larger --size" in c.detail
+
+
+def test_failed_path_silent_says_what_is_missing_instead_of_none():
+    from mrckit.fabric.scenario import checks
+
+    report = analyze(synthetic_run("down"))
+    report.failover.dead_path_packets_failover_to_restore = None
+    report.failover.t_failover_s = None
+    c = next(x for x in checks(report) if x.name == "failed_path_silent")
+    assert not c.ok and "None" not in c.detail and "never took the path out of service" in c.detail
+    report.failover.t_failover_s = report.failover.t_restore_s - 0.001
+    c = next(x for x in checks(report) if x.name == "failed_path_silent")
+    assert not c.ok and "None" not in c.detail and "less than one sampling interval" in c.detail
