@@ -3,7 +3,8 @@
 A real switch learns that a port went down from its own PHY; P4Runtime has no standard message
 for it, so whoever knows (the fabric emulator's fault commands, an operator, a monitoring
 system) reports it. In EV-hash mode the controller reroutes on such a report (``reroute.py``);
-in SRv6 mode it only puts it on the timeline (hosts localise failures themselves, design 7).
+in SRv6 mode it DENIES the link on every host at once (``reactor.py``), and lifts it on a
+report that the link is up.
 
 The reports go to an append-only JSON-lines file beside the status file,
 ``<status dir>/<name>.links.jsonl``, one line per report::
