@@ -52,8 +52,7 @@ def demo(target, mode, size, fail, loss_percent, flap_hz, json_path, plot_path, 
     if report.passed:
         console.print("[bold green]demo passed:[/] every byte verified, the failed path bypassed and restored")
     else:
-        failed = ", ".join(c.name for c in report.checks if not c.ok)
-        console.print(f"[bold red]demo FAILED:[/] {failed}")
+        _failed(console, report.checks)
     sys.exit(0 if report.passed else 1)
 
 
@@ -69,14 +68,20 @@ def _compare(console, opts, json_path: str, plot_path: str) -> None:
     report.write_json(json_path)
     plot_comparison(report, plot_path)
     console.print(f"report: {json_path}   plot: {plot_path}")
-    d = report.difference
+    d, e, s = report.difference, report.modes["ecmp"], report.modes["srv6"]
     if report.passed:
         console.print(f"[bold green]demo passed:[/] every byte verified in both modes; ecmp - srv6: "
-                      f"{d.packets_lost_to_fault:+d} packets lost to the fault, {d.evs_retired:+d} EV retirements")
+                      f"{d.dead_link_packets_lost:+d} packets lost on the EVs via the dead link "
+                      f"({e.dead_link_evs} EVs vs {s.dead_link_evs}), {d.packets_lost_to_fault:+d} lost "
+                      f"from fault to restore (fault lasted {e.fault_duration_s or 0:.2f} s vs "
+                      f"{s.fault_duration_s or 0:.2f} s)")
     else:
-        failed = ", ".join(c.name for c in report.checks if not c.ok)
-        console.print(f"[bold red]demo FAILED:[/] {failed}")
+        _failed(console, report.checks)
     sys.exit(0 if report.passed else 1)
+
+
+def _failed(console, checks) -> None:
+    console.print("[bold red]demo FAILED:[/] " + "; ".join(f"{c.name}: {c.detail}" for c in checks if not c.ok))
 
 
 class _RichObserver:

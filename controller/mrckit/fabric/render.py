@@ -137,29 +137,29 @@ def _num(v, unit: str = "", signed: bool = False) -> str:
 
 
 COMPARISON_ROWS = (  # field, label (the caption and docs/demo.md define them)
-    ("fault_duration_s", "fault duration (fault to restore)"),
-    ("dead_link_evs", "EVs across the dead link at the fault"),
-    ("dead_link_evs_retired", "  of them retired or denied"),
+    ("fault_duration_s", "fault duration"),
+    ("dead_link_evs", "EVs via the dead link"),
+    ("dead_link_evs_retired", "  retired or denied"),
     ("dead_link_packets_lost", "  packets lost on them"),
-    ("packets_lost_to_fault", "packets lost, fault to restore"),
-    ("packets_lost", "packets lost, whole write"),
+    ("packets_lost_to_fault", "lost, fault to restore"),
+    ("packets_lost", "lost, whole write"),
     ("packets_lost_by_ev", "  summed per EV"),
     ("evs_with_loss", "EVs that lost packets"),
-    ("evs_retired", "EV retirements, every EV"),
+    ("evs_retired", "EV retirements, all EVs"),
     ("evs_retired_distinct", "  distinct EVs retired"),
-    ("link_packets_lost", "dead-link drops, every class"),
+    ("link_packets_lost", "dead-link drops (switch)"),
     ("t_last_loss_s", "fault to last loss"),
-    ("t_repair_s", "fault to controller repair"),
+    ("t_repair_s", "fault to repair"),
     ("retransmits_total", "retransmissions"),
 )
 COMPARISON_CAPTION = (
-    "EVs across the dead link: the sender's EVs in use when the fault hit whose path crossed it "
-    "(srv6: the EV's path; ecmp: the sender T0's group hashed it onto that spine); retired or "
-    "denied: taken out of use by the sender, fault to restore; packets lost on them: their tx - rx. "
-    "packets lost: the requestor's data and probes that never reached the responder (fault to "
-    "restore: sent in that window). dead-link drops: switch port counters at both ends of the "
-    "failed link, every class (data, SACKs, probes), fault to end. Repair: srv6 DENY on every "
-    "host, ecmp groups rewritten. The fault is placed by bytes, so its duration differs per mode.")
+    "fault duration: fault to restore (the fault is placed by bytes, so it differs per mode). "
+    "EVs via the dead link: the sender's EVs in use when the fault hit whose path crossed it (srv6: "
+    "the EV's path; ecmp: the sender T0's group hashed it onto that spine); retired or denied: taken "
+    "out of use by the sender, fault to restore; packets lost on them: their tx - rx. lost: the "
+    "requestor's data and probes that never reached the responder (fault to restore: sent in that "
+    "window). dead-link drops: switch port counters at both ends of the failed link, every class "
+    "(data, SACKs, probes), fault to end. repair: srv6 DENY on every host, ecmp groups rewritten.")
 
 
 def comparison(c) -> Table:
