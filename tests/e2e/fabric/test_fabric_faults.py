@@ -1,6 +1,8 @@
 """Faults on a running fabric: loss, blackhole, down and flap on a link, a failed switch, and
 restore; each logged with a timestamp (issue 9 item 2). Only T0-T1 links and a T1 are broken,
-and only for plain UDP (no acks), so no host agent reacts and the shared fabric stays clean."""
+and only for plain UDP (no acks), so no host agent reacts; carrier-down faults are reported to
+the controller, which DENIES the links and lifts them on restore, so the shared fabric ends
+clean."""
 
 import json
 import time
@@ -59,21 +61,44 @@ def test_blackhole_drops_everything_on_the_link_and_restore_puts_the_switch_back
         assert xdp_query("t0-1").prog_id == switch_prog
 
 
-def test_failed_switch_loses_its_share_until_restored(small_fabric):
+def test_failed_switch_is_reported_denied_on_every_host_and_lifted_on_restore(small_fabric):
     fab = small_fabric
+    spine_links = {"p0/t0-0/t1-0", "p0/t0-1/t1-0", "p0/t0-2/t1-0"}
     fab.fail_switch("p0-t1-0")
     try:
         with netns.enter(fab.ns("p0-t1-0")):
             attached = [xdp_query(p.ifname).prog_id for p in fab.compiled.switch("p0-t1-0").ports]
         with pytest.raises(MrcError, match="failed already"):
             fab.fail_switch("p0-t1-0")
+        # Its links are reported down (as the T0s' PHYs would), and the SRv6 controller
+        # DENIES them on every host without waiting for host evidence: no pair loses a packet.
+        denied = _until(lambda: spine_links <= set(_status(fab)["denials"]))
         r = one_way(fab, "h0-1", "h2-1")
     finally:
         fab.restore("p0-t1-0")
     assert attached == [0, 0, 0]
-    # One spine of four (2 planes x 2 spines) was dark: about a quarter lost, not all, not none.
-    assert 0 < r.sent - r.received < r.sent // 2, r
+    assert denied, _status(fab)["timeline"][-6:]
+    marks = [m for m in _status(fab)["timeline"] if m["kind"] == "deny_all_hosts" and set(m["links"]) & spine_links]
+    assert marks and all("link report: down (switch p0-t1-0 failed)" in m["detail"] for m in marks), marks
+    assert r.ok, r
+    assert _until(lambda: not set(_status(fab)["denials"]) & spine_links), _status(fab)["denials"]
     assert one_way(fab, "h0-1", "h2-1").ok
+
+
+def _status(fab):
+    from mrckit.control import read_status, status_path
+
+    return read_status(status_path(fab.name))
+
+
+def _until(cond, seconds: float = 10.0) -> bool:
+    """Bounded wait for the controller (it follows the report file every 10 ms)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return cond()
 
 
 def test_down_and_flap_from_the_cli_with_a_timestamped_fault_log(small_fabric):
@@ -84,8 +109,13 @@ def test_down_and_flap_from_the_cli_with_a_timestamped_fault_log(small_fabric):
     doc = json.loads(mrc("fabric", "status", fab.name, "--json").stdout)
     (link,) = [ln for ln in doc["links"] if {ln["a"], ln["b"]} == {a, b}]
     assert (link["state_a"], link["state_b"]) == ("DOWN", "DOWN")
+    # SRv6 mode: the link is reported down and DENIED on every host, then lifted on restore.
+    assert _until(lambda: "p1/t0-2/t1-0" in _status(fab)["denials"]), _status(fab)["timeline"][-4:]
     assert mrc("restore", "link", a, b, "--fabric", fab.name).returncode == 0
     assert _oper(fab, a, "t1-0") == "UP"
+    assert _until(lambda: "p1/t0-2/t1-0" not in _status(fab)["denials"])
+    lifted = [m for m in _status(fab)["timeline"] if m["kind"] == "lifted" and "p1/t0-2/t1-0" in m["links"]]
+    assert lifted and lifted[-1]["detail"].startswith("link report: up (fault)"), lifted
 
     fab.fail_link(a, b, kind="flap", value=20)
     flapper = fab.state.flappers[f"link:{a}:{b}"]
@@ -97,6 +127,7 @@ def test_down_and_flap_from_the_cli_with_a_timestamped_fault_log(small_fabric):
     fab.restore(a, b)
     assert seen == {"UP", "DOWN"}
     assert not flapper.alive() and _oper(fab, a, "t1-0") == "UP"
+    assert _until(lambda: not _status(fab)["denials"]), _status(fab)["denials"]  # the last report: up
 
     log = fab.fault_log()
     mine = [ln for ln in log if f" {a} {b}" in ln]
