@@ -53,11 +53,13 @@ def up(config, listen, xdp_mode, create_nic, tls_key, tls_cert) -> None:
 
 @host.command()
 @click.argument("config", type=click.Path(exists=True, dir_okay=False))
-def down(config) -> None:
+@click.option("--listen", help="The address the agent was started with (`mrc host up --listen`); "
+              "default: its default socket.")
+def down(config, listen) -> None:
     """Stop the agent of CONFIG and detach every program from its NIC device and ports."""
     from ..host.run import load_config, stop_agent
 
-    done = stop_agent(load_config(config))
+    done = stop_agent(load_config(config), address=listen)
     click.echo("\n".join(done) if done else "nothing was running or attached")
 
 

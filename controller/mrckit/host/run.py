@@ -2,8 +2,8 @@
 
 A config file is YAML in the shape of the gRPC ``ConfigureRequest`` (``host:`` and optional
 ``settings:``, proto field names), or the bare ``host:`` mapping. The agent listens on
-``unix:/run/mrckit/host-<name>.sock`` unless told otherwise, writes its pid beside it, and on
-SIGTERM or Ctrl-C detaches everything it attached.
+``unix:/run/mrckit/host-<name>.sock`` unless told otherwise, writes its pid beside its socket
+(:func:`pid_file`), and on SIGTERM or Ctrl-C detaches everything it attached.
 """
 
 from __future__ import annotations
@@ -32,9 +32,28 @@ def default_address(name: str) -> str:
     return f"unix:{RUN_DIR}/host-{name}.sock"
 
 
-def pid_file(name: str) -> Path:
-    """``/run/mrckit/host-<name>.pid``, found by ``mrc host down`` from any namespace."""
+def pid_file(name: str, address: str | None = None) -> Path:
+    """Where the agent serving ``address`` keeps its pid, for ``mrc host down``: beside its unix
+    socket (``<socket>.pid``), so two fabrics whose hosts share names (each agent on its own
+    socket) never share a pid file; ``/run/mrckit/host-<name>.pid`` for the default socket, a
+    TCP address or no address. An agent on its own socket also takes the name's file when no
+    live agent holds it (see :func:`_pid_files`), so ``mrc host down CONFIG`` finds it."""
+    if address and address.startswith("unix:") and address != default_address(name):
+        return Path(address[5:] + ".pid")
     return RUN_DIR / f"host-{name}.pid"
+
+
+def _pid_files(name: str, address: str) -> list[Path]:
+    """The pid files an agent on ``address`` writes: its own, and the name's unless another
+    live agent holds that one (the first agent of a name keeps it)."""
+    own, by_name = pid_file(name, address), pid_file(name)
+    if own == by_name:
+        return [own]
+    try:
+        holder = int(by_name.read_text().strip())
+    except (OSError, ValueError):
+        holder = 0
+    return [own] if holder != os.getpid() and _is_agent(holder) else [own, by_name]
 
 
 def _release_pid_file(path: Path, pid: int) -> None:
@@ -112,7 +131,8 @@ def run_agent(cfg: AgentConfig, listen: str | None = None, *, create_nic: bool =
     server = None
     try:
         server = serve(agent, address, tls_key=tls_key, tls_cert=tls_cert)
-        pid_file(cfg.name).write_text(str(os.getpid()))
+        for path in _pid_files(cfg.name, address):
+            path.write_text(str(os.getpid()))
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
         if ready:
@@ -123,7 +143,8 @@ def run_agent(cfg: AgentConfig, listen: str | None = None, *, create_nic: bool =
         if server is not None:
             server.stop(1)
         agent.close()
-        _release_pid_file(pid_file(cfg.name), os.getpid())
+        for path in _pid_files(cfg.name, address):
+            _release_pid_file(path, os.getpid())
         if address.startswith("unix:"):
             Path(address[5:]).unlink(missing_ok=True)
 
@@ -135,11 +156,12 @@ def _mtu(ifname: str) -> int:
         raise MrcError(f"interface {ifname} does not exist") from None
 
 
-def stop_agent(cfg: AgentConfig, timeout: float = 10.0) -> list[str]:
-    """Stop the agent of ``cfg.name`` (SIGTERM to its pid), then detach whatever is still
-    attached to its NIC device and ports (after a crash). Returns what was done, in words."""
+def stop_agent(cfg: AgentConfig, timeout: float = 10.0, address: str | None = None) -> list[str]:
+    """Stop the agent of ``cfg.name`` serving on ``address`` (default: its default socket) with
+    SIGTERM to its pid, then detach whatever is still attached to its NIC device and ports
+    (after a crash). Returns what was done, in words."""
     done = []
-    pf = pid_file(cfg.name)
+    pf = pid_file(cfg.name, address)
     if pf.exists():
         text = pf.read_text().strip()
         pid = int(text) if text.isdigit() else 0

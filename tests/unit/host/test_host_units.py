@@ -193,3 +193,16 @@ def test_host_deny_checks_the_ev_before_connecting(ev, message):
 
     result = CliRunner().invoke(main, ["host", "deny", "unix:/nonexistent.sock", "--ev", ev])
     assert result.exit_code == 2 and message in result.output and "--ev" in result.output, result.output
+
+
+def test_agents_on_their_own_sockets_never_share_a_pid_file(tmp_path, monkeypatch):
+    """Two fabrics whose hosts share names run each agent on its own socket: each keeps its
+    pid beside that socket, so neither overwrites nor removes the other's."""
+    from mrckit.host import run
+
+    monkeypatch.setattr(run, "RUN_DIR", tmp_path)
+    a = run.pid_file("h0-0", f"unix:{tmp_path}/fab-a/host-h0-0.sock")
+    b = run.pid_file("h0-0", f"unix:{tmp_path}/fab-b/host-h0-0.sock")
+    assert a == tmp_path / "fab-a/host-h0-0.sock.pid" and b == tmp_path / "fab-b/host-h0-0.sock.pid"
+    assert run.pid_file("h0-0", run.default_address("h0-0")) == run.pid_file("h0-0") == tmp_path / "host-h0-0.pid"
+    assert run.pid_file("h0-0", "[2001:db8::1]:50051") == tmp_path / "host-h0-0.pid"
