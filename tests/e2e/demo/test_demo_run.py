@@ -49,12 +49,17 @@ def test_demo_dead_path_silent_until_restore(need_root, tmp_path, fail):
     proc, report = _demo(tmp_path, fail)
     dead, _ = _common(proc, report, tmp_path, fail)
     f = report["failover"]
-    assert f["t_fault_s"] < f["t_first_assumed_bad_s"] <= f["t_out_of_service_s"] <= f["t_failover_s"] < f["t_restore_s"]
+    assert f["t_fault_s"] < f["t_out_of_service_s"] <= f["t_failover_s"] < f["t_restore_s"]
     # zero data packets on the failed path from the failover until the restore (senders' per-EV
     # data counters; probes never pass tc egress), and data on it again after the restore
     assert f["dead_path_packets_failover_to_restore"] == 0
     assert dead["packets_after"] > 0
-    assert dead["retired"] > 0
+    assert report["loss"]["dead_link_evs"] == 32 and report["loss"]["dead_link_evs_retired"] > 0
+    if fail == "down":  # reported down (as a PHY would): DENIED on every host without host evidence
+        deny = [e for e in report["timeline"] if e["source"] == "controller" and e["what"] == "DENY"]
+        assert deny and "link report: down" in deny[0]["detail"] and f["deny_links"] == ["p0/t0-1/t1-1"]
+    else:  # nothing reports a blackhole: the hosts' evidence finds it
+        assert f["t_fault_s"] < f["t_first_assumed_bad_s"] <= f["t_out_of_service_s"] and dead["retired"] > 0
     assert proc.returncode == 0
 
 
