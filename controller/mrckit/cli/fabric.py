@@ -42,7 +42,7 @@ def up(topology, name, target, mode, p4runtime_port, no_controller, p4info, devi
     from ..topology import generate_clos, load_topology
 
     topo = load_topology(topology) if topology else generate_clos()
-    settings = fabric_settings(rto_us * 1000 if rto_us else None)
+    settings = fabric_settings(rto_us * 1000 if rto_us else None, target)
     extra = (("--p4info", p4info) if p4info else ()) + (("--device-config", device_config) if device_config else ())
     fab = Fabric.up(topo, name=name, target=target, mode=mode, settings=settings, p4runtime_port=p4runtime_port,
                     controller=not no_controller, controller_args=extra)

@@ -39,9 +39,17 @@ Python on a shared, busy machine whose SACKs lag by tens of ms, and a 2 ms RTO r
 healthy EVs (spurious RTO_TIMEOUTs) and feeds the controller false failure evidence."""
 
 
-def fabric_settings(rto_ns: int | None = None) -> Settings:
+BMV2_PROBE_INTERVAL_NS, BMV2_MAX_PROBES_PER_SWEEP = 20_000_000, 4
+"""Agent probing on a bmv2 fabric: at most 4 probes per sweep, a sweep every 20 ms. Once the
+controller denies a link, every host probes the denied EVs toward every peer; at the agent's
+defaults (up to 64 probes every ms) that is tens of thousands of probes per second, which
+overflow bmv2's libpcap rings and drop unrelated packets."""
+
+
+def fabric_settings(rto_ns: int | None = None, target: str = "ebpf") -> Settings:
     """The agent settings a fabric uses: the agent's defaults with the fabric's RTO (``rto_ns``
-    in ns; None: :data:`DEFAULT_RTO_NS`).
+    in ns; None: :data:`DEFAULT_RTO_NS`), and gentler probing on ``target`` bmv2
+    (:data:`BMV2_PROBE_INTERVAL_NS`).
 
     Raises:
         MrcError: ``rto_ns`` not positive.
@@ -49,6 +57,9 @@ def fabric_settings(rto_ns: int | None = None) -> Settings:
     rto_ns = DEFAULT_RTO_NS if rto_ns is None else rto_ns
     if rto_ns <= 0:
         raise MrcError(f"RTO {rto_ns} ns: must be positive")
+    if target == "bmv2":
+        return Settings(rto_ns=rto_ns, probe_interval_ns=BMV2_PROBE_INTERVAL_NS,
+                        max_probes_per_sweep=BMV2_MAX_PROBES_PER_SWEEP)
     return Settings(rto_ns=rto_ns)
 
 
@@ -173,7 +184,7 @@ class Fabric:
         fab._guard()
         try:
             with _signals_raise():
-                settings = settings or fabric_settings()
+                settings = settings or fabric_settings(target=target)
                 fab._build(compiled, settings, p4runtime_port)
                 if controller:  # ours first: the caller's --agent-setting wins
                     fab._start_controller(("--agent-setting", f"rto_ns={settings.rto_ns}", *controller_args))

@@ -10,6 +10,10 @@ import time
 from mrckit.control import Controller, EcmpDiff, EntryDiff, open_session, report_link
 from mrckit.topology import ALL_UPLINKS_GROUP, ActionProfileGroup, ActionProfileMember, FibRoute, generate_clos
 
+# At module level: at test time ``conftest`` may name another folder's conftest module.
+from conftest import DEVICE_CONFIG, P4INFO, ROOT
+from test_control_cli import MRC, start
+
 TOPO = generate_clos()  # 2 planes, 2 T1 and 3 T0 per plane, 2 hosts per leaf
 NAMES = ["p0-t0-0", "p0-t0-1", "p0-t1-1"]
 
@@ -147,8 +151,6 @@ def test_cli_reroutes_on_mrc_controller_link_and_a_restart_writes_nothing(switch
     from mrckit.control import read_status, status_path
     from mrckit.topology import GrpcEndpoint, compile_fabric, dump_topology
 
-    from conftest import DEVICE_CONFIG, P4INFO, ROOT
-    from test_control_cli import MRC, start
 
     sws = switches([s.name for s in SMALL.switches])
     topo = dataclasses.replace(SMALL, switches=tuple(
