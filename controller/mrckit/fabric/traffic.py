@@ -42,6 +42,11 @@ class PairResult:
                 and all(n > 0 for n in self.per_plane.values()))
 
 
+BMV2_PPS = 500.0
+"""Send rate that a bmv2 fabric (ten simple_switch_grpc processes on two cores here) forwards
+without losing packets in its libpcap port rings."""
+
+
 def pairwise_udp(fab, packets: int = 256, *, size: int = 200, timeout: float = 10.0,
                  hosts: list[str] | None = None, pps: float | None = None) -> list[PairResult]:
     """Send ``packets`` UDP datagrams of ``size`` bytes from every host to every other host

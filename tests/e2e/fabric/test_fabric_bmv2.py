@@ -2,7 +2,7 @@
 outputs are absent; design section 9: neither comes from a registry)."""
 
 import pytest
-from fabric_helpers import REPO, RUN_PREFIX, fabric_name, leftovers
+from fabric_helpers import REPO, RUN_PREFIX, fabric_name, leftovers, mrc
 
 from mrckit.fabric import traffic
 from mrckit.fabric.fabric import Fabric
@@ -11,8 +11,7 @@ from mrckit.topology import generate_clos
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
 
-BMV2_PPS = 500
-"""Send rate for the bmv2 fabric: ten simple_switch_grpc processes share two cores here."""
+BMV2_PPS = traffic.BMV2_PPS
 
 
 def test_every_host_pair_over_every_plane_on_bmv2(need_root):
@@ -30,6 +29,8 @@ def test_every_host_pair_over_every_plane_on_bmv2(need_root):
         results = traffic.pairwise_udp(fab, pps=BMV2_PPS)
         bad = [r for r in results if not r.ok]
         assert len(results) == 30 and not bad, traffic.summary(results)
+        check = mrc("fabric", "check", name, "--packets", "64", timeout=300)  # paced by default on bmv2
+        assert check.returncode == 0 and "30/30 host pairs OK" in check.stdout, check.stdout + check.stderr
         _down_link_leaves_the_rest_of_both_switches_forwarding(fab)
     assert leftovers(RUN_PREFIX + name, name) == {}
 
