@@ -105,8 +105,11 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
         # echoes the EV that a data packet with PSN p was sent on (retransmissions included).
         sent, echoed, probe_evs, probe_echoes = _evs_from_captures([tmp_path / f"plane{p}.pcap" for p in (0, 1)])
         assert len(echoed) > SIZE // 2048 // 2
-        # A PROBE's SACK (PR = 1) echoes the EV the PROBE went on.
-        assert probe_echoes <= probe_evs
+        # A PROBE's SACK (PR = 1) echoes the EV the PROBE went on; an answer whose PROBE frame
+        # tcpdump missed cannot be matched, so the unmatched answers are bounded by those misses.
+        unmatched = probe_echoes - set(probe_evs)
+        missed_probes = qp.requestor.stats.probes - len(probe_evs)
+        assert len(unmatched) <= max(missed_probes, 0), (unmatched, missed_probes)
         # tcpdump may miss frames on this busy machine; each missed data frame can leave at
         # most one SACK unmatched, so the unmatched count is bounded by the frames missed.
         bad = [(psn, ev) for psn, ev in echoed if ev not in sent.get(psn, ())]
@@ -144,9 +147,9 @@ def _capture(ns: str, ifname: str, path) -> subprocess.Popen:
 
 def _evs_from_captures(paths):
     """(PSN -> EVs of the data packets sent with it, [(acked PSN, echoed EV)] of the SACKs,
-    EVs of the PROBEs sent, EVs echoed by PROBE answers), read from pcap files: sent frames are encapsulated (EV = inner UDP sport << 16 | flow
+    the EV of each PROBE frame captured, EVs echoed by PROBE answers), read from pcap files: sent frames are encapsulated (EV = inner UDP sport << 16 | flow
     label); received SACKs are already decapsulated by XDP ingress."""
-    sent, echoed, probe_evs, probe_echoes = {}, [], set(), set()
+    sent, echoed, probe_evs, probe_echoes = {}, [], [], set()
     for path in paths:
         for frame in _pcap_frames(path):
             if frame[12:14] != b"\x86\xdd":
@@ -160,7 +163,7 @@ def _evs_from_captures(paths):
             if ip == 54 and Opcode.WRITE_FIRST <= opcode <= Opcode.WRITE_ONLY_IMM:
                 sent.setdefault(psn, set()).add(ev)
             elif ip == 54 and opcode == Opcode.PROBE:
-                probe_evs.add(ev)
+                probe_evs.append(ev)
             elif ip == 14 and opcode == Opcode.SACK:
                 seth = bth + 12
                 echo = int.from_bytes(frame[seth + 4:seth + 8], "big")
