@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import MrcError
 from .report import SCHEMA_VERSION, Check, DemoReport, FaultInfo
+from .state import check_name
 
 MODES = ("ecmp", "srv6")
 """The order of the runs: EV-hash mode first, then the SRv6 baseline."""
@@ -193,6 +194,7 @@ def run_comparison(opts, observer=None) -> ComparisonReport:
 
     obs = observer or Observer()
     base = opts.name or f"demo{os.getpid() % 100000}"
+    check_name(base)  # each run's fabric is the base plus one letter: say so with the base
     if len(base) > MAX_BASE_NAME:
         raise MrcError(f"--name {base!r}: at most {MAX_BASE_NAME} characters with --mode ecmp "
                        "(the two runs' fabrics are NAMEe and NAMEs)")

@@ -30,6 +30,7 @@ from .demo_worker import WorkerProcess, demo_data
 from .observe import EventWatcher, EvTableSampler, controller_events, link_counters, switch_counts
 from .scenario import Phases, RunRecord, analyze
 from .series import Recorder
+from .state import check_name
 
 DEFAULT_SIZE = 96 << 20
 """Bytes written by default: a few seconds for the pure-Python endpoint on a small machine."""
@@ -112,6 +113,8 @@ class DemoOptions:
             raise MrcError(f"--loss-percent {self.loss_percent}: must be within (0, 100]")
         if not 0 < self.flap_hz <= 50:
             raise MrcError(f"--flap-hz {self.flap_hz}: must be within (0, 50]")
+        if self.name is not None:
+            check_name(self.name)  # before anything is printed or built
 
 
 def fault_info(opts: DemoOptions) -> FaultInfo:

@@ -188,3 +188,14 @@ def test_comparison_plot_is_a_png(tmp_path):
     assert raw[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", raw[16:24])
     assert width > 1000 and height > 700
+
+
+@pytest.mark.parametrize("mode", ["srv6", "ecmp"])
+def test_a_bad_fabric_name_is_refused_before_anything_is_printed_or_built(mode):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import sys; from mrckit.cli import main; sys.exit(main())",
+                           "demo", "--mode", mode, "--name", "Bad-Name"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "fabric name 'Bad-Name'" in proc.stderr, proc.stderr
+    assert "bringing up" not in proc.stdout and "Traceback" not in proc.stderr
