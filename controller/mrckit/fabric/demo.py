@@ -113,7 +113,7 @@ class DemoOptions:
             raise MrcError(f"--loss-percent {self.loss_percent}: must be within (0, 100]")
         if not 0 < self.flap_hz <= 50:
             raise MrcError(f"--flap-hz {self.flap_hz}: must be within (0, 50]")
-        if self.name is not None:
+        if self.name:  # "" and None: the default name, demo<pid>
             check_name(self.name)  # before anything is printed or built
 
 

@@ -54,7 +54,9 @@ def test_demo_dead_path_silent_until_restore(need_root, tmp_path, fail):
     # data counters; probes never pass tc egress), and data on it again after the restore
     assert f["dead_path_packets_failover_to_restore"] == 0
     assert dead["packets_after"] > 0
-    assert report["loss"]["dead_link_evs"] == 32 and report["loss"]["dead_link_evs_retired"] > 0
+    # a quarter of the 128 EVs cross the dead link, give or take replacements made before the
+    # fault (a replacement takes a backup on another spine)
+    assert 16 <= report["loss"]["dead_link_evs"] <= 48 and report["loss"]["dead_link_evs_retired"] > 0
     if fail == "down":  # reported down (as a PHY would): DENIED on every host without host evidence
         deny = [e for e in report["timeline"] if e["source"] == "controller" and e["what"] == "DENY"]
         assert deny and "link report: down" in deny[0]["detail"] and f["deny_links"] == ["p0/t0-1/t1-1"]
