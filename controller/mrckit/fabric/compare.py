@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..errors import MrcError
-from .report import SCHEMA_VERSION, Check, DemoReport, FaultInfo
+from .report import SCHEMA_VERSION, Check, DemoReport, FaultInfo, JsonFile
 from .state import check_name
 
 MODES = ("ecmp", "srv6")
@@ -28,7 +28,27 @@ MAX_BASE_NAME = 15
 """A run's fabric is ``<name><e|s>``, within the 16 characters of a fabric name."""
 
 
-class ModeFigures(BaseModel):
+class LossFigures(BaseModel):
+    """The figures compared between the modes (see ``ModeFigures``); ``Difference`` holds
+    ECMP − SRv6 of each (None when either side has none)."""
+
+    packets_lost_to_fault: int
+    packets_lost: int
+    packets_lost_by_ev: int
+    evs_with_loss: int
+    link_packets_lost: int | None
+    evs_retired: int
+    evs_retired_distinct: int
+    t_last_loss_s: float | None
+    t_repair_s: float | None
+    retransmits_total: int
+    dead_link_evs: int = 0
+    dead_link_evs_retired: int = 0
+    dead_link_packets_lost: int = 0
+    fault_duration_s: float | None = None
+
+
+class ModeFigures(LossFigures):
     """One mode's figures in the comparison (see ``LossStats`` for the loss fields).
 
     Attributes:
@@ -46,20 +66,6 @@ class ModeFigures(BaseModel):
     """
 
     mode: Literal["srv6", "ecmp"]
-    packets_lost_to_fault: int
-    packets_lost: int
-    packets_lost_by_ev: int
-    evs_with_loss: int
-    link_packets_lost: int | None
-    evs_retired: int
-    evs_retired_distinct: int
-    t_last_loss_s: float | None
-    t_repair_s: float | None
-    retransmits_total: int
-    dead_link_evs: int = 0
-    dead_link_evs_retired: int = 0
-    dead_link_packets_lost: int = 0
-    fault_duration_s: float | None = None
     duration_s: float
     goodput_gbps: float
     bytes_sent: int
@@ -68,26 +74,11 @@ class ModeFigures(BaseModel):
     passed: bool
 
 
-class Difference(BaseModel):
-    """ECMP − SRv6 for each figure (None when either side has none)."""
-
-    packets_lost_to_fault: int
-    packets_lost: int
-    packets_lost_by_ev: int
-    evs_with_loss: int
-    link_packets_lost: int | None
-    evs_retired: int
-    evs_retired_distinct: int
-    t_last_loss_s: float | None
-    t_repair_s: float | None
-    retransmits_total: int
-    dead_link_evs: int = 0
-    dead_link_evs_retired: int = 0
-    dead_link_packets_lost: int = 0
-    fault_duration_s: float | None = None
+class Difference(LossFigures):
+    """ECMP − SRv6 for each figure of :class:`LossFigures` (None when either side has none)."""
 
 
-class ComparisonReport(BaseModel):
+class ComparisonReport(JsonFile):
     """Everything ``mrc demo --mode ecmp`` measured: both runs' full reports (``runs``), their
     figures side by side (``modes``), the difference ECMP − SRv6, and the checks."""
 
@@ -102,17 +93,6 @@ class ComparisonReport(BaseModel):
     runs: dict[str, DemoReport]
     checks: list[Check] = Field(default_factory=list)
     passed: bool = False
-
-    def write_json(self, path: str | Path) -> None:
-        """Write the comparison as indented JSON to ``path`` (folders are created)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.model_dump_json(indent=2) + "\n")
-
-    @classmethod
-    def read_json(cls, path: str | Path) -> "ComparisonReport":
-        """Read a comparison written by :meth:`write_json` (pydantic.ValidationError if not one)."""
-        return cls.model_validate_json(Path(path).read_text())
 
 
 def figures(r: DemoReport) -> ModeFigures:
@@ -161,7 +141,7 @@ def compare(ecmp: DemoReport, srv6: DemoReport, seed: int) -> ComparisonReport:
         if x != y:
             raise ValueError(f"the runs differ in {what}: {x} vs {y}")
     e, s = figures(ecmp), figures(srv6)
-    diff = Difference(**{k: _minus(getattr(e, k), getattr(s, k)) for k in Difference.model_fields})
+    diff = Difference(**{k: _minus(getattr(e, k), getattr(s, k)) for k in LossFigures.model_fields})
     report = ComparisonReport(target=ecmp.target, size=ecmp.bytes.sent, seed=seed, fault=ecmp.fault,
                               modes={"srv6": s, "ecmp": e}, difference=diff, runs={"srv6": srv6, "ecmp": ecmp})
     report.checks = comparison_checks(report)

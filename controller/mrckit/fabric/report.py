@@ -240,7 +240,26 @@ class Check(BaseModel):
     detail: str
 
 
-class DemoReport(BaseModel):
+class JsonFile(BaseModel):
+    """A report model that is saved as one indented JSON file."""
+
+    def write_json(self, path: str | Path) -> None:
+        """Write the report as indented JSON to ``path`` (folders are created)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.model_dump_json(indent=2) + "\n")
+
+    @classmethod
+    def read_json(cls, path: str | Path):
+        """Read a report of this class written by :meth:`write_json`.
+
+        Raises:
+            pydantic.ValidationError: the file is not a report of this class and schema.
+        """
+        return cls.model_validate_json(Path(path).read_text())
+
+
+class DemoReport(JsonFile):
     """Everything ``mrc demo`` measured; ``passed`` is the AND of ``checks``."""
 
     schema_version: int = SCHEMA_VERSION
@@ -265,21 +284,6 @@ class DemoReport(BaseModel):
     fault_effect: FaultEffect = Field(default_factory=FaultEffect)
     checks: list[Check] = Field(default_factory=list)
     passed: bool = False
-
-    def write_json(self, path: str | Path) -> None:
-        """Write the report as indented JSON to ``path`` (folders are created)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.model_dump_json(indent=2) + "\n")
-
-    @classmethod
-    def read_json(cls, path: str | Path) -> "DemoReport":
-        """Read a report written by :meth:`write_json`.
-
-        Raises:
-            pydantic.ValidationError: the file is not a demo report of this schema.
-        """
-        return cls.model_validate_json(Path(path).read_text())
 
 
 def json_schema() -> str:
