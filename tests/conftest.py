@@ -43,3 +43,29 @@ def need_tool(name: str) -> str:
     if not path:
         pytest.skip(f"{name} not found on PATH or in /opt/p4tools/bin")
     return path
+
+
+def skip_reasons(reports) -> list[tuple[int, str]]:
+    """Count skipped test reports by their reason: ``[(count, reason)]``, most common first."""
+    counts: dict[str, int] = {}
+    for report in reports:
+        if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            reason = str(report.longrepr[2])
+        else:
+            reason = str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        counts[reason] = counts.get(reason, 0) + 1
+    return sorted(((n, r) for r, n in counts.items()), key=lambda item: (-item[0], item[1]))
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter):
+    # One line that says at a glance which parts of the suite did not run, and why: pytest's
+    # own -ra list names each skip but buries a missing toolchain under a hundred lines. It
+    # comes after that list, just above pytest's closing count.
+    yield
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    parts = "; ".join(f"{n} × {reason}" for n, reason in skip_reasons(skipped))
+    terminalreporter.write_line(f"skipped by reason ({len(skipped)}): {parts}")
