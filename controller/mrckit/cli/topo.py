@@ -135,6 +135,29 @@ def topo_compile(topo_file, target, mode, down, switches, hosts, as_json) -> Non
         _print_host(fabric.host(name))
 
 
+@topo_group.command("export")
+@click.argument("topo_file", metavar="TOPO")
+@click.option("--format", "fmt", type=click.Choice(["containerlab"]), default="containerlab", show_default=True,
+              help="what to write: a containerlab lab (bmv2 switches, mrckit hosts, the controller)")
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, writable=True),
+              help="folder to write the lab into (created if missing)")
+@click.option("--name", "lab", default="mrckit", show_default=True, help="lab name (containers are clab-NAME-NODE)")
+@click.option("--mode", type=click.Choice(MODES), default="srv6", show_default=True, help=MODE_HELP)
+@click.option("--switch-image", default="p4lang/behavioral-model:latest", show_default=True,
+              help="container image with simple_switch_grpc")
+@click.option("--host-image", default="mrckit-host:latest", show_default=True,
+              help="container image with mrckit installed (docker/mrckit-host.Dockerfile)")
+def topo_export(topo_file, fmt, out_dir, lab, mode, switch_image, host_image) -> None:
+    """Write TOPO as a containerlab lab, to run it on other machines (docs/fabric.md)."""
+    from ..fabric.containerlab import export_containerlab
+    from ..topology import load_topology
+
+    done = export_containerlab(load_topology(topo_file), out_dir, lab, switch_image=switch_image,
+                               host_image=host_image, mode=mode)
+    click.echo(f"wrote {done.topology}, {done.controller} and {len(done.hosts)} host configs; "
+               f"run: containerlab deploy -t {done.topology}")
+
+
 @topo_group.command("link")
 @click.argument("topo_file", metavar="TOPO")
 @click.argument("link")

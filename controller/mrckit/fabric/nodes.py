@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import shutil
 
-import yaml
-from google.protobuf import json_format
-
 from ..errors import MrcError
-from ..host.config import Settings, from_topology, to_proto
+from ..host.config import Settings, from_topology
 from ..host.nicdev import create_nic_device
+from ..host.run import dumps_config
 from ..switch import bmv2
 from ..switch.ebpf_target import EbpfSwitch, remove_pins, wait_servers
 from ..switch.p4runtime.process import ServerOptions
@@ -93,9 +91,8 @@ def start_agents(state: FabricState, compiled, settings: Settings) -> None:
     cfg_dir.mkdir(exist_ok=True)
     for host in compiled.hosts():
         cfg = from_topology(host, NIC_DEVICE, settings)
-        doc = json_format.MessageToDict(to_proto(cfg), preserving_proto_field_name=True)
         path = cfg_dir / f"{host.name}.yaml"
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        path.write_text(dumps_config(cfg))
         address = agent_address(state, host.name)
         # The NIC device is made here: `mrc host up --create-nic` reads /sys/class/net, which
         # under `nsenter --net` still shows the root namespace's interfaces.

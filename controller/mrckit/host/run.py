@@ -21,7 +21,7 @@ from ..bpf.attach import tc_detach, xdp_detach
 from ..errors import MrcError
 from ..proto import host_agent_pb2 as pb
 from .agent import ConfigureResult, HostAgent
-from .config import AgentConfig, from_proto
+from .config import AgentConfig, from_proto, to_proto
 from .nicdev import create_nic_device
 
 RUN_DIR = Path("/run/mrckit")
@@ -106,6 +106,13 @@ def load_config(path: str | os.PathLike) -> AgentConfig:
     cfg = from_proto(req)
     cfg.validate()
     return cfg
+
+
+def dumps_config(cfg: AgentConfig) -> str:
+    """The YAML text of ``cfg`` that :func:`load_config` reads back: the ``ConfigureRequest``
+    with proto field names."""
+    doc = json_format.MessageToDict(to_proto(cfg), preserving_proto_field_name=True)
+    return yaml.safe_dump(doc, sort_keys=False)
 
 
 def run_agent(cfg: AgentConfig, listen: str | None = None, *, create_nic: bool = False,

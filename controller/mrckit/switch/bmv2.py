@@ -67,6 +67,21 @@ def _cli_env(cli: str) -> dict[str, str]:
     return env
 
 
+def simple_switch_argv(binary: str, ports: dict[int, str], device_id: int, grpc_address: str, *,
+                       json_path: str | Path | None = None, extra: list[str] | tuple = ()) -> list[str]:
+    """The ``simple_switch_grpc`` command line that every mrckit bmv2 switch runs: ``ports``
+    maps port numbers to interface names, ``grpc_address`` is where P4Runtime listens
+    (``unix:/path`` or ``HOST:PORT``). Without ``json_path`` the switch starts with no program
+    (``--no-p4``) and the controller pushes the pipeline. ``extra`` goes before the ports
+    (logging options). Two priority queues and drop port 511 always: the program needs both."""
+    argv = [binary, "--device-id", str(device_id), "--thrift-port", str(THRIFT_PORT), *extra]
+    for port, iface in sorted(ports.items()):
+        argv += ["-i", f"{port}@{iface}"]
+    argv += [str(json_path)] if json_path is not None else ["--no-p4"]
+    return argv + ["--", "--grpc-server-addr", grpc_address,
+                   "--priority-queues", str(PRIORITY_QUEUES), "--drop-port", str(BMV2_DROP_PORT)]
+
+
 class Bmv2Switch:
     """One ``simple_switch_grpc`` process serving one switch.
 
@@ -110,15 +125,10 @@ class Bmv2Switch:
 
     def build_command(self, binary: str) -> list[str]:
         """The full command line (nsenter into the namespace, then simple_switch_grpc)."""
-        cmd = ["nsenter", f"--net={netns.NETNS_DIR}/{self.netns}", "--", binary,
-               "--device-id", str(self.device_id), "--thrift-port", str(THRIFT_PORT),
-               "--log-level", self.log_level, "--log-flush", "--log-file", str(self.log_base)]
-        for port, iface in sorted(self.ports.items()):
-            cmd += ["-i", f"{port}@{iface}"]
-        cmd += [str(self.json_path)] if self.json_path is not None else ["--no-p4"]
-        cmd += ["--", "--grpc-server-addr", self.grpc_address,
-                "--priority-queues", str(PRIORITY_QUEUES), "--drop-port", str(BMV2_DROP_PORT)]
-        return cmd
+        logging = ["--log-level", self.log_level, "--log-flush", "--log-file", str(self.log_base)]
+        return ["nsenter", f"--net={netns.NETNS_DIR}/{self.netns}", "--",
+                *simple_switch_argv(binary, self.ports, self.device_id, self.grpc_address,
+                                    json_path=self.json_path, extra=logging)]
 
     def start(self) -> "Bmv2Switch":
         """Start the switch and wait until its P4Runtime server answers.
