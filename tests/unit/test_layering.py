@@ -26,8 +26,9 @@ ALLOWED = {
     "netns": {"errors"},
     "doctor": {"bpf", "errors", "netns", "switch.bmv2"},
 }
-# fabric composes everything but the CLI; the CLI may import anything.
-ANYTHING_BUT_CLI = {"fabric"}
+# fabric composes everything but the CLI and the applications on it (apps); apps compose
+# everything but the CLI; the CLI may import anything.
+ANYTHING_BUT_CLI = {"fabric", "apps"}
 
 # Modules outside mrckit.cli that are processes of their own (``python -m``) and so own their
 # argv and stdout. Each must have a ``__main__`` guard or be a ``__main__.py``.
@@ -36,6 +37,7 @@ ENTRY_POINTS = {
     "proto/gen.py": "developer tool `python -m mrckit.proto.gen`, named in host_agent.proto",
     "fabric/flap.py": "child process that mrckit.fabric.faultctl starts to flap a link",
     "fabric/demo_worker.py": "child process of the demo, one per endpoint namespace",
+    "apps/traffic/worker.py": "child process of `mrc traffic`, one per host namespace",
     "switch/p4runtime/__main__.py": "the eBPF P4Runtime server process",
 }
 ARG_PARSERS = {"argparse", "optparse", "getopt", "click"}
@@ -87,7 +89,9 @@ def _violations(rel: str, ours: set[str]) -> list[str]:
     if layer == "cli":
         return []
     if layer in ANYTHING_BUT_CLI:
-        return sorted(m for m in ours if m.split(".")[0] == "cli")
+        # the applications (apps) stand on the emulator (fabric), never the reverse
+        above = {"cli", "apps"} if layer == "fabric" else {"cli"}
+        return sorted(m for m in ours if m.split(".")[0] in above)
     allowed = ALLOWED[layer]
     return sorted(m for m in ours if m.split(".")[0] != layer
                   and not any(m == a or m.startswith(a + ".") for a in allowed))

@@ -169,18 +169,19 @@ def write(args) -> int:
 
 
 class WorkerProcess:
-    """One endpoint process (``mrckit.fabric.demo_worker``) in a host's namespace: its JSON
-    lines are merged into ``state``; :meth:`wait` blocks until a key appears."""
+    """One endpoint process (``mrckit.fabric.demo_worker``, or another ``module`` that speaks
+    JSON lines; ``role`` names it in errors) in a host's namespace: its JSON lines are merged
+    into ``state``; :meth:`wait` blocks until a key appears."""
 
-    def __init__(self, host, argv: list[str]):
-        self.name = f"{argv[0]} on {host.name}"
-        self.proc = host.popen([sys.executable, "-m", MODULE, *argv], stdin=subprocess.PIPE,
+    def __init__(self, host, argv: list[str], *, module: str = MODULE, role: str | None = None):
+        self.name = f"{role or argv[0]} on {host.name}"
+        self.proc = host.popen([sys.executable, "-m", module, *argv], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.state: dict = {}
         self.ev_rx_sent: dict[int, list[int]] = {}
         """From the responder's final line: EV -> send times (ns) of the packets that reached it."""
         self._cv = threading.Condition()
-        self._reader = threading.Thread(target=self._read, name=f"demo-{argv[0]}", daemon=True)
+        self._reader = threading.Thread(target=self._read, name=f"worker-{self.name}", daemon=True)
         self._reader.start()
 
     def _read(self) -> None:

@@ -130,8 +130,11 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
             kinds = [k for i, k in enumerate(kinds) if not i or k != kinds[i - 1]]
             # retired by the dataplane on its first packet lost outright (LOSS), or by the
             # agent's sweep (RTO_TIMEOUT) if no retransmission named one of its packets first
-            assert kinds[0] in {("LOSS", EvState.ASSUMED_BAD), ("RTO_TIMEOUT", EvState.ASSUMED_BAD)}, \
-                (hex(ev), kinds)
+            retired = {("LOSS", EvState.ASSUMED_BAD), ("RTO_TIMEOUT", EvState.ASSUMED_BAD)}
+            assert kinds[0] in retired, (hex(ev), kinds)
+            # once retired, a late retransmission may still name one of its packets lost (LOSS
+            # again, state unchanged): a re-report, not a new retirement
+            kinds = kinds[:1] + [k for k in kinds[1:] if k not in retired]
             assert kinds[1:3] == [("REPLACED", EvState.ASSUMED_BAD), ("PROBE_OK", EvState.GOOD)], (hex(ev), kinds)
             replaced = next(e for e in after_down if e.ev == ev and e.reason == "REPLACED")
             assert replaced.replaced_by >> 28 == DEAD_PLANE and (replaced.replaced_by >> 20) & 0xFF != DEAD_T1

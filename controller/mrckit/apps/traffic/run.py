@@ -1,0 +1,80 @@
+"""Run a traffic pattern on a running fabric: one worker process per host involved, every QP
+of the pattern at once, and the per-flow results gathered into a :class:`TrafficReport`."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ...errors import MrcError
+from ...fabric.demo_worker import WorkerProcess
+from .patterns import Flow
+from .report import FlowResult, TrafficReport
+from .worker import MODULE
+
+READY_TIMEOUT_S = 60.0
+"""How long a worker may take to create its QPs and regions."""
+DEFAULT_TIMEOUT_EXP = 16
+"""Writers' RTO, 1.024 us × 2^16 = 67 ms: a Python endpoint's timers survive a loaded machine
+there (docs/endpoint.md)."""
+
+
+def _plans(fabric, flows: list[Flow], seed: int, timeout: float, timeout_exp: int) -> dict[str, dict]:
+    """Host name -> its worker's plan (see ``worker``)."""
+    nic = {name: fabric.host(name).nic_address for name in {f.src for f in flows} | {f.dst for f in flows}}
+    plans = {name: {"nic": addr, "seed": seed, "timeout": timeout, "timeout_exp": timeout_exp,
+                    "send": [], "recv": []} for name, addr in nic.items()}
+    for f in flows:
+        plans[f.src]["send"].append([f.id, nic[f.dst], f.size])
+        plans[f.dst]["recv"].append([f.id, nic[f.src], f.size])
+    return plans
+
+
+def _results(flows: list[Flow], sent: dict[str, dict], recvs: dict[str, dict]) -> list[FlowResult]:
+    """One :class:`FlowResult` per flow from the writers' ``sent`` and the receivers' ``recvs``
+    (host -> flow id text -> the worker's lists)."""
+    out = []
+    for f in flows:
+        start, end, error = sent[f.src].get(str(f.id), [None, None, "no result from the writer"])
+        recv = recvs[f.dst].get(str(f.id))
+        verified = bool(recv and recv[1])
+        if error is None and recv is None:
+            error = "the writer completed but the receiver saw no WRITE_WITH_IMM completion"
+        elif error is None and not verified:
+            error = "the bytes placed at the receiver differ from the bytes written"
+        out.append(FlowResult(id=f.id, src=f.src, dst=f.dst, size=f.size, start_ns=start, end_ns=end,
+                              verified=verified, error=error))
+    return out
+
+
+def run_traffic(fabric, pattern: str, flows: list[Flow], *, seed: int = 0, timeout: float = 300.0,
+                timeout_exp: int = DEFAULT_TIMEOUT_EXP) -> TrafficReport:
+    """Move every flow of ``flows`` across ``fabric`` (a running :class:`mrckit.fabric.Fabric`)
+    at once, each as one WRITE_WITH_IMM on its own QP, and verify every byte. ``timeout`` is
+    the seconds the whole run may take once started.
+
+    Raises:
+        MrcError: a worker did not start or died (naming the host); flows that fail or time
+            out are reported in the returned report, not raised.
+    """
+    plans = _plans(fabric, flows, seed, timeout, timeout_exp)
+    workers: dict[str, WorkerProcess] = {}
+    try:
+        for name, plan in plans.items():
+            workers[name] = WorkerProcess(fabric.host(name), [], module=MODULE, role="traffic worker")
+            workers[name].send(json.dumps(plan))
+        for w in workers.values():
+            w.wait("ready", READY_TIMEOUT_S)
+        started = time.monotonic_ns()
+        for w in workers.values():
+            w.send("go")
+        sent = {name: w.wait("sent", timeout + READY_TIMEOUT_S)["sent"] for name, w in workers.items()}
+        finished = time.monotonic_ns()
+        for w in workers.values():
+            w.send("stop")  # every writer has ended: what has not arrived will not
+        done = {name: w.wait("done", READY_TIMEOUT_S)["recvs"] for name, w in workers.items()}
+    finally:
+        for w in workers.values():
+            w.close()
+    return TrafficReport(pattern=pattern, fabric=fabric.name, seed=seed, started_ns=started, finished_ns=finished,
+                         flows=_results(flows, sent, done))

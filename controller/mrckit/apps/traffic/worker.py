@@ -1,0 +1,149 @@
+"""One host's side of ``mrc traffic``: a process inside the host's namespace that runs one MRC
+endpoint with every QP of that host, the QPs it writes on and the QPs it is written to.
+
+It reads one JSON line on stdin, the plan::
+
+    {"nic": ADDR, "seed": S, "timeout": SECONDS, "timeout_exp": N,
+     "send": [[FLOW, PEER_NIC, SIZE], ...], "recv": [[FLOW, PEER_NIC, SIZE], ...]}
+
+and answers in JSON lines on stdout: ``{"ready": true}`` once every QP and memory region
+exists; after the line ``go`` it posts one WRITE_WITH_IMM per send flow (all at once, the
+immediate is the flow id) and prints ``{"sent": {FLOW: [start_ns, end_ns, error]}}`` once
+they all ended. It prints ``{"done": true, "recvs": {FLOW: [t_ns, sha256_ok]}}`` once every
+flow to it completed, the timeout passed, or the line ``stop`` came (every writer has ended:
+what has not arrived will not). It keeps answering its peers until stdin closes, then exits.
+
+Flow f uses QP number ``QPN_BASE + f`` at both ends and rkey ``RKEY_BASE + f``; its data is
+:func:`flow_data`, which both ends and the report derive. Times are CLOCK_MONOTONIC ns, which
+every namespace of one machine shares.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import random
+import sys
+import threading
+import time
+
+QPN_BASE = 0x10000
+RKEY_BASE = 0x10000
+MODULE = "mrckit.apps.traffic.worker"
+
+
+def flow_data(seed: int, flow: int, size: int) -> bytes:
+    """The ``size`` bytes that flow ``flow`` of a run seeded ``seed`` writes (deterministic)."""
+    return random.Random(f"mrc-traffic/{seed}/{flow}").randbytes(size)
+
+
+_SAY = threading.Lock()
+
+
+def _say(**msg) -> None:
+    with _SAY:  # the writer's and the receiver's threads both report
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+
+
+def _post(ep, qps, plan) -> dict:
+    """Post every send flow; returns flow -> Completion."""
+    comps = {}
+    for flow, _peer, size in plan["send"]:
+        comps[flow] = ep.write(qps[flow], flow_data(plan["seed"], flow, size), 0, RKEY_BASE + flow, imm=flow)
+    return comps
+
+
+def _receive(ep, regions, plan, deadline: float, stop: threading.Event) -> dict:
+    """Wait for every recv flow's WRITE_WITH_IMM completion and check its region's bytes,
+    until ``deadline`` or ``stop``; returns flow -> [t_ns, sha256_ok]."""
+    want = {flow: size for flow, _peer, size in plan["recv"]}
+    got = {}
+    while len(got) < len(want) and time.monotonic() < deadline and not stop.is_set():
+        comp = ep.poll_recv(timeout=0.05)
+        if comp is None:
+            continue
+        flow = comp.qpn - QPN_BASE
+        if flow in want and flow not in got and comp.imm == flow:
+            expected = hashlib.sha256(flow_data(plan["seed"], flow, want[flow])).hexdigest()
+            got[flow] = [time.monotonic_ns(), regions[flow].sha256() == expected]
+    return got
+
+
+def _sends(comps: dict, deadline: float) -> dict:
+    """flow -> [start_ns, end_ns, error or None], waiting for each until ``deadline``."""
+    out = {}
+    for flow, comp in comps.items():
+        try:
+            comp.wait(max(0.0, deadline - time.monotonic()))
+            out[flow] = [comp.started_ns, comp.finished_ns, None]
+        except Exception as exc:  # QpError or TimeoutError: reported per flow, never a crash
+            out[flow] = [comp.started_ns, None, str(exc) or type(exc).__name__]
+    return out
+
+
+def _stdin_lines() -> queue.Queue:
+    """Lines of stdin, stripped, in a queue that a reader thread fills; None at EOF."""
+    lines: queue.Queue = queue.Queue()
+
+    def read():
+        for line in sys.stdin:
+            lines.put(line.strip())
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def _follow(lines: queue.Queue, stop: threading.Event, closed: threading.Event) -> None:
+    """Set ``stop`` on the line ``stop`` or at EOF, and ``closed`` at EOF."""
+    while (line := lines.get()) is not None:
+        if line == "stop":
+            stop.set()
+    stop.set()
+    closed.set()
+
+
+def run(plan: dict) -> int:
+    from ...endpoint import Endpoint
+    from ...endpoint.endpoint import QpConfig
+    from ...endpoint.requestor import RetryConfig
+
+    ep = Endpoint(plan["nic"])
+    try:
+        config = QpConfig(retry=RetryConfig(timeout_exp=plan["timeout_exp"]))
+        regions, qps = {}, {}
+        for flow, peer, size in plan["recv"]:
+            regions[flow] = ep.register_mr(size, rkey=RKEY_BASE + flow)
+            ep.create_qp(peer, qpn=QPN_BASE + flow, remote_qpn=QPN_BASE + flow, config=config)
+        for flow, peer, _size in plan["send"]:
+            qps[flow] = ep.create_qp(peer, qpn=QPN_BASE + flow, remote_qpn=QPN_BASE + flow, config=config)
+        _say(ready=True)
+        lines = _stdin_lines()
+        if lines.get() != "go":
+            return 1
+        deadline = time.monotonic() + plan["timeout"]
+        comps = _post(ep, qps, plan)
+        stop, closed = threading.Event(), threading.Event()
+        threading.Thread(target=_follow, args=(lines, stop, closed), daemon=True).start()
+        threading.Thread(target=lambda: _say(sent=_sends(comps, deadline)), daemon=True).start()
+        _say(done=True, recvs=_receive(ep, regions, plan, deadline, stop))
+        closed.wait()  # keep answering the peers until the run is over
+    finally:
+        ep.close()
+    return 0
+
+
+def main() -> int:
+    line = sys.stdin.readline()
+    try:
+        plan = json.loads(line)
+    except ValueError:
+        _say(error=f"the plan is not JSON: {line[:80]!r}")
+        return 2
+    return run(plan)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
