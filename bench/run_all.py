@@ -25,6 +25,8 @@ from bench_result import parse  # noqa: E402
 
 SKIP = {"run_all.py", "bench_result.py"}
 TIMEOUT_S = 180
+LONG_TIMEOUT_S = {"fabric_scale.py": 900}
+"""Scripts that need more than ``--timeout``: fabric_scale brings up a 64-host fabric."""
 
 
 def scripts(only: list[str]) -> list[Path]:
@@ -92,7 +94,8 @@ def main() -> int:
     args = ap.parse_args()
     results = []
     for script in scripts(args.only):
-        status, rows, seconds, out = run(script, args.timeout, args.quiet)
+        timeout = max(args.timeout, LONG_TIMEOUT_S.get(script.name, 0))
+        status, rows, seconds, out = run(script, timeout, args.quiet)
         results.append((script, status, rows, seconds, out))
     summary(results)
     failed = [s.stem for s, status, *_ in results if status != "ok"]
