@@ -1,8 +1,8 @@
 """The report of ``mrc traffic``: one row per flow, the summary over flows, JSON and a plot.
 
 Times are CLOCK_MONOTONIC; a flow's completion time (FCT) runs from its post to its completion
-at the writer, in seconds. Goodput is RDMA payload bytes per FCT, in Gb/s; the aggregate is
-all bytes over the run's wall time. Percentiles are numpy's (linear interpolation).
+at the writer, in seconds. Goodput is RDMA payload bytes per FCT, in Gb/s in the JSON (Mb/s in
+the text and the plot); the aggregate is all bytes over the run's wall time. Percentiles are numpy's (linear interpolation).
 """
 
 from __future__ import annotations
@@ -104,15 +104,15 @@ class TrafficReport(JsonFile):
         def ms(v):
             return "-" if v is None else f"{v * 1e3:.1f} ms"
 
-        def gb(v):
-            return "-" if v is None else f"{v:.3g} Gb/s"
+        def mb(v):
+            return "-" if v is None else f"{v * 1e3:.3g} Mb/s"
 
         out = [f"pattern      {self.pattern} on fabric {self.fabric}, seed {self.seed}",
                f"flows        {s.flows} ({s.ok} ok, {s.failed} failed), {s.bytes_verified} B verified "
                f"in {s.wall_s:.2f} s",
-               f"aggregate    {gb(s.aggregate_gbps)}",
+               f"aggregate    {mb(s.aggregate_gbps)}",
                f"FCT          median {ms(s.fct_median_s)}, p99 {ms(s.fct_p99_s)}",
-               f"goodput/QP   median {gb(s.goodput_median_gbps)}, p99 (slowest 1 %) {gb(s.goodput_p99_gbps)}"]
+               f"goodput/QP   median {mb(s.goodput_median_gbps)}, p99 (slowest 1 %) {mb(s.goodput_p99_gbps)}"]
         slow = sorted((f for f in self.flows if f.ok), key=lambda f: f.fct_s, reverse=True)[:worst]
         if slow:
             out.append("slowest      " + ", ".join(f"{f.src}->{f.dst} {ms(f.fct_s)}" for f in slow))
@@ -135,8 +135,8 @@ class TrafficReport(JsonFile):
         cdf.set(xlabel="flow completion time (ms)", ylabel="fraction of flows",
                 title=f"{self.pattern}: {len(done)} of {len(self.flows)} flows")
         cdf.grid(alpha=0.3)
-        bars.bar([f.id for f in done], [f.goodput_gbps for f in done], width=0.8)
-        bars.set(xlabel="flow (QP)", ylabel="goodput (Gb/s)", title="goodput per QP")
+        bars.bar([f.id for f in done], [f.goodput_gbps * 1e3 for f in done], width=0.8)
+        bars.set(xlabel="flow (QP)", ylabel="goodput (Mb/s)", title="goodput per QP")
         bars.grid(alpha=0.3, axis="y")
         fig.tight_layout()
         Path(path).parent.mkdir(parents=True, exist_ok=True)
