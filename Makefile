@@ -21,7 +21,7 @@ APT_PKGS   := clang llvm libbpf-dev bpftool iproute2 ethtool tcpdump tshark pyth
 APT_CHECK  := clang llvm-strip bpftool ip ethtool tcpdump tshark nsenter gcc
 P4RT_VENV  := .venv-p4rt
 
-.PHONY: all setup deps venv bpf bpffs test demo p4 bench clean p4rt-shell
+.PHONY: all setup deps venv bpf bpffs test test-under-load demo p4 bench clean p4rt-shell
 
 all: setup
 setup: deps venv bpf bpffs p4rt-shell
@@ -66,6 +66,15 @@ bpffs:
 
 test: setup
 	$(VENV)/bin/pytest
+
+# The end-to-end tests (E2E: a subset) while two CPU hogs keep both cores busy, as on CI and
+# users' machines; the hogs stop with the tests, on failure and Ctrl-C too.
+E2E ?= tests/e2e
+test-under-load: setup
+	@command -v stress-ng >/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends stress-ng >/dev/null; }
+	@stress-ng --cpu 2 --timeout 2h --quiet & hogs=$$!; trap 'kill $$hogs 2>/dev/null' EXIT INT TERM; \
+	 $(VENV)/bin/pytest $(E2E)
 
 # The main job (docs/demo.md): an MRC write across the default fabric survives a link failure;
 # prints the report, writes mrc-demo.json and mrc-demo.png here, exits 0 when every check holds.
