@@ -18,6 +18,12 @@ Rules:
   lifted by the next rule. Host links are never denied on ambiguous evidence: a host reports
   its own port going down (PORT_DOWN), and an ambiguous set naming host links is most often a
   busy host's spurious timeouts (all paths of one host pair failing alike);
+- end hosts are not links: when every plane of one host pair (as one host reports it) fails
+  within the evidence window, the trouble is at an end host (a host too busy to send its SACKs
+  or to run its timers in time, or one that stopped), not in the fabric: one failed link
+  touches one plane only. That pair's evidence is set aside (an ``end_host`` mark on the
+  timeline says so) and does not localise; a host whose port really went down says so itself
+  (PORT_DOWN). A one-plane fabric keeps all evidence;
 - connectivity guard: a deny never leaves a host pair, connected before it, without a usable
   path (``reach.py``, over planes x T1). The links that would are *withheld*: kept allowed,
   listed in :attr:`FailureReactor.withheld` and put on the timeline. Ports a host reports
@@ -39,6 +45,7 @@ from dataclasses import dataclass, field
 
 from ..topology import Topology, TopologyError, path_for_ev
 from ..topology.paths import EV_PATH_MASK
+from ..wire.ev import ev_unpack
 from .localise import Localisation, localise
 from .reach import is_host_link, safe_subset
 from .timeline import Timeline
@@ -99,6 +106,7 @@ class FailureReactor:
     _paths: dict[tuple, frozenset[str] | None] = field(default_factory=dict)
     _reported: dict[str, str] = field(default_factory=dict)     # link reported down -> its source
     _reported_up: dict[str, str] = field(default_factory=dict)  # denied link reported up -> source
+    _end_hosts_noted: set[frozenset[str]] = field(default_factory=set)
 
     # --- evidence in --------------------------------------------------------------------
     def links_of(self, host: str, peer: str, ev: int) -> frozenset[str] | None:
@@ -207,8 +215,30 @@ class FailureReactor:
         return self._episode
 
     def unexplained_failing(self) -> list[frozenset[str]]:
-        """Link sets of failing paths that no denied link explains."""
-        return [e.links for e in self._bad.values() if not (e.links & self.denied.keys())]
+        """Link sets of failing paths that no denied link explains and no end host does."""
+        end_hosts = self.end_host_pairs()
+        return [e.links for k, e in self._bad.items()
+                if not (e.links & self.denied.keys()) and _pair(k) not in end_hosts]
+
+    def end_host_pairs(self) -> set[frozenset[str]]:
+        """Host pairs (a reporting host's name and its peer's NIC address) whose every plane
+        has failing evidence: an end host's trouble, not a link's (module docstring)."""
+        if self.topology.planes < 2:
+            return set()
+        planes: dict[frozenset[str], set[int]] = {}
+        for key, e in self._bad.items():
+            if not (e.links & self.denied.keys()):
+                planes.setdefault(_pair(key), set()).add(ev_unpack(key[2])[0])
+        return {pair for pair, seen in planes.items() if len(seen) >= self.topology.planes}
+
+    def _note_end_hosts(self, now_ns: int) -> None:
+        """Put each newly set-aside host pair on the timeline, once while its evidence lasts."""
+        current = self.end_host_pairs()
+        for pair in sorted(current - self._end_hosts_noted, key=sorted):
+            a, b = sorted(pair)
+            self.timeline.add("end_host", now_ns, (), f"every plane between {a} and {b} failing alike: "
+                              "an end host's trouble (slow or stopped), not a link's; not localised")
+        self._end_hosts_noted = current
 
     def decide(self, now_ns: int) -> list[Action]:
         """The actions due at ``now_ns``: lifts first, then a deny when an episode settled."""
@@ -221,6 +251,7 @@ class FailureReactor:
         self._bad = {k: e for k, e in self._bad.items() if now_ns - e.time_ns <= self.evidence_ttl_ns}
         failing = self.unexplained_failing()
         ports_down = [link for link in self._ports_down if link not in self.denied]
+        self._note_end_hosts(now_ns)
         if not failing and not ports_down:
             self._episode = None
             self.withheld.clear()  # a new episode judges its evidence afresh
@@ -309,3 +340,10 @@ class FailureReactor:
     def links_down(self) -> list[str]:
         """Links believed down: denied, being denied, or reported down by a host."""
         return sorted(set(self.denied) | self._pending | set(self._ports_down) | set(self._reported))
+
+
+def _pair(key: tuple) -> frozenset[str]:
+    """The host pair of an evidence key ``(host name, peer NIC address, EV path bits)``. A host
+    is named by its name on one end and its NIC address on the other, so the two directions of
+    one pair are two pairs here; each is judged on its own evidence."""
+    return frozenset(key[:2])

@@ -179,22 +179,41 @@ def all_paths_fail(r, src, dst, t):
             r.event(src, bad(dst, ev(plane, t1), t), t)
 
 
-def test_spurious_timeouts_on_every_path_of_a_pair_deny_no_host_link():
+def test_spurious_timeouts_on_every_plane_of_a_pair_are_an_end_hosts_and_deny_nothing():
     r, t0 = reactor(), 1_000 * MS
     all_paths_fail(r, "h0-0", "h1-0", t0)
-    assert r.decide(t0 + SETTLE) == [] and r.last.ambiguous
-    assert r.decide(t0 + 3 * SETTLE) == []  # the four candidate sets are host links only
-    assert sorted(r.withheld) == ["p0/t0-0/down-0", "p0/t0-1/down-0", "p1/t0-0/down-0", "p1/t0-1/down-0"]
-    assert r.denied == {} and r.links_down() == []
-    assert [m.kind for m in r.timeline.marks] == ["first_assumed_bad", "withheld"]
-    assert r.decide(t0 + 4 * SETTLE) == []
-    assert [m.kind for m in r.timeline.marks].count("withheld") == 1  # said once, not every tick
+    assert r.end_host_pairs() == {frozenset({"h0-0", NIC["h1-0"]})}
+    assert r.decide(t0 + SETTLE) == [] and r.decide(t0 + 3 * SETTLE) == []
+    assert r.denied == {} and r.links_down() == [] and r.withheld == {}
+    marks = [(m.kind, m.detail) for m in r.timeline.marks]
+    assert [k for k, _ in marks] == ["first_assumed_bad", "end_host"]  # said once, not every tick
+    assert f"every plane between {NIC['h1-0']} and h0-0 failing alike" in marks[1][1]
+
+
+def test_one_plane_of_a_pair_failing_is_still_a_links():
+    r, t0 = reactor(), 1_000 * MS
+    for t1 in (0, 1):
+        r.event("h0-0", bad("h1-0", ev(0, t1), t0), t0)
+    assert r.end_host_pairs() == set()
+    r.decide(t0 + SETTLE)
+    assert r.last.failing_paths == 2
+
+
+def test_an_end_hosts_pair_does_not_hide_another_pairs_link_evidence():
+    r, t0 = reactor(), 1_000 * MS
+    all_paths_fail(r, "h2-0", "h1-0", t0)  # a slow pair
+    fail_and_gather(r, t0)  # the real failure, seen by h0-0
+    (action,) = r.decide(t0 + SETTLE)
+    assert action.kind == "deny" and action.links == (DOWN,)
+    assert [m.kind for m in r.timeline.marks][:2] == ["first_assumed_bad", "end_host"]
 
 
 def test_a_unique_answer_that_would_cut_a_host_off_denies_only_what_keeps_a_path():
     r, t0 = reactor(), 1_000 * MS
-    all_paths_fail(r, "h0-0", "h1-0", t0)
-    all_paths_fail(r, "h0-0", "h2-0", t0)
+    # Two pairs, one plane each: no pair fails on every plane, so this is link evidence.
+    for t1 in (0, 1):
+        r.event("h0-0", bad("h1-0", ev(0, t1), t0), t0)
+        r.event("h0-0", bad("h2-0", ev(1, t1), t0), t0)
     for plane in (0, 1):  # every other link of those paths is proven good
         for t1 in (0, 1):
             r.good("h1-0", NIC["h2-0"], ev(plane, t1), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
@@ -214,9 +233,9 @@ def test_an_ambiguous_set_that_would_split_the_fabric_is_cut_down_to_a_safe_one(
     topo = generate_clos(planes=2, spines=1, leaves=3, hosts_per_leaf=2)
     nic = {h.name: str(h.nic_address) for h in topo.hosts}
     r, t0 = FailureReactor(topo, settle_ns=SETTLE), 1_000 * MS
-    for plane in (0, 1):
-        r.event("h0-0", pb.EvEvent(peer=nic["h1-0"], ev=ev(plane, 0), new_state=ASSUMED_BAD,
-                                   reason="RTO_TIMEOUT", wall_time_ns=t0), t0)
+    for plane, (src, dst) in ((0, ("h0-0", "h1-0")), (1, ("h0-1", "h1-1"))):  # one plane per pair
+        r.event(src, pb.EvEvent(peer=nic[dst], ev=ev(plane, 0), new_state=ASSUMED_BAD,
+                                reason="RTO_TIMEOUT", wall_time_ns=t0), t0)
         for a, b in (("h0-0", "h0-1"), ("h1-0", "h1-1")):  # same-leaf traffic clears the host links
             r.good(a, nic[b], ev(plane, 0), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
     (action,) = r.decide(t0 + 3 * SETTLE)
