@@ -9,7 +9,7 @@ entries in its view and hands the plain values to the backend. P4Runtime spec 1.
 (bytestrings) and 9.1.1 (match formats: canonical, don't-care fields omitted).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import grpc
 from finsy.proto import p4r
@@ -28,7 +28,9 @@ class Entry:
     """One table entry (or, with ``key == ()`` and ``default``, a table's default action).
 
     A direct table's entry has ``action`` and ``params``; an indirect table's has ``action``
-    None and ``ref`` = (MEMBER or GROUP, id).
+    None and ``ref`` = (MEMBER or GROUP, id). ``metadata`` (opaque bytes) and
+    ``controller_metadata`` (a uint64) are the controller's, kept and read back untouched
+    (spec 9.1).
     """
 
     table: TableInfo
@@ -37,6 +39,8 @@ class Entry:
     params: dict
     default: bool = False
     ref: tuple[str, int] | None = None
+    metadata: bytes = b""
+    controller_metadata: int = 0
 
 
 def table_of(pipeline: Pipeline, table_id: int) -> TableInfo:
@@ -50,9 +54,17 @@ def table_of(pipeline: Pipeline, table_id: int) -> TableInfo:
 def parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> Entry:
     """Check ``msg`` against the P4Info and return it as an ``Entry``.
 
-    ``need_action`` is true for INSERT and MODIFY. Raises ``P4RuntimeError``
-    (INVALID_ARGUMENT for a malformed entry, PERMISSION_DENIED for a const default action).
+    ``need_action`` is true for INSERT and MODIFY (which also set the entry's ``metadata`` and
+    ``controller_metadata``). Raises ``P4RuntimeError`` (INVALID_ARGUMENT for a malformed
+    entry, PERMISSION_DENIED for a const default action).
     """
+    entry = _parse(pipeline, msg, need_action)
+    if need_action and not entry.default:
+        entry = replace(entry, metadata=bytes(msg.metadata), controller_metadata=msg.controller_metadata)
+    return entry
+
+
+def _parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> Entry:
     table = table_of(pipeline, msg.table_id)
     where = f"table {table.name!r}"
     needs_priority = any(f.match in ("ternary", "range", "optional") for f in table.fields.values())
@@ -190,6 +202,40 @@ def parse_params(where: str, action: ActionInfo, params) -> dict:
     return values
 
 
+def selects(query: p4r.TableEntry, entry: Entry) -> bool:
+    """Whether the Read filters of ``query`` select ``entry`` (spec 1.4 section 11.1): a
+    non-zero ``priority`` or ``controller_metadata``, a non-empty ``metadata``, and a set
+    ``action`` (action id, and the parameters that are given; or the member or group id of an
+    indirect entry) must equal the entry's. The table and match are selected by the caller.
+    This program's tables have no ternary, range or optional fields, so every entry has
+    priority 0."""
+    if query.priority:  # every entry here has priority 0
+        return False
+    if query.controller_metadata and query.controller_metadata != entry.controller_metadata:
+        return False
+    if query.metadata and bytes(query.metadata) != entry.metadata:
+        return False
+    return not query.HasField("action") or _same_action(query.action, entry)
+
+
+def _same_action(wanted: p4r.TableAction, entry: Entry) -> bool:
+    kind = wanted.WhichOneof("type")
+    if kind == "action_profile_member_id":
+        return entry.ref == (MEMBER, wanted.action_profile_member_id)
+    if kind == "action_profile_group_id":
+        return entry.ref == (GROUP, wanted.action_profile_group_id)
+    if kind != "action" or entry.action is None:
+        return False
+    action = entry.table.actions.get(wanted.action.action_id)
+    if action is None or action.name != entry.action:
+        return False
+    for p in wanted.action.params:
+        name, _bits = action.params.get(p.param_id, (None, 0))
+        if name is None or int.from_bytes(p.value, "big") != entry.params.get(name):
+            return False
+    return True
+
+
 def to_proto(entry: Entry) -> p4r.TableEntry:
     """The canonical ``p4.v1.TableEntry`` of ``entry`` (as a Read returns it)."""
     table = entry.table
@@ -204,6 +250,7 @@ def to_proto(entry: Entry) -> p4r.TableEntry:
             msg.action.action_profile_group_id = ref_id
     elif entry.action is not None:
         msg.action.action.CopyFrom(action_proto(table.action_by_name(entry.action), entry.params))
+    msg.metadata, msg.controller_metadata = entry.metadata, entry.controller_metadata
     return msg
 
 
