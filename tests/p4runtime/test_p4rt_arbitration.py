@@ -174,3 +174,15 @@ def test_controller_rearbitrates_above_election_id_past(server, clients):
     assert holder.answer.status.code == OK
     with pytest.raises(MrcError, match="not primary"):
         asyncio.run(connect(10))
+
+
+def test_primary_downgrading_itself_leaves_no_primary_and_everyone_hears(server, clients):
+    primary, backup = clients(6), clients(2)
+    assert backup.answer.status.code == EXISTS
+    answer = primary.arbitrate(4)  # below its own old id, which stays election_id_past
+    assert (answer.status.code, answer.election_id.low) == (NOT_FOUND, 6)
+    update = backup.next_arbitration()
+    assert (update.status.code, update.election_id.low) == (NOT_FOUND, 6)
+    assert _denied(primary, load_p4info(), 1)
+    assert primary.arbitrate(6).status.code == OK  # back to election_id_past: primary again
+    assert backup.next_arbitration().status.code == EXISTS

@@ -71,16 +71,44 @@ def filled(client):
     return client, p4info, p4rt.ids(p4info, "usid_fib")[0]
 
 
-def test_read_filters_on_action_and_its_params(filled):
+def test_read_filters_on_action_id(filled):
     client, p4info, table_id = filled
     query = p4r.TableEntry(table_id=table_id)
     query.action.action.action_id = p4rt.ids(p4info, "usid_fib", "set_egress")[1]
     assert _keys(_read(client, query)) == [3, 4]
-    query.action.action.params.add(param_id=1, value=b"\x00\x05")  # non-canonical, same value
-    assert _keys(_read(client, query)) == [4]
-    query = p4r.TableEntry(table_id=table_id)
     query.action.action.action_id = p4rt.ids(p4info, "usid_fib", "drop")[1]
     assert _keys(_read(client, query)) == [1, 2]
+
+
+def _read_errors(client, *queries):
+    with pytest.raises(grpc.RpcError) as info:
+        client.read(*(p4r.Entity(table_entry=q) for q in queries))
+    assert info.value.code() == grpc.StatusCode.UNKNOWN
+    return [c for c, _ in p4rt.batch_errors(info.value)]
+
+
+def test_read_filters_the_spec_does_not_define_are_refused_per_request(filled):
+    """Spec 9.1.6: only a direct action id filters by action (not its parameters, nor a member
+    or group id), and table id 0 takes no other filter. Spec 13.3: the valid requests of the
+    batch are answered, each invalid one gets its own p4.v1.Error."""
+    client, p4info, table_id = filled
+    by_param = p4r.TableEntry(table_id=table_id)
+    by_param.action.action.action_id = p4rt.ids(p4info, "usid_fib", "set_egress")[1]
+    by_param.action.action.params.add(param_id=1, value=b"\x05")
+    by_member = p4r.TableEntry(table_id=p4rt.ids(p4info, "ipv6_fib")[0])
+    by_member.action.action_profile_member_id = 1
+    every_table = p4r.TableEntry(controller_metadata=7)
+    codes = _read_errors(client, p4r.TableEntry(table_id=table_id), by_param, by_member, every_table)
+    assert codes == [0, grpc.StatusCode.UNIMPLEMENTED.value[0], grpc.StatusCode.UNIMPLEMENTED.value[0],
+                     grpc.StatusCode.INVALID_ARGUMENT.value[0]]
+    assert _read_errors(client, p4r.TableEntry(table_id=table_id), p4r.TableEntry(table_id=0x02FFFFFF)) == [0, 3]
+
+
+def test_read_of_an_empty_entity_is_invalid(filled):
+    client, _p4info, _table_id = filled
+    with pytest.raises(grpc.RpcError) as info:
+        client.read(p4r.Entity())
+    assert [c for c, _ in p4rt.batch_errors(info.value)] == [grpc.StatusCode.INVALID_ARGUMENT.value[0]]
 
 
 def test_read_filters_on_metadata_controller_metadata_and_priority(filled):

@@ -8,8 +8,8 @@ arbitrates again with an id >= ``election_id_past``: a backup is never promoted 
 
 Every notification carries ``election_id_past`` as its election id, with status OK for the
 primary, ALREADY_EXISTS for a backup while a primary exists, NOT_FOUND when none does. When a
-stream becomes (or re-affirms itself as) primary, or the primary leaves, every stream of the
-role hears; a stream that stays a backup is answered alone.
+stream becomes (or re-affirms itself as) primary, or the primary leaves or downgrades itself (a lower id, or none), every stream of the
+role hears, the backups first; a stream that stays a backup is answered alone.
 
 Refusals (they end the stream): NOT_FOUND for a first update naming another device;
 FAILED_PRECONDITION when a live stream changes its device or role; INVALID_ARGUMENT when
@@ -74,10 +74,13 @@ class Arbiter:
         election_id = uint128(update.election_id) if update.HasField("election_id") else None
         with self._lock:
             self._check(stream, update.device_id, role, election_id)
+            was_primary = self._primary(role) is stream
             stream.role, stream.election_id, stream.arbitrated = role, election_id, True
             past = self._past.get(role)
             if election_id is not None and (past is None or election_id >= past):
                 self._past[role] = election_id
+                self._notify(self._members(role), role)
+            elif was_primary:  # the primary downgraded itself: the role has none now
                 self._notify(self._members(role), role)
             else:
                 self._notify([stream], role)
@@ -123,9 +126,10 @@ class Arbiter:
         return next((s for s in self._members(role) if s.election_id == past), None)
 
     def _notify(self, streams: list, role: str) -> None:
+        """Send the advisory update to ``streams``; the backups hear before the primary (5.3)."""
         primary = self._primary(role)
         past = self._past.get(role)
-        for s in streams:
+        for s in sorted(streams, key=lambda s: s is primary):
             msg = p4r.StreamMessageResponse()
             arb = msg.arbitration
             arb.device_id = self.device_id

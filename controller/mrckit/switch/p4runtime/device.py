@@ -228,34 +228,52 @@ class Device:
         raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"writing {which or 'an empty entity'} is not supported")
 
     # -- read -------------------------------------------------------------------------------
-    def read(self, req: p4r.ReadRequest) -> list:
-        """The entities a ReadRequest selects: table entries (wildcard, by table, by key,
-        default entries), counter entries (all counters, one counter, one index), and action
-        profile members and groups (all, or by id)."""
+    def read(self, req: p4r.ReadRequest) -> tuple[list, list]:
+        """The entities a ReadRequest selects, and one ``P4RuntimeError`` or None per request
+        of the batch (spec 1.4 section 13.3: the valid requests are answered, the invalid ones
+        reported in order). Table entries (wildcard, by table, by key, default entries, with
+        the filters of section 9.1.6), counter entries (all counters, one counter, one index),
+        action profile members and groups (all, or by id).
+
+        Raises ``P4RuntimeError`` for the whole request: NOT_FOUND (device id),
+        FAILED_PRECONDITION (no pipeline).
+        """
         self._check_device(req.device_id)
         with self._lock:
             view = self._pending.view if self._pending is not None else self._need_view()
-            found = []
+            found, errors = [], []
             for entity in req.entities:
-                which = entity.WhichOneof("entity")
-                if which == "table_entry":
-                    found += [p4r.Entity(table_entry=e) for e in self._read_tables(view, entity.table_entry)]
-                elif which == "counter_entry":
-                    found += [p4r.Entity(counter_entry=c) for c in self._read_counters(view, entity.counter_entry)]
-                elif which == "action_profile_member":
-                    found += [p4r.Entity(action_profile_member=m) for m in _read_members(view, entity.action_profile_member)]
-                elif which == "action_profile_group":
-                    found += [p4r.Entity(action_profile_group=g) for g in _read_groups(view, entity.action_profile_group)]
-                elif which == "packet_replication_engine_entry":
-                    pass  # the program has no multicast groups or clone sessions: none to read
-                else:
-                    raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {which or 'an empty entity'} is not supported")
-            return found
+                try:
+                    found += list(self._read_one(view, entity))
+                    errors.append(None)
+                except P4RuntimeError as exc:
+                    errors.append(exc)
+                except Exception as exc:  # a bug must not take the server down: INTERNAL, logged
+                    log.exception("reading %s failed", entity.WhichOneof("entity"))
+                    errors.append(P4RuntimeError(grpc.StatusCode.INTERNAL, f"read failed: {exc}"))
+            return found, errors
+
+    def _read_one(self, view: TableView, entity: p4r.Entity):
+        which = entity.WhichOneof("entity")
+        if which == "table_entry":
+            return [p4r.Entity(table_entry=e) for e in self._read_tables(view, entity.table_entry)]
+        if which == "counter_entry":
+            return [p4r.Entity(counter_entry=c) for c in self._read_counters(view, entity.counter_entry)]
+        if which == "action_profile_member":
+            return [p4r.Entity(action_profile_member=m) for m in _read_members(view, entity.action_profile_member)]
+        if which == "action_profile_group":
+            return [p4r.Entity(action_profile_group=g) for g in _read_groups(view, entity.action_profile_group)]
+        if which == "packet_replication_engine_entry":
+            return []  # the program has no multicast groups or clone sessions: none to read
+        if which is None:
+            raise invalid("an Entity with no entity set (a wildcard over every kind is not allowed, spec 13.2)")
+        raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {which} is not supported")
 
     @staticmethod
     def _read_tables(view: TableView, query: p4r.TableEntry):
         """Entries of the table (every table for id 0) that the query's key (if any) and
         filters (``entries.selects``) select; the default entry alone for is_default_action."""
+        entries.check_filters(query)
         tables = [entries.table_of(view.pipeline, query.table_id)] if query.table_id else list(view.pipeline.tables.values())
         for table in tables:
             if query.is_default_action:

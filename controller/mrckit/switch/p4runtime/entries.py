@@ -202,38 +202,39 @@ def parse_params(where: str, action: ActionInfo, params) -> dict:
     return values
 
 
+def check_filters(query: p4r.TableEntry) -> None:
+    """Refuse Read filters the spec does not allow (1.4 section 9.1.6 "Wildcard Reads"): any
+    filter with table id 0 (INVALID_ARGUMENT), and an action filter other than a direct action
+    id, i.e. on parameters or on a member or group id (UNIMPLEMENTED: this release of the spec
+    supports only the action id)."""
+    has_filter = query.match or query.HasField("action") or query.priority or query.controller_metadata \
+        or query.metadata or query.is_default_action
+    if not query.table_id and has_filter:
+        raise invalid("a table entry read with table id 0 (every table) takes no other filter")
+    if query.HasField("action"):
+        kind = query.action.WhichOneof("type")
+        if kind != "action" or query.action.action.params:
+            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED,
+                                 "a Read filters table entries by direct action id only, not by "
+                                 + ("action parameters" if kind == "action" else "action profile member, group or action set"))
+
+
 def selects(query: p4r.TableEntry, entry: Entry) -> bool:
-    """Whether the Read filters of ``query`` select ``entry`` (spec 1.4 section 11.1): a
-    non-zero ``priority`` or ``controller_metadata``, a non-empty ``metadata``, and a set
-    ``action`` (action id, and the parameters that are given; or the member or group id of an
-    indirect entry) must equal the entry's. The table and match are selected by the caller.
-    This program's tables have no ternary, range or optional fields, so every entry has
-    priority 0."""
-    if query.priority:  # every entry here has priority 0
+    """Whether the Read filters of ``query`` (checked by ``check_filters``) select ``entry``
+    (spec 1.4 section 9.1.6): a set action id, a non-zero ``priority`` or
+    ``controller_metadata``, and a non-empty ``metadata`` must equal the entry's. The table and
+    match are selected by the caller. This program's tables have no ternary, range or optional
+    fields, so every entry has priority 0."""
+    if query.priority:
         return False
     if query.controller_metadata and query.controller_metadata != entry.controller_metadata:
         return False
     if query.metadata and bytes(query.metadata) != entry.metadata:
         return False
-    return not query.HasField("action") or _same_action(query.action, entry)
-
-
-def _same_action(wanted: p4r.TableAction, entry: Entry) -> bool:
-    kind = wanted.WhichOneof("type")
-    if kind == "action_profile_member_id":
-        return entry.ref == (MEMBER, wanted.action_profile_member_id)
-    if kind == "action_profile_group_id":
-        return entry.ref == (GROUP, wanted.action_profile_group_id)
-    if kind != "action" or entry.action is None:
-        return False
-    action = entry.table.actions.get(wanted.action.action_id)
-    if action is None or action.name != entry.action:
-        return False
-    for p in wanted.action.params:
-        name, _bits = action.params.get(p.param_id, (None, 0))
-        if name is None or int.from_bytes(p.value, "big") != entry.params.get(name):
-            return False
-    return True
+    if not query.HasField("action"):
+        return True
+    action = entry.table.actions.get(query.action.action.action_id)
+    return action is not None and entry.action == action.name
 
 
 def to_proto(entry: Entry) -> p4r.TableEntry:
