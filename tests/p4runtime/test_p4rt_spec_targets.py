@@ -187,3 +187,17 @@ def test_finsy_reads_back_metadata_and_filters_by_action(target):
     assert sorted(e.metadata for e in everything) == [b"", b"finsy"]
     # bmv2 (PI) ignores the action filter
     assert sorted(e.metadata for e in dropped) == ([b"finsy"] if target[0] == "ebpf" else [b"", b"finsy"])
+
+
+def test_p4runtime_shell_metadata_and_filters(target, tmp_path):
+    from test_p4rt_shell import SHELL_PYTHON, shell
+    if not SHELL_PYTHON.exists():
+        pytest.skip("p4runtime-shell virtualenv .venv-p4rt missing: run `make p4rt-shell`")
+    shell(target[1], "setup", tmp_path)
+    out = shell(target[1], "metadata", tmp_path)
+    tagged, plain = ["fcbbbb00a001", b"shell".hex()], ["fcbbbb00a002", ""]
+    assert out["all"] == [tagged, plain]
+    if target[0] == "bmv2":  # bmv2 (PI) ignores the metadata and action filters
+        assert out["by_metadata"] == out["by_action"] == [tagged, plain]
+    else:
+        assert (out["by_metadata"], out["by_action"]) == ([tagged], [plain])
