@@ -5,6 +5,8 @@ STEP "setup" pushes the pipeline; "write" inserts in every table and modifies th
 entries; "modify", "delete" and "read" act on what "write" made. "ecmp" inserts ecmp_selector
 members 2 and 3, group 7 of both, and ipv6_fib entries naming the group and a member;
 "ecmp-modify" and "ecmp-delete" change and remove them; "ecmp-bad" tries a weighted member.
+"metadata" inserts usid_fib entries with and without metadata and reads them back, also
+filtered by metadata and by action (spec 9.1.6).
 Each run prints one JSON object with what p4runtime-shell read back, so the test can compare
 it with the BPF maps.
 """
@@ -93,6 +95,23 @@ def ecmp_step(step, out):
                            for te in sh.TableEntry("ipv6_fib").read())
 
 
+def metadata_step(out):
+    """Entries with metadata; what reads return: all, filtered by metadata, by action."""
+    tagged = entry("usid_fib", KEY, "0xfcbbbb00a001", "drop")
+    tagged.metadata = b"shell"
+    tagged.insert()
+    entry("usid_fib", KEY, "0xfcbbbb00a002", "set_egress", port="5").insert()
+
+    def keys(te):
+        return sorted([t.msg().match[0].exact.value.hex(), t.msg().metadata.hex()] for t in te.read())
+
+    out["all"] = keys(sh.TableEntry("usid_fib"))
+    by_metadata = sh.TableEntry("usid_fib")
+    by_metadata.metadata = b"shell"
+    out["by_metadata"] = keys(by_metadata)
+    out["by_action"] = keys(sh.TableEntry("usid_fib")(action="set_egress"))
+
+
 def main():
     address, p4info, device_config, step = sys.argv[1:5]
     config = sh.FwdPipeConfig(p4info, device_config) if step == "setup" else None
@@ -124,6 +143,8 @@ def main():
                 out["error"] = None
             except Exception as exc:  # p4runtime-shell's P4RuntimeWriteException
                 out["error"] = str(exc)
+        elif step == "metadata":
+            metadata_step(out)
         elif step.startswith("ecmp"):
             ecmp_step(step, out)
         out["tables"] = {t: dump(t) for t in ("my_usid", "usid_fib", "port_config")}

@@ -1,11 +1,13 @@
 """StreamChannel arbitration (P4Runtime spec section 5) with real gRPC clients."""
 
+import asyncio
+
 import grpc
 import pytest
 from finsy.proto import p4r, p4r_grpc
 
 import p4rt
-from p4rt_harness import Client, load_p4info
+from p4rt_harness import DEVICE_ID, Client, load_p4info
 
 OK, NOT_FOUND, EXISTS = 0, 5, 6
 
@@ -56,17 +58,34 @@ def test_primary_change_notifies_everyone_and_moves_write_access(server, switch,
     assert _denied(third, p4info, 3)
     assert len(third.read(p4rt.read_table(p4info))) == 2  # backups may read
 
-    # the primary leaves: the highest remaining id (3) is primary, everyone hears
+    # the primary leaves: no backup is promoted (spec 5.4); everyone hears NOT_FOUND with the
+    # highest id ever seen (election_id_past), not the highest live one
     second.close()
-    assert (first.next_arbitration().status.code, third.next_arbitration().status.code) == (EXISTS, OK)
-    third.write(_insert(p4info, 3))
-    assert _denied(first, p4info, 4)
+    for c in (first, third):
+        update = c.next_arbitration()
+        assert (update.status.code, update.election_id.low) == (NOT_FOUND, 5)
+    assert _denied(third, p4info, 3) and _denied(first, p4info, 3)
+    # arbitrating again below election_id_past leaves the role without a primary
+    again = third.arbitrate(3)
+    assert (again.status.code, again.election_id.low) == (NOT_FOUND, 5)
+    assert _denied(third, p4info, 3)
 
-    # a client raises its own election id and takes over
+    # an id >= election_id_past takes over, and everyone hears
     assert first.arbitrate(9).status.code == OK
-    assert third.next_arbitration().status.code == EXISTS
+    update = third.next_arbitration()
+    assert (update.status.code, update.election_id.low) == (EXISTS, 9)
     first.write(_insert(p4info, 4))
-    assert sorted(e.key for e in switch.tables.read_entries("usid_fib")) == [1, 2, 3, 4]
+    assert sorted(e.key for e in switch.tables.read_entries("usid_fib")) == [1, 2, 4]
+
+
+def test_primary_may_come_back_with_election_id_past(server, clients):
+    primary, backup = clients(8), clients(2)
+    assert backup.answer.status.code == EXISTS
+    primary.close()
+    assert backup.next_arbitration().status.code == NOT_FOUND
+    returning = clients(8)  # equal to election_id_past: primary again (spec 5.3)
+    assert (returning.answer.status.code, returning.answer.election_id.low) == (OK, 8)
+    assert backup.next_arbitration().status.code == EXISTS
 
 
 def test_repeated_arbitration_is_answered_again(server, clients):
@@ -110,3 +129,60 @@ def test_arbitration_for_another_device_is_not_found(server):
     with grpc.insecure_channel(server.address) as channel, pytest.raises(grpc.RpcError) as info:
         next(p4r_grpc.P4RuntimeStub(channel).StreamChannel(iter([msg])))
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def _stream(server, *messages):
+    """Send ``messages`` on one StreamChannel; return the status code that ends it."""
+    with grpc.insecure_channel(server.address) as channel, pytest.raises(grpc.RpcError) as info:
+        for _ in p4r_grpc.P4RuntimeStub(channel).StreamChannel(iter(messages)):
+            pass
+    return info.value.code(), info.value.details()
+
+
+def _arbitration(device_id=DEVICE_ID, election_id=1, role=""):
+    msg = p4r.StreamMessageRequest()
+    msg.arbitration.device_id = device_id
+    msg.arbitration.election_id.low = election_id
+    if role:
+        msg.arbitration.role.name = role
+    return msg
+
+
+def test_live_stream_changing_role_or_device_is_failed_precondition(server):
+    code, details = _stream(server, _arbitration(), _arbitration(role="other"))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "role" in details
+    code, details = _stream(server, _arbitration(), _arbitration(device_id=DEVICE_ID + 1))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "device" in details
+
+
+def test_controller_rearbitrates_above_election_id_past(server, clients):
+    """A controller whose clock-based id is below the one a departed primary used arbitrates
+    again above election_id_past and becomes primary; it never takes over from a live one."""
+    from mrckit.control import SwitchTarget, load_pipeline, open_session
+    from mrckit.errors import MrcError
+
+    target, pipeline = SwitchTarget("sw", server.address, DEVICE_ID), load_pipeline()
+    clients(1000).close()  # a predecessor with a higher id came and went
+
+    async def connect(election_id):
+        session = await open_session(target, pipeline, election_id, timeout=30)
+        await session.close()
+        return session.election_id
+
+    assert asyncio.run(connect(10)) == 1001
+    holder = clients(2000)
+    assert holder.answer.status.code == OK
+    with pytest.raises(MrcError, match="not primary"):
+        asyncio.run(connect(10))
+
+
+def test_primary_downgrading_itself_leaves_no_primary_and_everyone_hears(server, clients):
+    primary, backup = clients(6), clients(2)
+    assert backup.answer.status.code == EXISTS
+    answer = primary.arbitrate(4)  # below its own old id, which stays election_id_past
+    assert (answer.status.code, answer.election_id.low) == (NOT_FOUND, 6)
+    update = backup.next_arbitration()
+    assert (update.status.code, update.election_id.low) == (NOT_FOUND, 6)
+    assert _denied(primary, load_p4info(), 1)
+    assert primary.arbitrate(6).status.code == OK  # back to election_id_past: primary again
+    assert backup.next_arbitration().status.code == EXISTS

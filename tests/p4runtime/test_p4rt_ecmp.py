@@ -13,7 +13,7 @@ from p4rt_harness import Client, load_p4info
 
 from mrckit.switch.p4runtime import MRC_SWITCH, Device, EbpfBackend, P4RuntimeServer
 
-OK, INVALID, NOT_FOUND, EXISTS, PERMISSION, EXHAUSTED, PRECONDITION, ABORTED, UNIMPLEMENTED = 0, 3, 5, 6, 7, 8, 9, 10, 12
+OK, INVALID, NOT_FOUND, EXISTS, PERMISSION, EXHAUSTED, PRECONDITION, ABORTED, RANGE, UNIMPLEMENTED = 0, 3, 5, 6, 7, 8, 9, 10, 11, 12
 NET = "2001:db8:100:1::/64"
 HOST = "2001:db8:100:2::3/128"
 U = p4rt.entity_update
@@ -144,7 +144,7 @@ def _cases(p4info):
         "member id 0": ("INSERT", M(0, "drop"), INVALID),
         "member without action": ("INSERT", M(5), INVALID),
         "member with a default-only action": ("INSERT", no_default_only, INVALID),
-        "member port too wide": ("INSERT", M(5, "set_egress", port=512), INVALID),
+        "member port too wide": ("INSERT", M(5, "set_egress", port=512), RANGE),
         "member of an unknown profile": ("INSERT", unknown_profile, INVALID),
         # groups
         "group duplicate insert": ("INSERT", G(10, [1]), EXISTS),
@@ -276,7 +276,8 @@ def test_reads_refuse_an_unknown_profile(client, p4info):
                   p4r.Entity(action_profile_group=p4r.ActionProfileGroup(action_profile_id=0x11FFFFFF))):
         with pytest.raises(grpc.RpcError) as info:
             client.read(query)
-        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert info.value.code() == grpc.StatusCode.UNKNOWN  # spec 13.3: per-request errors
+        assert [c for c, _ in p4rt.batch_errors(info.value)] == [grpc.StatusCode.INVALID_ARGUMENT.value[0]]
 
 
 def test_verify_and_commit_clears_routes_groups_and_members(client, switch, p4info):

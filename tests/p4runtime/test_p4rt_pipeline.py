@@ -74,14 +74,69 @@ def test_reconcile_and_commit_keeps_entries_and_takes_new_cookie(client, switch)
     assert len(client.read(p4rt.read_table(p4info, "usid_fib"))) == 1
 
 
+def _commit(client, with_config=False):
+    req = client._stamp(p4r.SetForwardingPipelineConfigRequest(action=Set.COMMIT))
+    if with_config:
+        req.config.p4info.CopyFrom(load_p4info())
+    return client.stub.SetForwardingPipelineConfig(req)
+
+
+def _fib(client, p4info):
+    return sorted(e.table_entry.match[0].exact.value for e in client.read(p4rt.read_table(p4info, "usid_fib")))
+
+
 def test_verify_and_save_then_commit(client):
     p4info = load_p4info()
     client.set_pipeline(p4info, action=Set.VERIFY_AND_SAVE, cookie=9)
     assert _code(client.get_pipeline)[0] == grpc.StatusCode.FAILED_PRECONDITION
-    req = p4r.SetForwardingPipelineConfigRequest(device_id=1, action=Set.COMMIT)
-    req.election_id.low = 1
-    client.stub.SetForwardingPipelineConfig(req)
+    _commit(client)
     assert client.get_pipeline(Get.COOKIE_ONLY).config.cookie.cookie == 9
+
+
+def test_writes_after_verify_and_save_are_replayed_at_commit_and_forwarding_waits(client, switch):
+    """proto Action: VERIFY_AND_SAVE leaves the forwarding state alone; COMMIT realizes the
+    saved config by replaying the writes made since it was saved."""
+    p4info = load_p4info()
+    client.set_pipeline(p4info, cookie=1)
+    client.write(p4rt.update("INSERT", p4rt.entry(p4info, "usid_fib", 1, "drop")))
+    client.set_pipeline(p4info, action=Set.VERIFY_AND_SAVE, cookie=2)
+    client.write(p4rt.update("INSERT", p4rt.entry(p4info, "usid_fib", 2, "drop")),
+                 p4rt.update("INSERT", p4rt.entry(p4info, "usid_fib", 3, "drop")))
+    client.write(p4rt.update("DELETE", p4rt.entry(p4info, "usid_fib", 3)))
+    # the saved config's state answers reads; the maps and the committed config are untouched
+    assert _fib(client, p4info) == [b"\x02"]
+    assert [e.key for e in switch.tables.read_entries("usid_fib")] == [1]
+    assert client.get_pipeline(Get.COOKIE_ONLY).config.cookie.cookie == 1
+    # a refused write is checked against the saved state and not replayed
+    code, _ = _code(lambda: client.write(p4rt.update("INSERT", p4rt.entry(p4info, "usid_fib", 2, "drop"))))
+    assert code == grpc.StatusCode.UNKNOWN
+    _commit(client)
+    assert [e.key for e in switch.tables.read_entries("usid_fib")] == [2]
+    assert _fib(client, p4info) == [b"\x02"]
+    assert client.get_pipeline(Get.COOKIE_ONLY).config.cookie.cookie == 2
+    assert _code(lambda: _commit(client))[0] == grpc.StatusCode.FAILED_PRECONDITION  # nothing saved now
+
+
+def test_commit_with_a_config_is_invalid_and_keeps_the_saved_one(client):
+    p4info = load_p4info()
+    client.set_pipeline(p4info, action=Set.VERIFY_AND_SAVE, cookie=5)
+    code, details = _code(lambda: _commit(client, with_config=True))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "COMMIT carries no config" in details
+    _commit(client)
+    assert client.get_pipeline(Get.COOKIE_ONLY).config.cookie.cookie == 5
+
+
+def test_verify_and_commit_drops_a_saved_config(client):
+    p4info = load_p4info()
+    client.set_pipeline(p4info, action=Set.VERIFY_AND_SAVE, cookie=5)
+    client.set_pipeline(p4info, action=Set.VERIFY_AND_COMMIT, cookie=6)
+    assert _code(lambda: _commit(client))[0] == grpc.StatusCode.FAILED_PRECONDITION
+    assert client.get_pipeline(Get.COOKIE_ONLY).config.cookie.cookie == 6
+
+
+def test_unknown_action_is_invalid(client):
+    code, details = _code(lambda: client.set_pipeline(load_p4info(), action=77))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "action 77" in details
 
 
 def _mutations():

@@ -135,3 +135,12 @@ def test_p4runtime_shell_programs_members_groups_and_lpm_routes(need_shell, serv
     assert out["members"] == [] and out["groups"] == [] and out["routes"] == []
     assert switch.snapshot()["routes"] == {} and switch.tables.read_members() == {}
     assert switch.run(ecmp_frame(5, "2001:db8:100:1::2"))[0] == XDP_DROP
+
+
+def test_p4runtime_shell_reads_metadata_back_and_filters(need_shell, server, tmp_path):
+    shell(server.address, "setup", tmp_path)
+    out = shell(server.address, "metadata", tmp_path)
+    tagged, plain = ["fcbbbb00a001", b"shell".hex()], ["fcbbbb00a002", ""]
+    assert out["all"] == [tagged, plain]
+    assert out["by_metadata"] == [tagged]
+    assert out["by_action"] == [plain]

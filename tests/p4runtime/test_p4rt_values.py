@@ -1,4 +1,4 @@
-"""P4Runtime values without a server: bytestrings (spec 8.4), match kinds the tables may declare
+"""P4Runtime values without a server: bytestrings (spec 8.3), match kinds the tables may declare
 (exact, LPM, ternary, optional: spec 9.1.1), and the P4Info check against the program."""
 
 import grpc
@@ -25,7 +25,7 @@ def test_decode_accepts_canonical_and_padded(data, bits, value):
 def test_decode_refuses_empty_or_too_wide(data, bits):
     with pytest.raises(P4RuntimeError) as info:
         bytestrings.decode(data, bits, "table t field f")
-    assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT and "table t field f" in info.value.message
+    assert info.value.code == grpc.StatusCode.OUT_OF_RANGE and "table t field f" in info.value.message
 
 
 @pytest.mark.parametrize("value,data", [(0, b"\x00"), (1, b"\x01"), (511, b"\x01\xff"), (1 << 40, b"\x01" + bytes(5))])
@@ -76,13 +76,29 @@ def test_match_kinds_parse_with_omitted_wildcards():
     (dict(a=(b"\x0a", 33)), "prefix length 33"),
     (dict(b=(b"\x12\x01", b"\xff\x00")), "outside its mask"),
     (dict(b=(b"\x00", b"\x00")), "all-zero mask"),
-    (dict(c=b"\x01\x00"), "does not fit in 8 bits"),
-    (dict(d=b""), "empty"),
 ])
 def test_match_kinds_refuse_non_canonical(bad, words):
     with pytest.raises(P4RuntimeError) as info:
         _key(**bad)
     assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT and words in info.value.message
+
+
+@pytest.mark.parametrize("bad,words", [
+    (dict(c=b"\x01\x00"), "does not fit in 8 bits"),
+    (dict(d=b""), "empty"),
+    (dict(a=(b"\x01\x00\x00\x00\x00", 8)), "does not fit in 32 bits"),
+])
+def test_bytestrings_out_of_range_are_refused_with_out_of_range(bad, words):
+    """Spec 8.3: an empty string, or a value wider than the field, is OUT_OF_RANGE."""
+    with pytest.raises(P4RuntimeError) as info:
+        _key(**bad)
+    assert info.value.code == grpc.StatusCode.OUT_OF_RANGE and words in info.value.message
+
+
+def test_bytestrings_of_any_length_are_accepted_if_the_value_fits():
+    """Spec 8.3: a receiver puts no limit on the string's length, only on the value."""
+    assert _key(c=b"\x00\x00\x00\x00\x07", d=b"\x00" * 20 + b"\x01") == ((0, 0), (0, 0), 7, 1)
+    assert _key(c=b"\x00", d=b"\x00\x00") == ((0, 0), (0, 0), 0, 0)
 
 
 def test_missing_exact_field_and_wrong_kind_are_refused():

@@ -8,7 +8,7 @@ from finsy.proto import p4r
 import p4rt
 from p4rt_harness import load_p4info
 
-OK, INVALID, NOT_FOUND, EXISTS, ABORTED = 0, 3, 5, 6, 10
+OK, INVALID, NOT_FOUND, EXISTS, ABORTED, RANGE = 0, 3, 5, 6, 10, 11
 KEY = 0xFCBBBB001001
 MY = 0xFCBBBB000101
 PORT = dict(src_mac=0x020000000001, dst_mac=0x020000000002, faces_host=1, trim_threshold=8, ecn_threshold=4)
@@ -100,11 +100,11 @@ def _negative_cases(p4info):
     foreign_action = E(p4info, "usid_fib", KEY, "drop")
     foreign_action.action.action.action_id = p4rt.ids(p4info, "my_usid", "usid_un")[1]
     return {
-        "key too wide": ("INSERT", E(p4info, "usid_fib", 1 << 48, "drop"), INVALID),
-        "param too wide": ("INSERT", E(p4info, "usid_fib", KEY, "set_egress", port=512), INVALID),
-        "port key too wide": ("INSERT", E(p4info, "port_config", 512, "set_port", **PORT), INVALID),
-        "1-bit param too wide": ("INSERT", E(p4info, "port_config", 1, "set_port", **{**PORT, "faces_host": 2}), INVALID),
-        "empty bytestring": ("INSERT", E(p4info, "usid_fib", b"", "drop"), INVALID),
+        "key too wide": ("INSERT", E(p4info, "usid_fib", 1 << 48, "drop"), RANGE),
+        "param too wide": ("INSERT", E(p4info, "usid_fib", KEY, "set_egress", port=512), RANGE),
+        "port key too wide": ("INSERT", E(p4info, "port_config", 512, "set_port", **PORT), RANGE),
+        "1-bit param too wide": ("INSERT", E(p4info, "port_config", 1, "set_port", **{**PORT, "faces_host": 2}), RANGE),
+        "empty bytestring": ("INSERT", E(p4info, "usid_fib", b"", "drop"), RANGE),
         "unknown table id": ("INSERT", unknown_table, INVALID),
         "unknown action id": ("INSERT", unknown_action, INVALID),
         "action of another table": ("INSERT", foreign_action, INVALID),
@@ -145,7 +145,7 @@ def test_continue_on_error_applies_the_good_updates_only(client, switch, p4info)
                         p4rt.update("INSERT", E(p4info, "usid_fib", 0xC, "set_egress", port=600)),  # width
                         p4rt.update("DELETE", E(p4info, "usid_fib", 0xD)),  # absent
                         p4rt.update("MODIFY", E(p4info, "usid_fib", 0xA, "set_egress", port=3)))
-    assert codes == [OK, EXISTS, INVALID, NOT_FOUND, OK]
+    assert codes == [OK, EXISTS, RANGE, NOT_FOUND, OK]
     messages = [m for _, m in p4rt.batch_errors(exc)]
     assert "does not fit in 9 bits" in messages[2] and "port" in messages[2]
     assert {e.key: e.params for e in switch.tables.read_entries("usid_fib")} == {0xA: {"port": 3}, 0xB: {"port": 1}}
@@ -183,9 +183,10 @@ def test_read_by_key_and_wildcards(client, p4info):
     (one,) = client.read(p4rt.read_table(p4info, "usid_fib", 4))
     assert one.table_entry.action.action.params[0].value == b"\x04"
     assert client.read(p4rt.read_table(p4info, "usid_fib", 99)) == []
-    with pytest.raises(grpc.RpcError) as info:
+    with pytest.raises(grpc.RpcError) as info:  # spec 13.3: the batch error, per request
         client.read(p4rt.read_table(p4info, "usid_fib", 1 << 48))
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.code() == grpc.StatusCode.UNKNOWN
+    assert [c for c, _ in p4rt.batch_errors(info.value)] == [RANGE]
 
 
 def test_counter_reads_wildcard_by_counter_and_index(client, switch, p4info):
@@ -198,4 +199,5 @@ def test_counter_reads_wildcard_by_counter_and_index(client, switch, p4info):
     assert one.counter_entry.index.index == 17
     with pytest.raises(grpc.RpcError) as info:
         client.read(p4rt.counter(p4info, "drop_reason", 6))
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.code() == grpc.StatusCode.UNKNOWN
+    assert [c for c, _ in p4rt.batch_errors(info.value)] == [INVALID]

@@ -12,7 +12,8 @@ from mrckit.cli import main
 
 BULLETS = {"XDP BPF_PROG_TEST_RUN", "XDP/tc attach on veth", "clang -target bpf", "libbpf",
            "bpftool", "seg6local End next-csid", "p4c-bm2-ss", "simple_switch_grpc",
-           "Python packages", "bpffs", "BPF objects"}
+           "Python packages", "bpffs", "BPF objects", "load mrc_host", "load mrc_switch", "load mrc_fault",
+           "XDP live frames", "kernel >= 5.18", "p4runtime-shell", "bmv2 --priority-queues"}
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +39,11 @@ def test_kernel_checks_really_ran_here(checks):
     # Design section 9: this kernel and bookworm's iproute2 accept next-csid.
     assert by_name["seg6local End next-csid"].ok, by_name["seg6local End next-csid"].detail
     assert by_name["Python packages"].ok, by_name["Python packages"].detail
+    assert by_name["XDP live frames"].ok, by_name["XDP live frames"].detail
+    for name in ("mrc_host", "mrc_switch", "mrc_fault"):
+        assert by_name[f"load {name}"].ok, by_name[f"load {name}"].detail
+    assert "mrc_host_ingress" in by_name["load mrc_host"].detail
+    assert "mrc_fault_xdp_frags" in by_name["load mrc_fault"].detail  # each variant alone, as faults.py loads it
 
 
 def test_doctor_leaves_no_namespace(checks):
@@ -116,3 +122,62 @@ def test_cli_table_names_what_is_missing(monkeypatch, tmp_path, checks):
     assert result.exit_code == 1
     assert "BPF objects" in result.output and "make bpf" in result.output
     assert "not ready" in result.output
+
+
+@pytest.mark.parametrize("release,ok,lacks", [
+    ("6.1.0-18-amd64", True, ""), ("5.18.0", True, ""),
+    ("5.17.3", False, "LIVE_FRAMES"), ("5.15.0-91-generic", False, "bpf_loop"),
+])
+def test_kernel_minimum_is_that_of_the_newest_feature(release, ok, lacks):
+    check = doctor.check_kernel(release)
+    assert check.name == "kernel >= 5.18" and check.ok is ok and check.required
+    assert lacks in check.detail
+    if not ok:
+        assert "5.18" in check.fix
+
+
+def test_an_object_the_verifier_refuses_is_named_with_the_reason(checks):
+    check = doctor.check_load("test_reject")  # a program built to fail the verifier
+    assert check.status == "missing"
+    assert "test_reject.bpf.o: program " in check.detail
+    reason = check.detail.split(": program ", 1)[1]
+    assert ": " in reason and "libbpf" not in reason and "processed" not in reason
+
+
+def _fake_tool(tmp_path, monkeypatch, script: str):
+    tool = tmp_path / "simple_switch_grpc"
+    tool.write_text("#!/bin/sh\n" + script + "\n")
+    tool.chmod(0o755)
+    monkeypatch.setattr(bmv2, "P4TOOLS_BIN", str(tmp_path))
+    monkeypatch.setenv("PATH", "/nonexistent")
+
+
+def test_bmv2_without_priority_queues_warns(tmp_path, monkeypatch):
+    _fake_tool(tmp_path, monkeypatch, "echo 'Usage: simple_switch_grpc [options]'; echo '  --drop-port arg'")
+    check = doctor.check_priority_queues()
+    assert check.status == "warn" and "no --priority-queues" in check.detail and "Priority out of range" in check.detail
+
+
+def test_installed_bmv2_takes_priority_queues(checks):
+    if not bmv2.find_tool("simple_switch_grpc"):
+        pytest.skip("bmv2 not installed")
+    by_name = {c.name: c for c in checks}
+    assert by_name["bmv2 --priority-queues"].ok, by_name["bmv2 --priority-queues"].detail
+
+
+def test_p4runtime_shell_missing_or_broken_warns_with_the_fix(tmp_path):
+    absent = doctor.check_p4runtime_shell(str(tmp_path / "nope" / "python"))
+    assert absent.status == "warn" and "make p4rt-shell" in absent.fix
+    without = doctor.check_p4runtime_shell(os.path.realpath(os.sys.executable))  # this venv has no p4runtime_sh
+    assert without.status == "warn" and "p4runtime_sh" in without.detail
+
+
+def test_p4runtime_shell_is_found_where_mrc_shell_looks(checks, monkeypatch):
+    from mrckit.cli import shell
+    monkeypatch.delenv(doctor.P4RT_SHELL_ENV, raising=False)
+    path = doctor.p4rt_shell_python()
+    if not os.access(path, os.X_OK):
+        pytest.skip("make p4rt-shell was not run")
+    assert shell.shell_python() == path
+    by_name = {c.name: c for c in checks}
+    assert by_name["p4runtime-shell"].ok and path in by_name["p4runtime-shell"].detail

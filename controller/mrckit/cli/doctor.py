@@ -11,9 +11,11 @@ import click
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def doctor(as_json: bool) -> None:
-    """Check every prerequisite for real (BPF load/test-run/attach, clang, libbpf, bpftool,
-    seg6local next-csid, p4c/bmv2, Python packages). Exits 1 if the default eBPF demo
-    cannot run; p4c/bmv2 and other optional tools only warn."""
+    """Check every prerequisite for real (loading mrc_host, mrc_switch and mrc_fault, BPF
+    test-run, live frames and attach, kernel >= 5.18, clang, libbpf, bpftool, seg6local
+    next-csid, p4c/bmv2 and its --priority-queues, p4runtime-shell, Python packages). Exits 1
+    if the default eBPF demo cannot run; p4c/bmv2, p4runtime-shell and other optional tools
+    only warn."""
     from ..doctor import demo_ready, run_checks
     from rich.console import Console
 

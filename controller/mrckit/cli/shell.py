@@ -7,13 +7,13 @@ makes ``.venv-p4rt``) and runs as its own process (design section 9).
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import click
 
+from ..doctor import P4RT_SHELL_ENV as SHELL_ENV
+from ..doctor import p4rt_shell_python
 from ..errors import MrcError, PrerequisiteError
 
-SHELL_ENV = "MRC_P4RT_PYTHON"
 REACH_TIMEOUT_S = 5.0
 """How long ``mrc shell`` waits for the server's gRPC channel before it gives up."""
 
@@ -21,7 +21,7 @@ REACH_TIMEOUT_S = 5.0
 def shell_python() -> str:
     """The Python of p4runtime-shell's virtualenv: $MRC_P4RT_PYTHON when set, else ``.venv-p4rt``
     of the source checkout. Raises PrerequisiteError with the command that makes it."""
-    path = os.environ.get(SHELL_ENV) or str(Path(__file__).resolve().parents[3] / ".venv-p4rt/bin/python")
+    path = p4rt_shell_python()
     if os.access(path, os.X_OK):
         return path
     raise PrerequisiteError(

@@ -181,6 +181,7 @@ class Controller:
         """
         st = self.switches[name]
         session = await open_session(st.target, self.pipeline, self.election_id, self.connect_timeout_s)
+        self.election_id = max(self.election_id, session.election_id)  # raised above election_id_past
         try:
             await self._reconcile(st, session)
         finally:
@@ -270,6 +271,7 @@ class Controller:
             session = None
             try:
                 session = await open_session(st.target, self.pipeline, self.election_id, self.connect_timeout_s)
+                self.election_id = max(self.election_id, session.election_id)  # raised above election_id_past
                 st.connected, st.error = True, ""
                 await self._reconcile(st, session)
                 st.session = session

@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 WRITE_BATCH = 500
 """Updates per WriteRequest."""
 CONNECT_TIMEOUT_S = 10.0
-_OK, _ALREADY_EXISTS = 0, 6  # google.rpc.Code values in an arbitration answer
+_OK, _NOT_FOUND, _ALREADY_EXISTS = 0, 5, 6  # google.rpc.Code values in an arbitration answer
 
 
 def default_election_id() -> int:
@@ -302,7 +302,7 @@ async def open_session(target: SwitchTarget, pipeline: Pipeline, election_id: in
     session = SwitchSession(target, pipeline, election_id, client)
     await client.open(schema=pipeline.schema, complete_request=session._complete)
     try:
-        answer = await asyncio.wait_for(_arbitrate(session), timeout)
+        answer = await asyncio.wait_for(_become_primary(session), timeout)
     except (asyncio.TimeoutError, fy.P4ClientError, RuntimeError) as exc:
         await client.close()
         why = "no answer" if isinstance(exc, asyncio.TimeoutError) else str(exc)
@@ -318,6 +318,21 @@ async def open_session(target: SwitchTarget, pipeline: Pipeline, election_id: in
                        f"{answer.status.message or answer.status.code}")
     session._reader = asyncio.create_task(session._read_stream(), name=f"p4rt-stream-{target.name}")
     return session
+
+
+async def _become_primary(session: SwitchSession):
+    """Arbitrate; if the role has no primary but has seen a higher id than ours (a predecessor
+    whose clock ran ahead), arbitrate once more just above that ``election_id_past`` (P4Runtime
+    spec 5.3: only an id >= election_id_past becomes primary). Returns the last answer; never
+    takes over from a live primary (ALREADY_EXISTS is returned as is)."""
+    answer = await _arbitrate(session)
+    past = (answer.election_id.high << 64) | answer.election_id.low
+    if answer.status.code == _NOT_FOUND and past >= session.election_id:
+        log.info("switch %s: no primary, election_id_past %d >= ours; arbitrating with %d",
+                 session.target.name, past, past + 1)
+        session.election_id = past + 1
+        answer = await _arbitrate(session)
+    return answer
 
 
 async def _arbitrate(session: SwitchSession):

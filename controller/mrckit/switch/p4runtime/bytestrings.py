@@ -1,25 +1,28 @@
 """P4Runtime bytestrings: unsigned big-endian integers with a declared bit width.
 
-P4Runtime 1.3+ (spec section 8.4 "Bytestrings") defines the canonical form as the shortest
-string that holds the value (zero is one ``\\x00`` byte). A server must also accept longer,
-zero-padded strings from older clients as long as the value fits the width, and must answer
-reads in the canonical form. An empty string, or a value wider than its field, is refused.
+P4Runtime 1.4 (spec section 8.3 "Bytestrings") defines the canonical form as the shortest
+string that holds the value (zero is one ``\\x00`` byte). A receiver puts no limit on the
+length of a string: longer, zero-padded strings are accepted as long as the value fits the
+width, and reads are answered in the canonical form. An empty string, or a value wider than
+its field, is refused with OUT_OF_RANGE, as the spec says.
 """
 
-from .errors import invalid
+import grpc
+
+from .errors import P4RuntimeError
 
 
 def decode(data: bytes, bitwidth: int, where: str) -> int:
     """Integer value of the bytestring ``data`` of a ``bitwidth``-bit field.
 
     ``where`` names the field for the error message. Raises ``P4RuntimeError``
-    (INVALID_ARGUMENT) for an empty string or a value that needs more than ``bitwidth`` bits.
+    (OUT_OF_RANGE) for an empty string or a value that needs more than ``bitwidth`` bits.
     """
     if not data:
-        raise invalid(f"{where}: empty bytestring")
+        raise P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE, f"{where}: empty bytestring")
     value = int.from_bytes(data, "big")
     if value.bit_length() > bitwidth:
-        raise invalid(f"{where}: value 0x{data.hex()} does not fit in {bitwidth} bits")
+        raise P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE, f"{where}: value 0x{data.hex()} does not fit in {bitwidth} bits")
     return value
 
 

@@ -7,6 +7,7 @@ change of the pipeline and the tables. P4Runtime spec 1.4 sections 5, 7, 9, 11, 
 
 import logging
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
@@ -17,6 +18,7 @@ from .arbitration import Arbiter, uint128
 from .backend import Backend
 from .contract import Contract
 from .errors import P4RuntimeError, invalid
+from .memory_backend import MemoryBackend
 from .p4info import Pipeline
 from .view import TableView
 
@@ -37,9 +39,10 @@ class Device:
         self.arbiter = Arbiter(device_id)
         self._lock = threading.RLock()
         self._config: p4r.ForwardingPipelineConfig | None = None
-        self._saved: tuple | None = None  # VERIFY_AND_SAVE awaiting COMMIT
+        self._pending: Pending | None = None  # VERIFY_AND_SAVE awaiting COMMIT
         self.view: TableView | None = None
         self._sizes: dict[int, int] = {}  # the group max_sizes last stored
+        self._metadata: dict = {}  # the entry metadata last stored
         self._restore()
 
     def _restore(self) -> None:
@@ -56,45 +59,69 @@ class Device:
             return
         self._config, self.view = config, TableView(self.backend, pipeline)
         self.view.load(store.load_group_sizes(self.state_dir, self.backend.identity()))
+        self.view.set_metadata(store.load_metadata(self.state_dir, self.backend.identity()))
         self._sizes = self.view.profiles.max_sizes()
+        self._metadata = self.view.metadata()
 
     # -- pipeline ---------------------------------------------------------------------------
     def set_pipeline(self, req: p4r.SetForwardingPipelineConfigRequest) -> None:
-        """SetForwardingPipelineConfig: VERIFY, VERIFY_AND_SAVE, VERIFY_AND_COMMIT, COMMIT,
-        RECONCILE_AND_COMMIT. The P4Info must match the contract; the device config and cookie
-        are stored untouched. COMMIT clears the tables, RECONCILE keeps them."""
+        """SetForwardingPipelineConfig, every action as spec 1.4 section 7 and the proto say.
+
+        VERIFY checks the config and changes nothing. VERIFY_AND_SAVE checks and saves it
+        without touching the forwarding state; until COMMIT, Writes and Reads address the
+        saved config (its tables start empty) and the successful writes are logged. COMMIT
+        (which must carry no config) realizes the saved config: the tables are cleared and the
+        logged writes replayed. VERIFY_AND_COMMIT realizes the given config with cleared
+        tables; RECONCILE_AND_COMMIT keeps the entries. A COMMIT of either kind drops a saved,
+        uncommitted config. The P4Info must match the contract; device config and cookie are
+        stored untouched.
+
+        Raises ``P4RuntimeError``: PERMISSION_DENIED (not the primary), INVALID_ARGUMENT
+        (unspecified action, no P4Info, a config with COMMIT, a P4Info the program does not
+        match), FAILED_PRECONDITION (COMMIT with nothing saved), INTERNAL (the target refused a
+        replayed write; the config is committed with the others).
+        """
         self._check_device(req.device_id)
         self.arbiter.check_primary(req.role, _election(req))
         with self._lock:
             if req.action == Action.COMMIT:
+                if req.HasField("config"):
+                    raise invalid("COMMIT carries no config: it realizes the one saved by VERIFY_AND_SAVE")
                 return self._commit_saved()
-            if req.action == Action.UNSPECIFIED:
-                raise invalid("SetForwardingPipelineConfig action is unspecified")
+            if req.action not in (Action.VERIFY, Action.VERIFY_AND_SAVE, Action.VERIFY_AND_COMMIT,
+                                  Action.RECONCILE_AND_COMMIT):
+                raise invalid(f"SetForwardingPipelineConfig action {req.action} is unspecified or unknown")
             if not req.HasField("config") or not req.config.HasField("p4info"):
                 raise invalid("SetForwardingPipelineConfig carries no P4Info")
             pipeline = Pipeline.build(req.config.p4info, self.contract)
             if req.action == Action.VERIFY:
                 return None
             if req.action == Action.VERIFY_AND_SAVE:
-                self._saved = (req.config, pipeline)
+                self._pending = Pending.start(req.config, pipeline)
                 return None
-            if req.action == Action.VERIFY_AND_COMMIT:
-                return self._commit(req.config, pipeline, reconcile=False)
-            if req.action == Action.RECONCILE_AND_COMMIT:
-                return self._commit(req.config, pipeline, reconcile=True)
-            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"pipeline action {req.action} is not supported")
+            self._pending = None
+            return self._commit(req.config, pipeline, reconcile=req.action == Action.RECONCILE_AND_COMMIT)
 
     def _commit_saved(self) -> None:
-        if self._saved is None:
+        pending = self._pending
+        if pending is None:
             raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "COMMIT without a saved config (VERIFY_AND_SAVE first)")
-        config, pipeline = self._saved
-        self._saved = None
-        self._commit(config, pipeline, reconcile=False)
+        self._pending = None
+        self._commit(pending.config, pending.pipeline, reconcile=False)
+        refused = [(i, exc) for i, exc in enumerate(self._write(self.view, pending.log, rollback=False)) if exc]
+        self._store_group_sizes()
+        self._store_metadata()
+        if refused:
+            i, exc = refused[0]
+            raise P4RuntimeError(grpc.StatusCode.INTERNAL, f"COMMIT: the target refused {len(refused)} of the "
+                                 f"{len(pending.log)} writes made since VERIFY_AND_SAVE; the first (#{i}): {exc}")
 
     def _commit(self, config, pipeline: Pipeline, reconcile: bool) -> None:
         view = TableView(self.backend, pipeline)
         view.load(self._known_sizes())  # the maps are the truth, also after a RECONCILE
-        if not reconcile:
+        if reconcile:
+            view.adopt_metadata(self.view)
+        else:
             view.clear()
         stored = p4r.ForwardingPipelineConfig()
         stored.CopyFrom(config)
@@ -102,6 +129,7 @@ class Device:
             store.save(self.state_dir, self.backend.identity(), stored)
         self._config, self.view = stored, view
         self._store_group_sizes()
+        self._store_metadata()
 
     def _known_sizes(self) -> dict[int, int]:
         if self.view is not None:
@@ -113,6 +141,12 @@ class Device:
         if sizes != self._sizes and self.state_dir is not None:
             store.save_group_sizes(self.state_dir, self.backend.identity(), sizes)
         self._sizes = sizes
+
+    def _store_metadata(self) -> None:
+        metadata = self.view.metadata()
+        if metadata != self._metadata and self.state_dir is not None:
+            store.save_metadata(self.state_dir, self.backend.identity(), metadata)
+        self._metadata = metadata
 
     def get_pipeline(self, req: p4r.GetForwardingPipelineConfigRequest) -> p4r.GetForwardingPipelineConfigResponse:
         """GetForwardingPipelineConfig with the requested response type."""
@@ -145,11 +179,17 @@ class Device:
             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, "DATAPLANE_ATOMIC writes are not supported")
         rollback = req.atomicity == p4r.WriteRequest.ROLLBACK_ON_ERROR
         with self._lock:
+            pending = self._pending
+            if pending is not None:
+                results = self._write(pending.view, req.updates, rollback)
+                pending.log += [_copy(u) for u, r in zip(req.updates, results) if r is None]
+                return results
             view = self._need_view()
             try:
                 return self._write(view, req.updates, rollback)
             finally:
                 self._store_group_sizes()
+                self._store_metadata()
 
     def _write(self, view: TableView, updates, rollback: bool) -> list:
         results, undo = [], []
@@ -188,42 +228,62 @@ class Device:
         raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"writing {which or 'an empty entity'} is not supported")
 
     # -- read -------------------------------------------------------------------------------
-    def read(self, req: p4r.ReadRequest) -> list:
-        """The entities a ReadRequest selects: table entries (wildcard, by table, by key,
-        default entries), counter entries (all counters, one counter, one index), and action
-        profile members and groups (all, or by id)."""
+    def read(self, req: p4r.ReadRequest) -> tuple[list, list]:
+        """The entities a ReadRequest selects, and one ``P4RuntimeError`` or None per request
+        of the batch (spec 1.4 section 13.3: the valid requests are answered, the invalid ones
+        reported in order). Table entries (wildcard, by table, by key, default entries, with
+        the filters of section 9.1.6), counter entries (all counters, one counter, one index),
+        action profile members and groups (all, or by id).
+
+        Raises ``P4RuntimeError`` for the whole request: NOT_FOUND (device id),
+        FAILED_PRECONDITION (no pipeline).
+        """
         self._check_device(req.device_id)
         with self._lock:
-            view = self._need_view()
-            found = []
+            view = self._pending.view if self._pending is not None else self._need_view()
+            found, errors = [], []
             for entity in req.entities:
-                which = entity.WhichOneof("entity")
-                if which == "table_entry":
-                    found += [p4r.Entity(table_entry=e) for e in self._read_tables(view, entity.table_entry)]
-                elif which == "counter_entry":
-                    found += [p4r.Entity(counter_entry=c) for c in self._read_counters(view, entity.counter_entry)]
-                elif which == "action_profile_member":
-                    found += [p4r.Entity(action_profile_member=m) for m in _read_members(view, entity.action_profile_member)]
-                elif which == "action_profile_group":
-                    found += [p4r.Entity(action_profile_group=g) for g in _read_groups(view, entity.action_profile_group)]
-                elif which == "packet_replication_engine_entry":
-                    pass  # the program has no multicast groups or clone sessions: none to read
-                else:
-                    raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {which or 'an empty entity'} is not supported")
-            return found
+                try:
+                    found += list(self._read_one(view, entity))
+                    errors.append(None)
+                except P4RuntimeError as exc:
+                    errors.append(exc)
+                except Exception as exc:  # a bug must not take the server down: INTERNAL, logged
+                    log.exception("reading %s failed", entity.WhichOneof("entity"))
+                    errors.append(P4RuntimeError(grpc.StatusCode.INTERNAL, f"read failed: {exc}"))
+            return found, errors
+
+    def _read_one(self, view: TableView, entity: p4r.Entity):
+        which = entity.WhichOneof("entity")
+        if which == "table_entry":
+            return [p4r.Entity(table_entry=e) for e in self._read_tables(view, entity.table_entry)]
+        if which == "counter_entry":
+            return [p4r.Entity(counter_entry=c) for c in self._read_counters(view, entity.counter_entry)]
+        if which == "action_profile_member":
+            return [p4r.Entity(action_profile_member=m) for m in _read_members(view, entity.action_profile_member)]
+        if which == "action_profile_group":
+            return [p4r.Entity(action_profile_group=g) for g in _read_groups(view, entity.action_profile_group)]
+        if which == "packet_replication_engine_entry":
+            return []  # the program has no multicast groups or clone sessions: none to read
+        if which is None:
+            raise invalid("an Entity with no entity set (a wildcard over every kind is not allowed, spec 13.2)")
+        raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {which} is not supported")
 
     @staticmethod
     def _read_tables(view: TableView, query: p4r.TableEntry):
+        """Entries of the table (every table for id 0) that the query's key (if any) and
+        filters (``entries.selects``) select; the default entry alone for is_default_action."""
+        entries.check_filters(query)
         tables = [entries.table_of(view.pipeline, query.table_id)] if query.table_id else list(view.pipeline.tables.values())
         for table in tables:
             if query.is_default_action:
-                yield entries.to_proto(view.defaults[table.name])
+                found = [view.defaults[table.name]]
             elif query.match:
-                entry = view.entries[table.name].get(entries.parse_key(table, query.match))
-                if entry is not None:
-                    yield entries.to_proto(entry)
+                found = [view.entries[table.name].get(entries.parse_key(table, query.match))]
             else:
-                for entry in view.entries[table.name].values():
+                found = list(view.entries[table.name].values())
+            for entry in found:
+                if entry is not None and (query.is_default_action or entries.selects(query, entry)):
                     yield entries.to_proto(entry)
 
     def _read_counters(self, view: TableView, query: p4r.CounterEntry):
@@ -287,6 +347,32 @@ def _select(items: dict, wanted: int) -> list[int]:
     if wanted == 0:
         return sorted(items)
     return [wanted] if wanted in items else []
+
+
+@dataclass
+class Pending:
+    """A config saved by VERIFY_AND_SAVE: its pipeline, the tables its writes build (in
+    memory), and those writes, in order, for COMMIT to replay."""
+
+    config: p4r.ForwardingPipelineConfig
+    pipeline: Pipeline
+    view: TableView
+    log: list = field(default_factory=list)
+
+    @classmethod
+    def start(cls, config: p4r.ForwardingPipelineConfig, pipeline: Pipeline) -> "Pending":
+        """A saved config with empty tables and initial default actions."""
+        saved = p4r.ForwardingPipelineConfig()
+        saved.CopyFrom(config)
+        view = TableView(MemoryBackend(), pipeline)
+        view.clear()
+        return cls(saved, pipeline, view)
+
+
+def _copy(update: p4r.Update) -> p4r.Update:
+    kept = p4r.Update()
+    kept.CopyFrom(update)
+    return kept
 
 
 def _election(req) -> int | None:

@@ -9,7 +9,7 @@ entries in its view and hands the plain values to the backend. P4Runtime spec 1.
 (bytestrings) and 9.1.1 (match formats: canonical, don't-care fields omitted).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import grpc
 from finsy.proto import p4r
@@ -28,7 +28,9 @@ class Entry:
     """One table entry (or, with ``key == ()`` and ``default``, a table's default action).
 
     A direct table's entry has ``action`` and ``params``; an indirect table's has ``action``
-    None and ``ref`` = (MEMBER or GROUP, id).
+    None and ``ref`` = (MEMBER or GROUP, id). ``metadata`` (opaque bytes) and
+    ``controller_metadata`` (a uint64) are the controller's, kept and read back untouched
+    (spec 9.1).
     """
 
     table: TableInfo
@@ -37,6 +39,8 @@ class Entry:
     params: dict
     default: bool = False
     ref: tuple[str, int] | None = None
+    metadata: bytes = b""
+    controller_metadata: int = 0
 
 
 def table_of(pipeline: Pipeline, table_id: int) -> TableInfo:
@@ -50,9 +54,17 @@ def table_of(pipeline: Pipeline, table_id: int) -> TableInfo:
 def parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> Entry:
     """Check ``msg`` against the P4Info and return it as an ``Entry``.
 
-    ``need_action`` is true for INSERT and MODIFY. Raises ``P4RuntimeError``
-    (INVALID_ARGUMENT for a malformed entry, PERMISSION_DENIED for a const default action).
+    ``need_action`` is true for INSERT and MODIFY (which also set the entry's ``metadata`` and
+    ``controller_metadata``). Raises ``P4RuntimeError`` (INVALID_ARGUMENT for a malformed
+    entry, PERMISSION_DENIED for a const default action).
     """
+    entry = _parse(pipeline, msg, need_action)
+    if need_action and not entry.default:
+        entry = replace(entry, metadata=bytes(msg.metadata), controller_metadata=msg.controller_metadata)
+    return entry
+
+
+def _parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> Entry:
     table = table_of(pipeline, msg.table_id)
     where = f"table {table.name!r}"
     needs_priority = any(f.match in ("ternary", "range", "optional") for f in table.fields.values())
@@ -190,6 +202,41 @@ def parse_params(where: str, action: ActionInfo, params) -> dict:
     return values
 
 
+def check_filters(query: p4r.TableEntry) -> None:
+    """Refuse Read filters the spec does not allow (1.4 section 9.1.6 "Wildcard Reads"): any
+    filter with table id 0 (INVALID_ARGUMENT), and an action filter other than a direct action
+    id, i.e. on parameters or on a member or group id (UNIMPLEMENTED: this release of the spec
+    supports only the action id)."""
+    has_filter = query.match or query.HasField("action") or query.priority or query.controller_metadata \
+        or query.metadata or query.is_default_action
+    if not query.table_id and has_filter:
+        raise invalid("a table entry read with table id 0 (every table) takes no other filter")
+    if query.HasField("action"):
+        kind = query.action.WhichOneof("type")
+        if kind != "action" or query.action.action.params:
+            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED,
+                                 "a Read filters table entries by direct action id only, not by "
+                                 + ("action parameters" if kind == "action" else "action profile member, group or action set"))
+
+
+def selects(query: p4r.TableEntry, entry: Entry) -> bool:
+    """Whether the Read filters of ``query`` (checked by ``check_filters``) select ``entry``
+    (spec 1.4 section 9.1.6): a set action id, a non-zero ``priority`` or
+    ``controller_metadata``, and a non-empty ``metadata`` must equal the entry's. The table and
+    match are selected by the caller. This program's tables have no ternary, range or optional
+    fields, so every entry has priority 0."""
+    if query.priority:
+        return False
+    if query.controller_metadata and query.controller_metadata != entry.controller_metadata:
+        return False
+    if query.metadata and bytes(query.metadata) != entry.metadata:
+        return False
+    if not query.HasField("action"):
+        return True
+    action = entry.table.actions.get(query.action.action.action_id)
+    return action is not None and entry.action == action.name
+
+
 def to_proto(entry: Entry) -> p4r.TableEntry:
     """The canonical ``p4.v1.TableEntry`` of ``entry`` (as a Read returns it)."""
     table = entry.table
@@ -204,6 +251,7 @@ def to_proto(entry: Entry) -> p4r.TableEntry:
             msg.action.action_profile_group_id = ref_id
     elif entry.action is not None:
         msg.action.action.CopyFrom(action_proto(table.action_by_name(entry.action), entry.params))
+    msg.metadata, msg.controller_metadata = entry.metadata, entry.controller_metadata
     return msg
 
 

@@ -3,7 +3,8 @@
 Refusals become the RPC status. A Write with failed updates ends with status UNKNOWN and, in
 the ``grpc-status-details-bin`` trailer, a ``google.rpc.Status`` whose details hold one
 ``p4.v1.Error`` per update in request order (OK for the updates that took effect), the batch
-error format of P4Runtime spec 1.4 section 11.2.
+error format of P4Runtime spec 1.4 section 12.3; a Read with invalid requests answers the
+valid ones and ends the same way (section 13.3).
 """
 
 import logging
@@ -24,11 +25,14 @@ def _abort(context, exc: P4RuntimeError):
     context.abort(exc.code, exc.message)
 
 
-def batch_status(results: list) -> rpc_status.Status:
-    """The ``google.rpc.Status`` of a Write with failed updates (one p4.v1.Error each)."""
-    failed = sum(r is not None for r in results)
+def batch_status(results: list, what: str = "updates") -> rpc_status.Status:
+    """The ``google.rpc.Status`` of a Write with failed updates, or a Read with failed
+    requests: code UNKNOWN, one p4.v1.Error per item in order, OK with no other field for the
+    items that succeeded (spec 1.4 sections 12.3 and 13.3)."""
+    failed = [(i, r) for i, r in enumerate(results) if r is not None]
+    first_index, first = failed[0]
     status = rpc_status.Status(code=grpc.StatusCode.UNKNOWN.value[0],
-                               message=f"{failed} of {len(results)} updates failed")
+                               message=f"{len(failed)} of {len(results)} {what} failed; the first (#{first_index}): {first}")
     for r in results:
         err = p4r.Error(canonical_code=0) if r is None else p4r.Error(
             canonical_code=r.code.value[0], message=r.message, space=ERROR_SPACE)
@@ -56,11 +60,15 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
 
     def Read(self, request, context):
         try:
-            found = self.device.read(request)
+            found, errors = self.device.read(request)
         except P4RuntimeError as exc:
             return _abort(context, exc)
         for start in range(0, max(len(found), 1), 1000):
             yield p4r.ReadResponse(entities=found[start:start + 1000])
+        if any(e is not None for e in errors):
+            status = batch_status(errors, "requests")
+            context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+            context.abort(grpc.StatusCode.UNKNOWN, status.message)
 
     def SetForwardingPipelineConfig(self, request, context):
         try:

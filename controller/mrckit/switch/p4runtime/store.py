@@ -8,7 +8,10 @@ untouched) preceded by one line with the identity. Design section 7.
 
 The maps do not hold an action profile group's ``max_size`` either, so the groups created with
 one are kept beside it in ``group_sizes.json`` (``{"identity": ..., "max_size": {group id:
-max_size}}``), rewritten after each Write that changes them.
+max_size}}``), rewritten after each Write that changes them; so are the table entries'
+``metadata`` and ``controller_metadata`` (P4Runtime spec 9.1: a Read returns them), in
+``entry_metadata.json`` (``{"identity": ..., "entries": [[table, key, metadata hex,
+controller_metadata], ...]}``, keys as JSON lists).
 """
 
 import json
@@ -20,6 +23,7 @@ from finsy.proto import p4r
 STATE_ROOT = "/run/mrckit/switch"
 FILE_NAME = "pipeline.bin"
 SIZES_NAME = "group_sizes.json"
+METADATA_NAME = "entry_metadata.json"
 
 
 def default_dir(switch: str) -> Path:
@@ -54,6 +58,7 @@ def remove(directory: Path) -> None:
     """Forget the stored pipeline and group sizes (the switch was torn down)."""
     (directory / FILE_NAME).unlink(missing_ok=True)
     (directory / SIZES_NAME).unlink(missing_ok=True)
+    (directory / METADATA_NAME).unlink(missing_ok=True)
 
 
 def save_group_sizes(directory: Path, identity: str, sizes: dict[int, int]) -> None:
@@ -73,3 +78,29 @@ def load_group_sizes(directory: Path, identity: str) -> dict[int, int]:
     if not isinstance(data, dict) or data.get("identity") != identity:
         return {}
     return {int(k): int(v) for k, v in data.get("max_size", {}).items()}
+
+
+def save_metadata(directory: Path, identity: str, metadata: dict[tuple[str, tuple], tuple[bytes, int]]) -> None:
+    """Write {(table, key): (metadata, controller_metadata)} for the maps named by ``identity``,
+    atomically."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = [[table, list(key), meta.hex(), cookie] for (table, key), (meta, cookie) in sorted(metadata.items(), key=repr)]
+    tmp = directory / (METADATA_NAME + ".tmp")
+    tmp.write_text(json.dumps({"identity": identity, "entries": rows}))
+    os.replace(tmp, directory / METADATA_NAME)
+
+
+def load_metadata(directory: Path, identity: str) -> dict[tuple[str, tuple], tuple[bytes, int]]:
+    """The stored entry metadata for these maps, or {} (none stored, for other maps, or unreadable)."""
+    try:
+        data = json.loads((directory / METADATA_NAME).read_text())
+        if not isinstance(data, dict) or data.get("identity") != identity:
+            return {}
+        return {(table, _tuple(key)): (bytes.fromhex(meta), int(cookie)) for table, key, meta, cookie in data["entries"]}
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _tuple(value):
+    """JSON lists back to the key's tuples (recursively)."""
+    return tuple(_tuple(v) for v in value) if isinstance(value, list) else value

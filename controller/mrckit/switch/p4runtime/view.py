@@ -11,6 +11,7 @@ an indirect table's default entry is a constant NoAction).
 """
 
 import ipaddress
+from dataclasses import replace
 
 import grpc
 from finsy.proto import p4r
@@ -53,6 +54,26 @@ class TableView:
                 rows[key] = Entry(table, key, action, params)
             action, params = self.backend.read_default(table.name)
             self.defaults[table.name] = Entry(table, (), action, params, default=True)
+
+    def metadata(self) -> dict[tuple[str, tuple], tuple[bytes, int]]:
+        """{(table name, key): (metadata, controller_metadata)} of the entries that carry any
+        (the maps do not hold them, so the server stores them beside the pipeline)."""
+        return {(name, key): (e.metadata, e.controller_metadata)
+                for name, rows in self.entries.items() for key, e in rows.items()
+                if e.metadata or e.controller_metadata}
+
+    def set_metadata(self, stored: dict[tuple[str, tuple], tuple[bytes, int]]) -> None:
+        """Give the entries that exist the metadata of ``stored`` (as ``metadata`` returns it);
+        what names no entry is ignored (the maps are the truth)."""
+        for (name, key), (meta, cookie) in stored.items():
+            entry = self.entries.get(name, {}).get(key)
+            if entry is not None:
+                self.entries[name][key] = replace(entry, metadata=meta, controller_metadata=cookie)
+
+    def adopt_metadata(self, other: "TableView | None") -> None:
+        """Take the entry metadata of ``other`` (the view of the pipeline being replaced)."""
+        if other is not None:
+            self.set_metadata(other.metadata())
 
     def clear(self) -> None:
         """Delete every entry, member and group, restore every initial default action and zero
