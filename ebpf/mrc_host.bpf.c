@@ -37,6 +37,7 @@
 /* Slot index bounded for the verifier: clang drops a plain mask after a range check, so the
  * empty asm hides the value from the optimiser first. */
 #define SLOT_IDX(x) ({ __u32 __v = (x); asm volatile("" : "+r"(__v)); __v & (HOST_MAX_EVS - 1); })
+#define GROUP_IDX(x) ({ __u32 __v = (x); asm volatile("" : "+r"(__v)); __v & (MRC_MAX_PLANES - 1); })
 #define HOST_MAX_PEERS 256
 #define HOST_MAX_DENIED 1024
 
@@ -53,6 +54,8 @@ enum ev_reason {
 	REASON_SKIP_EXPIRED = 4,
 	REASON_LOSS = 5,
 	REASON_LOSS_UNDONE = 6,
+	REASON_PATH_LOSS = 7,    /* a sibling on the same path was retired for LOSS */
+	REASON_FLOOR = 8,        /* brought back: the set fell below host_config.min_active */
 };
 
 /* Counter indexes of host_stats; mirrored by mrckit.host.maps.Stat. Every XDP_DROP and
@@ -94,6 +97,10 @@ enum host_stat {
 	STAT_RTX_AFTER_ACK,     /* rtx whose original a SACK had already acked: spurious, no penalty */
 	STAT_TX_PLAIN,          /* EV-hash mode: sent with the EV written in, no outer header */
 	STAT_RX_PLAIN,          /* EV-hash mode: MRC packets for the NIC address, passed up as is */
+	STAT_PATH_RETIRED,      /* siblings retired with a LOSS EV (path-aware retirement) */
+	STAT_FLOOR_RESTORED,    /* retired EVs made GOOD again to keep min_active GOOD */
+	STAT_TX_PINNED,         /* pinned-EV mode: packets sent on their QP's fixed EV */
+	STAT_TX_DROP_PINNED_DOWN, /* pinned-EV mode: the QP's EV is on a down port or denied path */
 	STAT_MAX,
 };
 
@@ -108,6 +115,8 @@ struct host_config {
 	__u16 configured;    /* 0 until the agent has written every map */
 	__u32 n_denied;      /* entries in denied_links; 0 skips the lookups */
 	__u32 mode;          /* HOST_MODE_SRV6 or HOST_MODE_ECMP */
+	__u32 flags;         /* MRC_HOST_FLAG_*: path-aware retirement, pinned-EV mode */
+	__u32 min_active;    /* ev_min_active: GOOD/SKIP EVs a peer set keeps; 0 = no floor */
 };
 
 /* host_config.mode; mirrored by mrckit.host.maps.HOST_MODES. */
@@ -130,7 +139,7 @@ struct ev_slot {
 	__u32 ev;
 	__u8 state;          /* MRC_EV_STATE_* */
 	__u8 reason;         /* enum ev_reason of the last dataplane transition */
-	__u16 pad;
+	__u16 group;         /* index of the set's plane group that holds this slot */
 	__u32 skip_until_rot;/* SKIP ends once the set's rotation exceeds this */
 	__u32 unacked_tx;    /* packets sent since the last SACK or NACK on this EV */
 	__u64 tx_packets;
@@ -142,15 +151,28 @@ struct ev_slot {
 	__u64 acked;         /* SACKs that echoed this EV */
 	__u64 skips;         /* SKIP_ONCE and NACK TRIMMED feedback */
 	__u64 nacks;
+	__u64 bad_ns;        /* when the EV last became ASSUMED_BAD: the floor restores oldest first */
+};
+
+/* One plane's run of slots in a set, with its own scan order (equal planes, docs/host.md):
+ * slots base..base+n-1 hold the plane's EVs. */
+struct plane_group {
+	__u64 seq;           /* scan positions consumed; rotation = seq / n */
+	__u32 rot;           /* rotation that stride/offset belong to */
+	__u32 stride;        /* scan order of this rotation: slot = base + (pos*stride + offset) % n */
+	__u32 offset;
+	__u16 base;
+	__u16 n;
+	__u32 plane;
+	__u32 pad;
 };
 
 /* An EV set: the template (ev_template[0]) or one peer's copy (peer_evs). */
 struct ev_set {
 	__u32 n;             /* active slots, 1..HOST_MAX_EVS */
-	__u32 rot;           /* rotation that stride/offset belong to */
-	__u64 seq;           /* scan positions consumed; rotation = seq / n */
-	__u32 stride;        /* scan order of this rotation: slot = (pos*stride + offset) % n */
-	__u32 offset;
+	__u32 n_groups;      /* plane groups, 1..MRC_MAX_PLANES */
+	__u64 plane_seq;     /* plane draws consumed: group = plane_seq % n_groups */
+	struct plane_group groups[MRC_MAX_PLANES];
 	struct ev_slot slots[HOST_MAX_EVS];
 };
 
@@ -383,9 +405,9 @@ static __always_inline __u32 gcd(__u32 a, __u32 b)
 	return a;
 }
 
-/* A new scan order for rotation rot: an affine permutation of 0..n-1 with a random stride
- * coprime to n and a random offset. */
-static __always_inline void new_rotation(struct ev_set *set, __u32 rot, __u32 n)
+/* A new scan order for rotation rot of group g: an affine permutation of 0..n-1 with a random
+ * stride coprime to n and a random offset. */
+static __always_inline void new_rotation(struct plane_group *g, __u32 rot, __u32 n)
 {
 	__u32 stride = 1;
 	int i;
@@ -397,9 +419,9 @@ static __always_inline void new_rotation(struct ev_set *set, __u32 rot, __u32 n)
 		if (gcd(n, stride) != 1)
 			stride = 1;
 	}
-	set->stride = stride;
-	set->offset = bpf_get_prandom_u32() % n;
-	set->rot = rot;
+	g->stride = stride;
+	g->offset = bpf_get_prandom_u32() % n;
+	g->rot = rot;
 }
 
 struct pick_ctx {
@@ -407,7 +429,7 @@ struct pick_ctx {
 	struct host_config *cfg;
 	const __u8 *peer;
 	__u64 now;
-	__u32 n;
+	struct plane_group *g; /* the plane group being scanned */
 	__u32 dst_leaf;
 	__u32 dst_down;
 	__u32 slot;
@@ -415,40 +437,120 @@ struct pick_ctx {
 	struct plane_port *pp; /* the accepted slot's port, so egress need not look it up again */
 };
 
-/* One scan position: consume it and accept its slot if the EV is usable. */
-static long pick_one(__u32 i, void *data)
+/* Whether slot s can carry a packet now: GOOD, its plane port up, its path not denied.
+ * Fills *ppp with the port. */
+static __always_inline int slot_usable(struct pick_ctx *c, struct ev_slot *s,
+				       struct plane_port **ppp)
 {
-	struct pick_ctx *c = data;
-	struct ev_set *set = c->set;
-	struct ev_slot *s;
-	struct plane_port *pp;
-	__u64 pos_seq;
-	__u32 n = c->n, rot, slot, plane, t1, seq32;
+	__u32 plane = (s->ev >> MRC_EV_PLANE_SHIFT) & MRC_EV_PLANE_MASK;
+	__u32 t1 = (s->ev >> MRC_EV_T1_SHIFT) & MRC_EV_T1_MASK;
+	struct plane_port *pp = bpf_map_lookup_elem(&plane_ports, &plane);
 
-	if (n == 0 || n > HOST_MAX_EVS)
-		return 1;
-	pos_seq = __sync_fetch_and_add(&set->seq, 1);
-	/* 32-bit arithmetic: two divisions instead of three 64-bit ones (this is the hot path).
-	 * The rotation number wraps after 2^32 packets to one peer; an EV skipped across the
-	 * wrap stays skipped until the agent's SKIP timeout. */
-	seq32 = (__u32)pos_seq;
-	rot = seq32 / n;
-	if (rot != set->rot)
-		new_rotation(set, rot, n);
-	slot = ((seq32 - rot * n) * set->stride + set->offset) % n;
-	if (slot >= HOST_MAX_EVS)
-		return 1;
-	s = &set->slots[SLOT_IDX(slot)];
-	if (s->state == MRC_EV_STATE_SKIP && rot > s->skip_until_rot)
-		emit(c->peer, s, MRC_EV_STATE_GOOD, REASON_SKIP_EXPIRED, c->now);
-	if (s->state != MRC_EV_STATE_GOOD)
-		return 0;
-	plane = (s->ev >> MRC_EV_PLANE_SHIFT) & MRC_EV_PLANE_MASK;
-	t1 = (s->ev >> MRC_EV_T1_SHIFT) & MRC_EV_T1_MASK;
-	pp = bpf_map_lookup_elem(&plane_ports, &plane);
 	if (!pp || !pp->up || !pp->ifindex)
 		return 0;
 	if (c->cfg->mode != HOST_MODE_ECMP && path_denied(c->cfg, plane, t1, c->dst_leaf, c->dst_down))
+		return 0;
+	*ppp = pp;
+	return 1;
+}
+
+/* One scan position of the current group: consume it and accept its slot if usable. */
+static long pick_one(__u32 i, void *data)
+{
+	struct pick_ctx *c = data;
+	struct plane_group *g = c->g;
+	struct ev_slot *s;
+	struct plane_port *pp;
+	__u64 pos_seq;
+	__u32 n, rot, slot, seq32;
+
+	if (!g)
+		return 1;
+	n = g->n;
+	if (n == 0 || n > HOST_MAX_EVS)
+		return 1;
+	pos_seq = __sync_fetch_and_add(&g->seq, 1);
+	/* 32-bit arithmetic: two divisions instead of three 64-bit ones (this is the hot path).
+	 * The rotation number wraps after 2^32 packets on one plane to one peer; an EV skipped
+	 * across the wrap stays skipped until the agent's SKIP timeout. */
+	seq32 = (__u32)pos_seq;
+	rot = seq32 / n;
+	if (rot != g->rot)
+		new_rotation(g, rot, n);
+	slot = g->base + ((seq32 - rot * n) * g->stride + g->offset) % n;
+	if (slot >= HOST_MAX_EVS || slot >= c->set->n)
+		return 1;
+	s = &c->set->slots[SLOT_IDX(slot)];
+	if (s->state == MRC_EV_STATE_SKIP && rot > s->skip_until_rot)
+		emit(c->peer, s, MRC_EV_STATE_GOOD, REASON_SKIP_EXPIRED, c->now);
+	if (s->state != MRC_EV_STATE_GOOD || !slot_usable(c, s, &pp))
+		return 0;
+	c->slot = slot;
+	c->found = 1;
+	c->pp = pp;
+	return 1;
+}
+
+/* Equal planes (docs/host.md): draw a plane group in turn, then an EV within it. A group with
+ * no usable EV costs one scan of its slots and the next draw; since the draws go round the
+ * groups in order, every group with a usable EV gets an equal share of the packets whatever
+ * the others' states. */
+static long pick_group(__u32 i, void *data)
+{
+	struct pick_ctx *c = data;
+	struct ev_set *set = c->set;
+	__u32 ng = set->n_groups, gi;
+	__u64 draw;
+
+	if (ng == 0 || ng > MRC_MAX_PLANES)
+		return 1;
+	draw = __sync_fetch_and_add(&set->plane_seq, 1);
+	gi = (__u32)draw % ng;
+	c->g = &set->groups[GROUP_IDX(gi)];
+	if (c->g->n == 0)
+		return 0;
+	/* Usually the first position is usable: try it inline, and only then pay for the loop,
+	 * whose 2n positions always include one whole rotation, so every slot is tried once. */
+	if (!pick_one(0, c) || !c->found)
+		bpf_loop(2 * c->g->n, pick_one, c, 0);
+	return c->found ? 1 : 0;
+}
+
+/* The usual pick: a GOOD EV of the set, planes in equal shares. Returns 1 when found. */
+static __always_inline int pick_sprayed(struct pick_ctx *c)
+{
+	__u32 ng = c->set->n_groups;
+
+	if (ng == 0 || ng > MRC_MAX_PLANES)
+		return 0;
+	if (!pick_group(0, c) && ng > 1)
+		bpf_loop(ng - 1, pick_group, c, 0);
+	return c->found;
+}
+
+/* The slot of QP (peer, dqpn) in pinned-EV mode: a fixed hash, whatever the EV states. */
+static __always_inline __u32 pinned_slot(const __u8 *peer, __u32 dqpn, __u32 n)
+{
+	__u32 w[4], h;
+
+	__builtin_memcpy(w, peer, 16);
+	h = (w[0] ^ w[1] ^ w[2] ^ w[3] ^ (dqpn * 0x9e3779b1u));
+	h ^= h >> 15;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	return h % n;
+}
+
+/* Pinned-EV mode (the RC baseline): the QP's one EV, used whatever its state; no spraying.
+ * Returns 1 when its port and path can carry the packet. */
+static __always_inline int pick_pinned(struct pick_ctx *c, __u32 dqpn, __u32 n)
+{
+	__u32 slot = pinned_slot(c->peer, dqpn, n);
+	struct plane_port *pp;
+
+	if (slot >= HOST_MAX_EVS)
+		return 0;
+	if (!slot_usable(c, &c->set->slots[SLOT_IDX(slot)], &pp))
 		return 0;
 	c->slot = slot;
 	c->found = 1;
@@ -589,10 +691,149 @@ static __always_inline int is_data(__u8 opcode)
 	return opcode >= MRC_OP_WRITE_FIRST && opcode <= MRC_OP_WRITE_ONLY_IMM;
 }
 
-/* A retransmission of PSN key->psn: if the EV that carried the previous transmission was not
- * answered by a NACK, that packet was lost outright and the EV is retired (mrc-facts 1). */
-static __always_inline __u32 rtx_verdict(const __u8 *peer, __u32 psn, __u32 dqpn,
-					 struct ev_set *set, __u64 now)
+static __always_inline int slot_active(const struct ev_slot *s)
+{
+	return s->state == MRC_EV_STATE_GOOD || s->state == MRC_EV_STATE_SKIP;
+}
+
+static __always_inline void retire(const __u8 *peer, struct ev_slot *s, __u8 reason, __u64 now)
+{
+	s->bad_ns = now;
+	emit(peer, s, MRC_EV_STATE_ASSUMED_BAD, reason, now);
+}
+
+struct path_ctx {
+	struct ev_set *set;
+	const __u8 *peer;
+	__u64 now;
+	__u32 plane;
+	__u32 t1;
+	__u32 same_leaf;  /* the peer is under this host's T0: the path is the plane alone */
+	__u32 retired;
+};
+
+/* Whether slot i's EV takes the same path as (plane, t1) toward this set's peer (design 3.3:
+ * plane, T1 and the peer's leaf name the path; toward a peer on the same leaf, no T1). */
+static long path_one(__u32 i, void *data)
+{
+	struct path_ctx *c = data;
+	struct ev_slot *s;
+	__u32 ev;
+
+	if (i >= HOST_MAX_EVS || i >= c->set->n)
+		return 1;
+	s = &c->set->slots[SLOT_IDX(i)];
+	ev = s->ev;
+	if (!slot_active(s) || ((ev >> MRC_EV_PLANE_SHIFT) & MRC_EV_PLANE_MASK) != c->plane)
+		return 0;
+	if (!c->same_leaf && ((ev >> MRC_EV_T1_SHIFT) & MRC_EV_T1_MASK) != c->t1)
+		return 0;
+	retire(c->peer, s, REASON_PATH_LOSS, c->now);
+	c->retired++;
+	return 0;
+}
+
+/* Path-aware retirement (SRv6 mode): the EV of lost is retired for LOSS, so every other GOOD
+ * or SKIP EV of the set on the same path goes with it, at once. */
+static __always_inline void retire_path(struct host_config *cfg, const __u8 *peer,
+					struct ev_set *set, struct ev_slot *lost, __u32 dst_leaf,
+					__u64 now)
+{
+	struct path_ctx pc = {
+		.set = set, .peer = peer, .now = now,
+		.plane = (lost->ev >> MRC_EV_PLANE_SHIFT) & MRC_EV_PLANE_MASK,
+		.t1 = (lost->ev >> MRC_EV_T1_SHIFT) & MRC_EV_T1_MASK,
+		.same_leaf = dst_leaf == cfg->leaf,
+	};
+	__u32 n = set->n;
+
+	if (n > HOST_MAX_EVS)
+		return;
+	bpf_loop(n, path_one, &pc, 0);
+	if (pc.retired) {
+		__u32 idx = STAT_PATH_RETIRED;
+		__u64 *v = bpf_map_lookup_elem(&host_stats, &idx);
+
+		if (v)
+			*v += pc.retired;
+	}
+}
+
+struct floor_ctx {
+	struct ev_set *set;
+	__u32 active;     /* GOOD or SKIP slots counted so far */
+	__u32 best;       /* the least recently failed ASSUMED_BAD slot */
+	__u64 best_ns;
+	__u32 found;
+};
+
+static long floor_count(__u32 i, void *data)
+{
+	struct floor_ctx *c = data;
+	struct ev_slot *s;
+
+	if (i >= HOST_MAX_EVS || i >= c->set->n)
+		return 1;
+	s = &c->set->slots[SLOT_IDX(i)];
+	if (slot_active(s))
+		c->active++;
+	else if (s->state == MRC_EV_STATE_ASSUMED_BAD && (!c->found || s->bad_ns < c->best_ns)) {
+		c->best = i;
+		c->best_ns = s->bad_ns;
+		c->found = 1;
+	}
+	return 0;
+}
+
+struct floor_round_ctx {
+	struct ev_set *set;
+	const __u8 *peer;
+	__u64 now;
+	__u32 want;
+};
+
+/* One round of the floor: count the active slots and, if short, bring back the ASSUMED_BAD
+ * slot that failed least recently. Returns 1 (stop) once the floor holds or none is left. */
+static long floor_round(__u32 i, void *data)
+{
+	struct floor_round_ctx *c = data;
+	struct floor_ctx fc = { .set = c->set };
+	struct ev_slot *s;
+	__u32 n = c->set->n;
+
+	if (n > HOST_MAX_EVS)
+		return 1;
+	bpf_loop(n, floor_count, &fc, 0);
+	if (fc.active >= c->want || !fc.found || fc.best >= HOST_MAX_EVS)
+		return 1;
+	s = &c->set->slots[SLOT_IDX(fc.best)];
+	s->pending_ns = 0;
+	s->unacked_tx = 0;
+	emit(c->peer, s, MRC_EV_STATE_GOOD, REASON_FLOOR, c->now);
+	count(STAT_FLOOR_RESTORED);
+	return 0;
+}
+
+/* The ev_min_active floor (MRC; docs/host.md): while fewer than min_active EVs of the set are
+ * GOOD or SKIP, the ASSUMED_BAD EV that failed least recently comes back GOOD (REASON_FLOOR).
+ * DENIED EVs stay denied: an operator's word is not overridden. */
+static __always_inline void keep_floor(struct host_config *cfg, const __u8 *peer,
+				       struct ev_set *set, __u64 now)
+{
+	struct floor_round_ctx fc = { .set = set, .peer = peer, .now = now,
+				      .want = cfg->min_active };
+
+	if (!fc.want || fc.want > HOST_MAX_EVS)
+		return;
+	/* Each round restores one EV, so want + 1 rounds always reach the floor. */
+	bpf_loop(fc.want + 1, floor_round, &fc, 0);
+}
+
+/* A retransmission of PSN psn: if the EV that carried the previous transmission was not
+ * answered by a NACK, that packet was lost outright and the EV is retired (mrc-facts 1), with
+ * its path's siblings when path-aware retirement is on; the floor then holds. */
+static __always_inline __u32 rtx_verdict(struct host_config *cfg, const __u8 *peer, __u32 psn,
+					 __u32 dqpn, struct ev_set *set, __u32 dst_leaf, __u64 now)
 {
 	struct tx_rec *r = tx_find(peer, psn);
 	struct ev_slot *s;
@@ -611,13 +852,15 @@ static __always_inline __u32 rtx_verdict(const __u8 *peer, __u32 psn, __u32 dqpn
 		return 0;
 	}
 	s = &set->slots[SLOT_IDX(r->slot)];
-	if (r->slot >= set->n || s->ev != r->ev ||
-	    (s->state != MRC_EV_STATE_GOOD && s->state != MRC_EV_STATE_SKIP)) {
+	if (r->slot >= set->n || s->ev != r->ev || !slot_active(s)) {
 		count(STAT_LOSS_EV_GONE);
 		return 0;
 	}
 	count(STAT_LOSS_RETIRED);
-	emit(peer, s, MRC_EV_STATE_ASSUMED_BAD, REASON_LOSS, now);
+	retire(peer, s, REASON_LOSS, now);
+	if ((cfg->flags & MRC_HOST_FLAG_PATH_RETIRE) && cfg->mode == HOST_MODE_SRV6)
+		retire_path(cfg, peer, set, s, dst_leaf, now);
+	keep_floor(cfg, peer, set, now);
 	return s->ev;
 }
 
@@ -652,7 +895,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 	__u16 inner_plen;
 	__u32 dqpn = 0, psn = 0, blamed_ev = 0;
 	__be32 word0;
-	int data_pkt;
+	int data_pkt, pinned;
 
 	if (skb->protocol != bpf_htons(MRC_ETHERTYPE_IPV6))
 		goto other;
@@ -710,19 +953,25 @@ int mrc_host_egress(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 	pc.now = bpf_ktime_get_ns();
-	/* Before the pick, so the retransmission itself avoids the retired EV. */
-	if (data_pkt && (p[56] & MRC_BTH_FLAG_RTX))
-		blamed_ev = rtx_verdict(dst, psn, dqpn, set, pc.now);
+	pinned = cfg->flags & MRC_HOST_FLAG_PINNED;
+	/* Before the pick, so the retransmission itself avoids the retired EV. Pinned mode
+	 * retires nothing. */
+	if (data_pkt && !pinned && (p[56] & MRC_BTH_FLAG_RTX))
+		blamed_ev = rtx_verdict(cfg, dst, psn, dqpn, set, dst_leaf, pc.now);
 	pc.set = set;
 	pc.cfg = cfg;
 	pc.peer = dst;
-	pc.n = n;
 	pc.dst_leaf = dst_leaf;
 	pc.dst_down = dst_down;
-	/* Usually the first position is usable: try it inline, and only then pay for the loop,
-	 * whose 2n positions always include one whole rotation, so every slot is tried once. */
-	if (!pick_one(0, &pc) || !pc.found)
-		bpf_loop(2 * n, pick_one, &pc, 0);
+	if (pinned) {
+		if (!pick_pinned(&pc, ((__u32)p[53] << 16) | ((__u32)p[54] << 8) | p[55], n)) {
+			count(STAT_TX_DROP_PINNED_DOWN);
+			return TC_ACT_SHOT;
+		}
+		count(STAT_TX_PINNED);
+	} else {
+		pick_sprayed(&pc);
+	}
 	pp = pc.pp;
 	if (!pc.found || pc.slot >= HOST_MAX_EVS || !pp) {
 		count(STAT_TX_DROP_NO_GOOD_EV);
@@ -805,8 +1054,9 @@ static __always_inline void skip_slot(const __u8 *peer, struct ev_set *set, stru
 	__sync_fetch_and_add(&s->skips, 1);
 	if (s->state != MRC_EV_STATE_GOOD && s->state != MRC_EV_STATE_SKIP)
 		return;
-	/* Skipped for the rest of this rotation and the whole next one. */
-	s->skip_until_rot = set->rot + 1;
+	/* Skipped for the rest of its plane group's rotation and the whole next one. */
+	if (s->group < MRC_MAX_PLANES)
+		s->skip_until_rot = set->groups[GROUP_IDX(s->group)].rot + 1;
 	emit(peer, s, MRC_EV_STATE_SKIP, reason, now);
 }
 
@@ -898,7 +1148,7 @@ static __always_inline void feedback(__u8 *ip6, void *data_end, __u8 opcode)
 		} else if (m == MRC_M_ALWAYS_SKIP) {
 			count(STAT_FB_ALWAYS_SKIP);
 			if (s->state == MRC_EV_STATE_GOOD || s->state == MRC_EV_STATE_SKIP)
-				emit(peer, s, MRC_EV_STATE_ASSUMED_BAD, REASON_SACK_ALWAYS_SKIP, now);
+				retire(peer, s, REASON_SACK_ALWAYS_SKIP, now);
 		}
 		return;
 	}

@@ -127,6 +127,10 @@
 #define MRC_EV_STATE_ASSUMED_BAD 2
 #define MRC_EV_STATE_DENIED 3
 
+/* Host dataplane flags (host_config.flags) */
+#define MRC_HOST_FLAG_PATH_RETIRE 0x1  /* bit */
+#define MRC_HOST_FLAG_PINNED 0x2
+
 /* Switch drop reasons (index of the drop_reason counter) */
 #define MRC_DROP_NOT_IPV6 0  /* drop_reason counter index */
 #define MRC_DROP_HOP_LIMIT 1

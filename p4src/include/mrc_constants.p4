@@ -127,6 +127,10 @@ const bit<8> MRC_EV_STATE_SKIP = 1;
 const bit<8> MRC_EV_STATE_ASSUMED_BAD = 2;
 const bit<8> MRC_EV_STATE_DENIED = 3;
 
+/* Host dataplane flags (host_config.flags) */
+const bit<32> MRC_HOST_FLAG_PATH_RETIRE = 0x1;  /* bit */
+const bit<32> MRC_HOST_FLAG_PINNED = 0x2;
+
 /* Switch drop reasons (index of the drop_reason counter) */
 const bit<32> MRC_DROP_NOT_IPV6 = 0;  /* drop_reason counter index */
 const bit<32> MRC_DROP_HOP_LIMIT = 1;

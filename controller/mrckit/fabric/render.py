@@ -93,12 +93,13 @@ def switches(r: DemoReport) -> Table:
 
 
 def transitions(r: DemoReport) -> Table:
-    """EV transitions by host, state and reason."""
+    """EV transitions by host, state and reason; ``together`` is the most EVs that one step
+    moved (a path's EVs retired at once by path-aware retirement)."""
     table = Table(title="EV transitions (host agents' WatchEvents)", title_justify="left")
-    for col in ("host", "new state", "reason", "count"):
-        table.add_column(col, justify="right" if col == "count" else "left")
+    for col in ("host", "new state", "reason", "count", "together"):
+        table.add_column(col, justify="right" if col in ("count", "together") else "left")
     for t in r.ev_transitions:
-        table.add_row(t.host, t.new_state, t.reason, str(t.count))
+        table.add_row(t.host, t.new_state, t.reason, str(t.count), str(t.together))
     return table
 
 

@@ -76,6 +76,10 @@ class EvTransition(BaseModel):
     new_state: str
     reason: str
     count: int
+    together: int = 0
+    """The most EVs toward one peer that entered ``new_state`` in one step (one agent
+    timestamp) along with an event of this reason: a path's EVs retired together (LOSS and
+    its PATH_LOSS siblings) read the path's EV count, per-EV retirement reads 1."""
 
 
 class EvCycle(BaseModel):

@@ -27,7 +27,7 @@ SHARE_RATIO = 0.8
 """loss/flap: the failing path's share of data packets during the fault must stay below this
 fraction of its healthiest-but-smallest sibling's share ("clearly smaller", ours)."""
 OUT_OF_SERVICE = ("ASSUMED_BAD", "DENIED")
-RETIRE_REASONS = ("RTO_TIMEOUT", "LOSS", "PORT_DOWN", "PEER_PORT_DOWN", "SACK_ALWAYS_SKIP")
+RETIRE_REASONS = ("RTO_TIMEOUT", "LOSS", "PATH_LOSS", "PORT_DOWN", "PEER_PORT_DOWN", "SACK_ALWAYS_SKIP")
 
 
 class Phases:
@@ -348,7 +348,14 @@ def _cycle_times(run: RunRecord) -> tuple[list[float], list[float]]:
 
 def _transitions(events: list[AgentEvent]) -> list[EvTransition]:
     counts = Counter((e.host, e.new_state, e.reason) for e in events)
-    return [EvTransition(host=h, new_state=s, reason=r, count=n) for (h, s, r), n in sorted(counts.items())]
+    # One step: the events of one host toward one peer into one state at one timestamp.
+    steps = Counter((e.host, e.peer, e.new_state, e.t_ns) for e in events if e.ev)
+    together: dict[tuple[str, str, str], int] = {}
+    for e in events:
+        key = (e.host, e.new_state, e.reason)
+        together[key] = max(together.get(key, 0), steps.get((e.host, e.peer, e.new_state, e.t_ns), 0))
+    return [EvTransition(host=h, new_state=s, reason=r, count=n, together=together[(h, s, r)])
+            for (h, s, r), n in sorted(counts.items())]
 
 
 # ---------------------------------------------------------------- timeline ---------------

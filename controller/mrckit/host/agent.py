@@ -122,7 +122,9 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         _ifindex(cfg.nic_device, cfg.name)
         dp = self.dp = HostDataplane()
         dp.set_host(str(cfg.nic_address), cfg.locator, cfg.leaf, cfg.downlink,
-                    max(p.plane for p in cfg.ports) + 1, s.agent_port, cfg.mode)
+                    max(p.plane for p in cfg.ports) + 1, s.agent_port, cfg.mode,
+                    path_retire=cfg.path_retire, pinned=s.pinned_ev,
+                    min_active=0 if s.pinned_ev else s.min_active)
         self._open_sockets(cfg)  # the link monitor first, so no change is missed
         self._port_up = {p.plane: link_up(p.ifname) for p in cfg.ports}
         for p in cfg.ports:

@@ -17,6 +17,9 @@ from ..wire.usid import DEFAULT_LOCATOR
 from .evset import MAX_EVS, MIN_EVS
 
 XDP_MODES = ("native", "generic", "auto")
+RETIREMENTS = ("path", "ev")
+"""Loss retirement: ``path`` retires every EV of the lost packet's path toward that peer (SRv6
+mode; ecmp mode has no known paths and retires per EV), ``ev`` the lost packet's EV only."""
 MODES = ("srv6", "ecmp")
 """Forwarding modes: ``srv6`` (uSID source routing, design 3.1) and ``ecmp`` (EV-hash mode,
 issue 11: no outer header, the switches hash the EV)."""
@@ -49,6 +52,14 @@ class Settings:
     max_probes_per_sweep: int = 64
     seed: int = 0
     min_unacked: int = 8
+    retirement: str = "path"
+    ev_min_active: int = 0  # 0: ev_count // 4
+    pinned_ev: bool = False
+
+    @property
+    def min_active(self) -> int:
+        """The ev_min_active floor: ``ev_min_active``, or a quarter of ``ev_count``."""
+        return self.ev_min_active or self.ev_count // 4
 
     @property
     def sweep_period_ns(self) -> int:
@@ -73,6 +84,11 @@ class AgentConfig:
     mode: str = "srv6"
 
     @property
+    def path_retire(self) -> bool:
+        """Path-aware retirement applies: ``retirement == "path"`` in srv6 mode."""
+        return self.settings.retirement == "path" and not self.opaque_evs
+
+    @property
     def opaque_evs(self) -> bool:
         """EV-hash mode: an EV's T1 field names no path (issue 11)."""
         return self.mode == "ecmp"
@@ -84,7 +100,8 @@ class AgentConfig:
             MrcError: naming the field: NIC address not matching leaf/downlink, no ports, a
                 plane without a T1 count, duplicate planes, a bad port address or MAC, an EV
                 count outside 128..256 or not a multiple of the planes, a bad XDP mode, a
-                mode other than srv6/ecmp.
+                mode other than srv6/ecmp, a retirement other than path/ev, an ev_min_active
+                above the EV count.
         """
         if self.mode not in MODES:
             raise MrcError(f"host {self.name}: mode {self.mode!r}: use {' or '.join(MODES)}")
@@ -119,6 +136,12 @@ class AgentConfig:
                            f"and a multiple of the {len(self.ports)} planes")
         if s.xdp_mode not in XDP_MODES:
             raise MrcError(f"host {self.name}: settings.xdp_mode {s.xdp_mode!r}: use {', '.join(XDP_MODES)}")
+        if s.retirement not in RETIREMENTS:
+            raise MrcError(f"host {self.name}: settings.retirement {s.retirement!r}: use "
+                           f"{' or '.join(RETIREMENTS)}")
+        if not 0 <= s.ev_min_active <= s.ev_count:
+            raise MrcError(f"host {self.name}: settings.ev_min_active {s.ev_min_active} must be "
+                           f"0..{s.ev_count} (the EV count; 0 = a quarter of it)")
         if s.probe_successes < 1 or s.rto_ns <= 0:
             raise MrcError(f"host {self.name}: settings.probe_successes and rto_ns must be positive")
 
@@ -167,7 +190,8 @@ def to_proto(cfg: AgentConfig) -> pb.ConfigureRequest:
                                   probe_interval_ns=s.probe_interval_ns,
                                   probe_successes=s.probe_successes, agent_port=s.agent_port,
                                   xdp_mode=s.xdp_mode, max_probes_per_sweep=s.max_probes_per_sweep,
-                                  seed=s.seed, min_unacked=s.min_unacked))
+                                  seed=s.seed, min_unacked=s.min_unacked, retirement=s.retirement,
+                                  ev_min_active=s.ev_min_active, pinned_ev=s.pinned_ev))
 
 
 def _address(host: str, field: str, text: str) -> ipaddress.IPv6Address:
@@ -195,6 +219,7 @@ def from_proto(req: pb.ConfigureRequest) -> AgentConfig:
         probe_successes=s.probe_successes or d.probe_successes,
         agent_port=s.agent_port or d.agent_port, xdp_mode=s.xdp_mode or d.xdp_mode,
         max_probes_per_sweep=s.max_probes_per_sweep or d.max_probes_per_sweep, seed=s.seed,
-        min_unacked=s.min_unacked or d.min_unacked)
+        min_unacked=s.min_unacked or d.min_unacked, retirement=s.retirement or d.retirement,
+        ev_min_active=s.ev_min_active, pinned_ev=s.pinned_ev)
     return AgentConfig(h.name, nic, h.leaf, h.downlink, h.nic_device, ports,
                        tuple(h.t1_per_plane), h.locator or DEFAULT_LOCATOR, settings, h.mode or "srv6")

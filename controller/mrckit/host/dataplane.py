@@ -18,8 +18,9 @@ from ..bpf.maps import Map
 from ..bpf.objects import BpfObject, Program
 from ..errors import MrcError
 from ..wire.constants import MAX_PLANES
+from ..wire.constants import HostFlag
 from .maps import (HOST_MODES, LINK_KIND, MAX_EVS, EvEvent, EvSet, EvSlot, HostConfigMap, LinkKey, PeerKey,
-                   PlanePort, Stat, TxRec, tx_index)
+                   PlaneGroup, PlanePort, Stat, TxRec, tx_index)
 
 OBJECT = "mrc_host"
 TC_PROG = "mrc_host_egress"
@@ -58,6 +59,25 @@ class PortSetting:
     up: bool = True
 
 
+def plane_runs(evs: list[int]) -> list[tuple[int, int, int]]:
+    """The plane groups of an EV list: ``[(plane, first index, count), ...]`` in list order.
+
+    Raises:
+        ValueError: a plane's EVs are not consecutive (the pick needs one run per plane).
+    """
+    runs: list[tuple[int, int, int]] = []
+    for i, ev in enumerate(evs):
+        plane = ev >> 28
+        if runs and runs[-1][0] == plane:
+            runs[-1] = (plane, runs[-1][1], runs[-1][2] + 1)
+        elif any(r[0] == plane for r in runs):
+            raise ValueError(f"EV {ev:#010x} at index {i}: plane {plane}'s EVs are not consecutive "
+                             "(an EV set lists its EVs grouped by plane)")
+        else:
+            runs.append((plane, i, 1))
+    return runs
+
+
 class HostDataplane:
     """The loaded host BPF object and typed handles on its maps.
 
@@ -84,20 +104,28 @@ class HostDataplane:
 
     # ---- configuration -----------------------------------------------------------------
     def set_host(self, nic_addr: str, locator: int, leaf: int, downlink: int, n_planes: int,
-                 agent_port: int, mode: str = "srv6") -> None:
+                 agent_port: int, mode: str = "srv6", *, path_retire: bool = False,
+                 pinned: bool = False, min_active: int = 0) -> None:
         """Write ``host_config`` (n_denied and configured are kept as they are). ``mode`` is
-        ``"srv6"`` or ``"ecmp"`` (:data:`~mrckit.host.maps.HOST_MODES`).
+        ``"srv6"`` or ``"ecmp"`` (:data:`~mrckit.host.maps.HOST_MODES`). ``path_retire``: a
+        LOSS retires the lost packet's whole path toward that peer (SRv6 mode only; the
+        dataplane ignores it in ecmp mode). ``pinned``: pinned-EV mode, one fixed EV per QP.
+        ``min_active``: the ev_min_active floor of GOOD/SKIP EVs per peer set (0 = none).
 
         Raises:
-            ValueError: an unknown mode.
+            ValueError: an unknown mode; min_active outside 0..256.
         """
         if mode not in HOST_MODES:
             raise ValueError(f"mode {mode!r}: use one of {', '.join(HOST_MODES)}")
+        if not 0 <= min_active <= MAX_EVS:
+            raise ValueError(f"min_active {min_active} outside 0..{MAX_EVS}")
+        flags = (HostFlag.PATH_RETIRE if path_retire else 0) | (HostFlag.PINNED if pinned else 0)
         cur = self.config.lookup(0)
         cfg = HostConfigMap(nic_addr=_u8s(ctypes.c_uint8 * 16, addr_bytes(nic_addr)),
                             locator=locator, leaf=leaf, downlink=downlink, n_planes=n_planes,
                             agent_port=agent_port, configured=cur.configured,
-                            n_denied=cur.n_denied, mode=HOST_MODES[mode])
+                            n_denied=cur.n_denied, mode=HOST_MODES[mode], flags=int(flags),
+                            min_active=min_active)
         self.config.update(0, cfg)
 
     def set_configured(self, on: bool) -> None:
@@ -128,15 +156,23 @@ class HostDataplane:
     def set_template(self, evs: list[int], states: Iterable[int] | None = None) -> None:
         """Write the template EV set (1..256 EVs, all GOOD unless ``states`` says otherwise).
 
+        The EVs of one plane must be consecutive: each plane's run becomes a plane group, the
+        unit of the equal-planes pick (docs/host.md).
+
         Raises:
-            ValueError: no EVs or more than 256.
+            ValueError: no EVs or more than 256; a plane's EVs not consecutive.
         """
         if not 1 <= len(evs) <= MAX_EVS:
             raise ValueError(f"an EV set holds 1..{MAX_EVS} EVs, got {len(evs)}")
-        # rot = all ones: the first packet to a peer draws a fresh scan order.
-        tset = EvSet(n=len(evs), rot=0xFFFFFFFF, seq=0, stride=1, offset=0)
-        for i, (ev, state) in enumerate(zip(evs, states or [0] * len(evs))):
-            tset.slots[i] = EvSlot(ev=ev, state=state)
+        runs = plane_runs(evs)
+        tset = EvSet(n=len(evs), n_groups=len(runs), plane_seq=0)
+        for g, (plane, base, n) in enumerate(runs):
+            # rot = all ones: the first packet to a peer draws a fresh scan order.
+            tset.groups[g] = PlaneGroup(rot=0xFFFFFFFF, stride=1, base=base, n=n, plane=plane)
+            for i in range(base, base + n):
+                tset.slots[i] = EvSlot(ev=evs[i], group=g)
+        for i, state in enumerate(states or []):
+            tset.slots[i].state = state
         self.template.update(0, tset)
 
     def deny_link(self, plane: int, leaf: int, kind: str, index: int, on: bool) -> bool:
@@ -189,6 +225,7 @@ class HostDataplane:
                 live.slots[i] = new
                 continue
             cur.state, cur.reason, cur.skip_until_rot = new.state, new.reason, new.skip_until_rot
+            cur.bad_ns = new.bad_ns
             if new.state == 0:
                 cur.pending_ns = 0
         self.peers.update(key, live)
@@ -205,7 +242,7 @@ class HostDataplane:
             return False
         slot = cur.slots[index]
         if reset:
-            cur.slots[index] = EvSlot(ev=slot.ev, state=slot.state)
+            cur.slots[index] = EvSlot(ev=slot.ev, state=slot.state, group=slot.group)
             slot = cur.slots[index]  # a view into cur, not the temporary
         if ev is not None:
             slot.ev = ev

@@ -8,7 +8,7 @@ other field is host order, as the BPF program reads it.
 import ctypes
 from enum import IntEnum
 
-from ..wire.constants import EvState
+from ..wire.constants import MAX_PLANES, EvState
 
 MAX_EVS = 256
 """Slots in one EV set (the C HOST_MAX_EVS)."""
@@ -29,6 +29,8 @@ class Reason(IntEnum):
     SKIP_EXPIRED = 4
     LOSS = 5
     LOSS_UNDONE = 6
+    PATH_LOSS = 7
+    FLOOR = 8
     RTO_TIMEOUT = 16
     REPLACED = 17
     PROBE_OK = 18
@@ -81,6 +83,10 @@ class Stat(IntEnum):
     RTX_AFTER_ACK = 33
     TX_PLAIN = 34
     RX_PLAIN = 35
+    PATH_RETIRED = 36
+    FLOOR_RESTORED = 37
+    TX_PINNED = 38
+    TX_DROP_PINNED_DOWN = 39
 
 
 TX_DROPS = tuple(s for s in Stat if s.name.startswith("TX_DROP_"))
@@ -92,7 +98,7 @@ class HostConfigMap(ctypes.Structure):
 
     _fields_ = [("nic_addr", U8 * 16), ("locator", U32), ("leaf", U16), ("downlink", U16),
                 ("n_planes", U32), ("agent_port", U16), ("configured", U16), ("n_denied", U32),
-                ("mode", U32)]
+                ("mode", U32), ("flags", U32), ("min_active", U32)]
 
 
 HOST_MODES = {"srv6": 0, "ecmp": 1}
@@ -111,18 +117,26 @@ class PlanePort(ctypes.Structure):
 class EvSlot(ctypes.Structure):
     """``struct ev_slot``: one EV with its state and counters. Times are CLOCK_MONOTONIC ns."""
 
-    _fields_ = [("ev", U32), ("state", U8), ("reason", U8), ("pad", U16),
+    _fields_ = [("ev", U32), ("state", U8), ("reason", U8), ("group", U16),
                 ("skip_until_rot", U32), ("unacked_tx", U32),
                 ("tx_packets", U64), ("tx_bytes", U64), ("last_tx_ns", U64),
                 ("pending_ns", U64), ("last_ack_ns", U64), ("acked_sent_ns", U64), ("acked", U64),
-                ("skips", U64), ("nacks", U64)]
+                ("skips", U64), ("nacks", U64), ("bad_ns", U64)]
+
+
+class PlaneGroup(ctypes.Structure):
+    """``struct plane_group``: one plane's run of slots ``base..base+n-1`` in a set and its
+    scan order (equal planes: the pick draws a group in turn, then an EV within it)."""
+
+    _fields_ = [("seq", U64), ("rot", U32), ("stride", U32), ("offset", U32), ("base", U16),
+                ("n", U16), ("plane", U32), ("pad", U32)]
 
 
 class EvSet(ctypes.Structure):
     """``struct ev_set``: the template (``ev_template[0]``) or one peer's set (``peer_evs``)."""
 
-    _fields_ = [("n", U32), ("rot", U32), ("seq", U64), ("stride", U32), ("offset", U32),
-                ("slots", EvSlot * MAX_EVS)]
+    _fields_ = [("n", U32), ("n_groups", U32), ("plane_seq", U64),
+                ("groups", PlaneGroup * MAX_PLANES), ("slots", EvSlot * MAX_EVS)]
 
 
 class LinkKey(ctypes.Structure):

@@ -17,6 +17,7 @@ from .config import _mac
 from .events import make_event
 from .maps import EvSet, Reason
 from .state import BAD, DENIED, GOOD, SKIP, PeerState, ProbeTarget
+from .sweep import path_siblings
 
 log = logging.getLogger("mrckit.host")
 IPV6_FLOWINFO = 11       # linux/in6.h: deliver the flow label (the EV's low half) as a cmsg
@@ -140,12 +141,28 @@ class ProbeMixin:
                 return
             self._set_state(peer, slot, GOOD, Reason.PROBE_OK, now, probe_ok=True)
             st.probes.pop(ev, None)
-            self.dp.merge_slots(peer, evset, {index})
+            self.dp.merge_slots(peer, evset, {index} | self._path_back(peer, st, evset, index, now))
         elif slot.state == DENIED or (slot.state == GOOD and self._crosses_denied(peer, ev)):
             links = ",".join(sorted(self._links_of(peer, ev) & self._denied_links))
             self._publish(make_event(str(peer), ev, slot.state, slot.state, Reason.PROBE_RESULT.name,
                                      ts_ns=now, probe_ok=ok, plane=ev >> 28, link=links))
 
+
+    def _path_back(self, peer, st: PeerState, evset: EvSet, index: int, now: int) -> set[int]:
+        """Path-aware retirement: a probe answer on one EV proves its path, so the path's other
+        EVs retired for loss (LOSS, PATH_LOSS, RTO_TIMEOUT) come back GOOD with it."""
+        if not self.cfg.path_retire:
+            return set()
+        lost = (Reason.LOSS, Reason.PATH_LOSS, Reason.RTO_TIMEOUT)
+        out = set()
+        for j in path_siblings(evset, index, self._same_leaf(peer)):
+            s = evset.slots[j]
+            if s.state == BAD and s.reason in lost:
+                s.pending_ns = s.unacked_tx = 0
+                self._set_state(peer, s, GOOD, Reason.PROBE_OK, now, probe_ok=True)
+                st.probes.pop(s.ev, None)
+                out.add(j)
+        return out
 
     def _receive(self) -> None:
         for _ in range(64):

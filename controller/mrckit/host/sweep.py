@@ -3,6 +3,7 @@ a backup EV of the same plane, and SKIP expiry. Mixed into :class:`~mrckit.host.
 
 from __future__ import annotations
 
+from ..wire.addressing import parse_nic_address
 from ..wire.ev import ev_unpack
 from .events import make_event
 from .maps import EvSet, Reason
@@ -14,6 +15,8 @@ class SweepMixin:
     ``_port_up``, ``_publish`` and ``_probe_peer``."""
 
     def _sweep_peer(self, peer, st: PeerState, evset: EvSet, now: int, budget: list[int]) -> None:
+        if self.cfg.settings.pinned_ev:
+            return  # pinned-EV mode: each QP keeps its one EV, whatever happens to it
         rto = self.cfg.settings.rto_ns
         n = evset.n
         slots = evset.slots
@@ -34,14 +37,50 @@ class SweepMixin:
                 if other > s.pending_ns + rto // 2:
                     self._set_state(peer, s, BAD, Reason.RTO_TIMEOUT, now)
                     changed.add(i)
+                    changed |= self._retire_siblings(peer, evset, i, now)
             if s.state == BAD and not dead and self._replace(peer, st, s, now):
                 changed.add(i)
             elif s.state == SKIP and s.last_tx_ns and now - max(s.last_tx_ns, s.last_ack_ns) > rto:
                 # An idle peer never finishes its rotation; a SKIP also ends after an RTO.
                 self._set_state(peer, s, GOOD, Reason.SKIP_EXPIRED, now)
                 changed.add(i)
+        changed |= self._keep_floor(peer, evset, now)
         self.dp.merge_slots(peer, evset, changed)
         self._probe_peer(peer, st, evset, now, budget)
+
+    def _retire_siblings(self, peer, evset: EvSet, index: int, now: int) -> set[int]:
+        """Path-aware retirement after an RTO: the GOOD/SKIP EVs on the path of slot ``index``
+        toward ``peer`` that have a packet unacked for an RTO too go ASSUMED_BAD with it
+        (reason PATH_LOSS); a sibling acked since shows the path still carries packets.
+        Returns the slots changed."""
+        if not self.cfg.path_retire:
+            return set()
+        out = set()
+        rto = self.cfg.settings.rto_ns
+        for j in path_siblings(evset, index, self._same_leaf(peer)):
+            s = evset.slots[j]
+            if s.state in (GOOD, SKIP) and s.pending_ns and now - s.pending_ns > rto:
+                self._set_state(peer, s, BAD, Reason.PATH_LOSS, now)
+                out.add(j)
+        return out
+
+    def _same_leaf(self, peer) -> bool:
+        return parse_nic_address(peer).leaf == self.cfg.leaf
+
+    def _keep_floor(self, peer, evset: EvSet, now: int) -> set[int]:
+        """The ev_min_active floor, as the dataplane keeps it after a LOSS: while fewer than
+        the floor are GOOD or SKIP, the least recently failed ASSUMED_BAD EV comes back GOOD
+        (reason FLOOR). Returns the slots changed."""
+        floor = self.cfg.settings.min_active
+        slots = [evset.slots[i] for i in range(evset.n)]
+        active = sum(1 for s in slots if s.state in (GOOD, SKIP))
+        bad = sorted((s.bad_ns, i) for i, s in enumerate(slots) if s.state == BAD)
+        out = set()
+        for _, i in bad[:max(floor - active, 0)]:
+            slots[i].pending_ns = slots[i].unacked_tx = 0
+            self._set_state(peer, slots[i], GOOD, Reason.FLOOR, now)
+            out.add(i)
+        return out
 
     def _plane_dead(self, st: PeerState, plane: int) -> bool:
         return not self._port_up.get(plane, False) or plane in st.dead_planes
@@ -49,6 +88,8 @@ class SweepMixin:
     def _set_state(self, peer, slot, state: int, reason: Reason, now: int, **extra) -> None:
         old = slot.state
         slot.state, slot.reason, slot.skip_until_rot = state, min(int(reason), 255), 0
+        if state == BAD and old != BAD:
+            slot.bad_ns = now
         self._publish(make_event(str(peer), slot.ev, old, state, reason.name, ts_ns=now,
                                  plane=slot.ev >> 28, **extra))
 
@@ -80,6 +121,16 @@ class SweepMixin:
         self._publish(make_event(str(peer), old, BAD, BAD, Reason.REPLACED.name, ts_ns=now,
                                  replaced_by=pick, plane=plane))
         return True
+
+
+def path_siblings(evset: EvSet, index: int, same_leaf: bool) -> list[int]:
+    """The other slots of ``evset`` whose EVs take the path of slot ``index``'s EV toward the
+    set's peer (design 3.3): same plane and T1, or, toward a peer on this host's leaf (no T1 on
+    the path), the same plane."""
+    ev = evset.slots[index].ev
+    def key(e: int) -> tuple[int, int]:
+        return (e >> 28, 0 if same_leaf else (e >> 20) & 0xFF)
+    return [j for j in range(evset.n) if j != index and key(evset.slots[j].ev) == key(ev)]
 
 
 OWN_SPINE_WEIGHT = 4

@@ -142,6 +142,13 @@ class EpStatus(IntEnum):
     ERROR = 1
 
 
+class HostFlag(IntEnum):
+    """Bits of the host dataplane's ``host_config.flags`` (docs/host.md, EV set policy)."""
+
+    PATH_RETIRE = 1   # a LOSS retires every EV of the lost packet's path toward that peer
+    PINNED = 2        # pinned-EV mode: one fixed EV per QP, no spraying, no retirement
+
+
 class EvState(IntEnum):
     """Per-EV path state kept by the sender (design section 5) [M/H]."""
 

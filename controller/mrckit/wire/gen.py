@@ -96,6 +96,7 @@ def _build() -> list[tuple[str, list[Const]]]:
         ("Endpoint operations", _enum("EP_OP", k.EpOp, 2, "ERTH/EETH op(7..6)")
          + _enum("EP_STATUS", k.EpStatus, 2, "EETH status(5..4)")),
         ("EV states", _enum("EV_STATE", k.EvState, 8, "sender's per-EV path state")),
+        ("Host dataplane flags (host_config.flags)", _enum("HOST_FLAG", k.HostFlag, 32, "bit", True)),
         ("Switch drop reasons (index of the drop_reason counter)",
          _enum("DROP", k.DropReason, 32, "drop_reason counter index")
          + [Const("MRC_DROP_REASON_COUNT", len(k.DropReason), 32, "size of the drop_reason counter")]),

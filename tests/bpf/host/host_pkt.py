@@ -100,15 +100,16 @@ def expected_encap(frame: bytes, ev: int, dscp: int, ecn: int, dst_leaf: int, ds
 __all__ = ["Dscp", "Ecn", "Opcode", "QP_ENDPOINT_OPS"]
 
 
-def configure_host_a(dp, mode: str = "srv6") -> None:
+def configure_host_a(dp, mode: str = "srv6", **policy) -> None:
     """Configure a loaded ``HostDataplane`` as host A (leaf A_LEAF, downlink A_DOWN, PLANES
     plane ports on PORT_IFINDEX, default locator, agent on AGENT_UDP_PORT, forwarding ``mode``),
-    marked configured. Shared by the host BPF tests and ``bench/host_spray.py``."""
+    marked configured; ``policy`` goes to ``set_host`` (path_retire, pinned, min_active).
+    Shared by the host BPF tests and ``bench/host_spray.py``."""
     from mrckit.host.dataplane import PortSetting, addr_bytes, mac_bytes
     from mrckit.wire.constants import AGENT_UDP_PORT
     from mrckit.wire.usid import DEFAULT_LOCATOR
 
-    dp.set_host(NIC_A, DEFAULT_LOCATOR, A_LEAF, A_DOWN, PLANES, AGENT_UDP_PORT, mode)
+    dp.set_host(NIC_A, DEFAULT_LOCATOR, A_LEAF, A_DOWN, PLANES, AGENT_UDP_PORT, mode, **policy)
     for plane in range(PLANES):
         dp.set_port(PortSetting(plane, PORT_IFINDEX, mac_bytes(MAC[plane]), mac_bytes(NEIGH[plane]),
                                 addr_bytes(port_addr(plane))))

@@ -96,3 +96,45 @@ def test_dead_plane_is_not_replaced_and_idle_skip_expires(agent):
     assert after[plane1] == dict(ev=rows[plane1]["ev"], state=EvState.ASSUMED_BAD)
     assert after[0]["state"] == EvState.GOOD
     assert [e.reason for e in agent.events.history] == ["SKIP_EXPIRED"]
+
+
+def lose_one(dp, psn):
+    """A data PSN sent and retransmitted unanswered: tc egress retires its EV (and path)."""
+    frame = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(psn=psn, dqpn=0x42))
+    assert dp.egress.test_run(frame).retval == 7
+    rtx = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(psn=psn, dqpn=0x42, flags=0x20))
+    assert dp.egress.test_run(rtx).retval == 7
+
+
+def test_probe_answer_brings_the_paths_evs_back_together(agent):
+    from mrckit.host.state import ProbeTarget
+    dp = agent.dp
+    pkt.configure_host_a(dp, path_retire=True)
+    lose_one(dp, 5)
+    rows = rows_of(dp)
+    bad = [r["ev"] for r in rows if r["state"] == EvState.ASSUMED_BAD]
+    assert len(bad) == 16 and len({(ev >> 28, (ev >> 20) & 0xFF) for ev in bad}) == 1
+    peer = pkt.ip(pkt.NIC_B)
+    st = agent.peers.setdefault(peer, agent._new_peer_state())
+    st.probes[bad[0]] = ProbeTarget()
+    for _ in range(agent.cfg.settings.probe_successes):
+        agent._probe_result(peer, bad[0], ok=True, now=time.monotonic_ns())
+    assert all(r["state"] == EvState.GOOD for r in rows_of(dp))
+    back = [e.ev for e in agent.events.history if e.reason == "PROBE_OK"]
+    assert sorted(back) == sorted(bad)
+
+
+def test_agent_floor_restores_least_recently_failed(agent):
+    dp = agent.dp
+    send(dp, 1)
+    s = dp.peer_set(pkt.NIC_B)
+    for i in range(s.n - 10):  # all but 10 retired, slot i failing at time 1000 + i
+        s.slots[i].state, s.slots[i].bad_ns = EvState.ASSUMED_BAD, 1000 + i
+    dp.put_peer_set(pkt.NIC_B, s)
+    agent._port_up = {0: False, 1: False}  # no replacement: only the floor acts
+    agent.sweep(now=time.monotonic_ns())
+    after = dp.peer_set(pkt.NIC_B)
+    good = [i for i in range(after.n) if after.slots[i].state == EvState.GOOD]
+    assert len(good) == agent.cfg.settings.min_active == 32
+    assert sorted(good) == list(range(22)) + list(range(after.n - 10, after.n))
+    assert sum(1 for e in agent.events.history if e.reason == "FLOOR") == 22

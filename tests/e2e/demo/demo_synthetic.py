@@ -29,11 +29,14 @@ def ev(plane: int, spine: int, salt: int) -> int:
 
 
 def synthetic_run(kind: str = "down", *, silent: bool = True, back: bool = True, ticks: int = 300,
-                  corrupt: bool = False, drops: int | None = 100, flap_downs: int = 2) -> RunRecord:
+                  corrupt: bool = False, drops: int | None = 100, flap_downs: int = 2,
+                  path_retire: bool = False) -> RunRecord:
     """A RunRecord of ``ticks`` × 10 ms. ``silent=False`` keeps one packet per tick on the
     dead path during the fault; ``back=False`` never returns it; ``corrupt`` flips a byte.
     ``drops``: what the loss/blackhole program dropped; ``flap_downs``: the flap's down
-    transitions reported to the controller during the fault."""
+    transitions reported to the controller during the fault; ``path_retire``: the dead path's
+    EVs are retired in one step by path-aware retirement (one LOSS, 31 PATH_LOSS) instead of
+    each by its own RTO_TIMEOUT."""
     t_fault, t_restore = T0 + 1000 * MS, T0 + 2000 * MS
     rec = Recorder(T0, PATHS)
     slots = {(p, s, i): [ev(p, s, i + 1), 0, 0] for p, s in PATHS for i in range(32)}  # ev, tx, last_tx
@@ -61,7 +64,9 @@ def synthetic_run(kind: str = "down", *, silent: bool = True, back: bool = True,
         if now == t_fault + 10 * MS and not lossy:
             for n, k in enumerate(dead):
                 old = slots[k][0]
-                events.append(AgentEvent("h0-0", t_fault + 5 * MS, NIC_B, old, "GOOD", "ASSUMED_BAD", "RTO_TIMEOUT"))
+                reason = ("PATH_LOSS" if n else "LOSS") if path_retire else "RTO_TIMEOUT"
+                t = t_fault + 5 * MS if path_retire else t_fault + 5 * MS + n
+                events.append(AgentEvent("h0-0", t, NIC_B, old, "GOOD", "ASSUMED_BAD", reason))
                 retired[old] = [slots[k][1], slots[k][2]]
                 slots[k] = [ev(0, 0, 0x800 + n), 0, 0]
         if now == t_restore and not lossy and back:

@@ -206,3 +206,17 @@ def test_failed_path_silent_says_what_is_missing_instead_of_none():
     report.failover.t_failover_s = report.failover.t_restore_s - 0.001
     c = next(x for x in checks(report) if x.name == "failed_path_silent")
     assert not c.ok and "None" not in c.detail and "less than one sampling interval" in c.detail
+
+
+def test_transitions_table_shows_a_paths_evs_retired_together():
+    per_ev = {(t.reason, t.new_state): t for t in analyze(synthetic_run("down")).ev_transitions}
+    assert per_ev[("RTO_TIMEOUT", "ASSUMED_BAD")].together == 1
+    report = analyze(synthetic_run("down", path_retire=True))
+    rows = {(t.reason, t.new_state): t for t in report.ev_transitions}
+    assert (rows[("LOSS", "ASSUMED_BAD")].count, rows[("LOSS", "ASSUMED_BAD")].together) == (1, 32)
+    assert (rows[("PATH_LOSS", "ASSUMED_BAD")].count, rows[("PATH_LOSS", "ASSUMED_BAD")].together) == (31, 32)
+    assert report.passed
+    console = Console(record=True, width=160)
+    console.print(render(report))
+    line = next(x for x in console.export_text().splitlines() if "PATH_LOSS" in x and "ASSUMED_BAD" in x)
+    assert [c.strip() for c in line.split("│") if c.strip()][-2:] == ["31", "32"]

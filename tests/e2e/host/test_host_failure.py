@@ -129,8 +129,10 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
             # two CPUs retiring the same EV at once may both report it (no 32-bit CAS here)
             kinds = [k for i, k in enumerate(kinds) if not i or k != kinds[i - 1]]
             # retired by the dataplane on its first packet lost outright (LOSS), or by the
-            # agent's sweep (RTO_TIMEOUT) if no retransmission named one of its packets first
-            retired = {("LOSS", EvState.ASSUMED_BAD), ("RTO_TIMEOUT", EvState.ASSUMED_BAD)}
+            # agent's sweep (RTO_TIMEOUT) if no retransmission named one of its packets first,
+            # or with a sibling on its path (PATH_LOSS, path-aware retirement)
+            retired = {("LOSS", EvState.ASSUMED_BAD), ("RTO_TIMEOUT", EvState.ASSUMED_BAD),
+                       ("PATH_LOSS", EvState.ASSUMED_BAD)}
             assert kinds[0] in retired, (hex(ev), kinds)
             # once retired, a late retransmission may still name one of its packets lost (LOSS
             # again, state unchanged): a re-report, not a new retirement
@@ -138,6 +140,50 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
             assert kinds[1:3] == [("REPLACED", EvState.ASSUMED_BAD), ("PROBE_OK", EvState.GOOD)], (hex(ev), kinds)
             replaced = next(e for e in after_down if e.ev == ev and e.reason == "REPLACED")
             assert replaced.replaced_by >> 28 == DEAD_PLANE and (replaced.replaced_by >> 20) & 0xFF != DEAD_T1
+
+
+def test_path_aware_retirement_retires_the_dead_paths_evs_in_one_detection(make_netns):
+    """SRv6 mode, path-aware retirement (the default): the first loss on the dead link's path
+    retires all 32 of its EVs toward the peer at once, and the write verifies byte for byte."""
+    size = 16 << 20
+    settings = Settings(rto_ns=50_000_000, probe_interval_ns=5_000_000, backups_per_plane=64, seed=22)
+    with clos(make_netns, settings) as fab:
+        a, b = "h0-0", "h1-0"
+        agent = fab.agents[a]
+        with netns.enter(fab.ns[a]):
+            ep_a = Endpoint(fab.nic(a))
+        with netns.enter(fab.ns[b]):
+            ep_b = Endpoint(fab.nic(b))
+        try:
+            mr = ep_b.register_mr(size, rkey=0x1000)
+            ep_b.create_qp(fab.nic(a), qpn=0x200, remote_qpn=0x100, config=QpConfig())
+            qp = ep_a.create_qp(fab.nic(b), qpn=0x100, remote_qpn=0x200, config=QpConfig())
+            data = os.urandom(size)
+            comp = ep_a.write(qp, data, 0, 0x1000, imm=7)
+            _wait(lambda: ep_b.responder.stats.placed_bytes > size // 8, 60)
+            dead = {e["ev"] for e in agent.ev_table(fab.nic(b))
+                    if (e["plane"], e["t1"]) == (DEAD_PLANE, DEAD_T1) and not e["retired"]
+                    and e["state"] == "GOOD"}
+            t_down = time.monotonic_ns()
+            fab.set_link(f"p{DEAD_PLANE}-t1-{DEAD_T1}", "t0-1", up=False)
+            _wait(lambda: dead <= {e["ev"] for e in agent.ev_table(fab.nic(b)) if e["retired"]}, 60)
+            comp.wait(120)
+            assert hashlib.sha256(mr.buf).digest() == hashlib.sha256(data).digest()
+            time.sleep(2 * settings.sweep_period_ns / 1e9)  # the sweep publishes the ring's events
+            down = [e for e in agent.events.history if e.timestamp_ns >= t_down and e.ev in dead
+                    and e.new_state == EvState.ASSUMED_BAD and e.old_state != EvState.ASSUMED_BAD]
+            # One detection: the dead EVs went ASSUMED_BAD with a sibling on their path
+            # (PATH_LOSS), not each on a loss of its own. Each CPU running tc egress may detect
+            # the path at once (a retransmission on each), so up to one detection per CPU.
+            detections = [e for e in down if e.reason != "PATH_LOSS"]
+            assert {e.reason for e in detections} <= {"LOSS", "RTO_TIMEOUT"}, detections
+            assert 1 <= len(detections) <= (os.cpu_count() or 1), \
+                [(e.reason, e.timestamp_ns) for e in detections]
+            assert {e.ev for e in down} == dead
+            if all(e.reason == "LOSS" for e in detections):  # the dataplane did it all
+                assert agent.stats()["dp_path_retired"] >= len(dead) - len(detections)
+        finally:
+            ep_a.close(), ep_b.close()
 
 
 def _capture(ns: str, ifname: str, path) -> subprocess.Popen:
