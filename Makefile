@@ -36,7 +36,7 @@ setup: deps venv bpf native bpffs p4rt-shell
 native: $(NATIVE_LIB)
 $(NATIVE_LIB): $(NATIVE_SRC) $(NATIVE_HDR) | deps
 	@mkdir -p $(dir $@)
-	gcc $(NATIVE_CFLAGS) $(NATIVE_SRC) -lisal -o $@
+	gcc $(NATIVE_CFLAGS) $(NATIVE_SRC) -lisal -lpthread -o $@
 
 deps: $(STAMPS)/apt
 $(STAMPS)/apt:

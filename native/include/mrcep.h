@@ -45,6 +45,7 @@ uint32_t mrcep_crc32(uint32_t crc, const uint8_t *buf, uint64_t len);
 /* --- outbox: packets the state machines produced, in order ------------------------------ */
 struct mrc_out_pkt {
 	uint32_t len;
+	uint32_t qpn;     /* the requestor QP that sent it; 0 for the responder's replies */
 	uint8_t tclass;
 	uint8_t peer[16];
 	uint8_t data[MRCEP_MAX_PACKET];
@@ -145,6 +146,7 @@ int64_t mrcep_req_inflight(const struct mrc_req *r);
 int64_t mrcep_req_next_psn(const struct mrc_req *r);
 int64_t mrcep_req_una(struct mrc_req *r);
 uint32_t mrcep_req_remote_qpn(const struct mrc_req *r);
+uint32_t mrcep_req_qpn(const struct mrc_req *r);
 
 /* --- responder (responder.py) ---------------------------------------------------------- */
 struct mrc_resp_stats {
@@ -192,6 +194,40 @@ static inline uint32_t mrcep_get24(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
 }
+
+/* --- the endpoint: one UDP socket, one thread (endpoint.c) ------------------------------ */
+struct mrc_ep_event {
+	uint32_t kind;  /* MRCEP_EV_SEND: a write completed; MRCEP_EV_RECV: a WRITE_WITH_IMM arrived */
+	uint32_t qpn;
+	uint64_t wr_id;
+	int32_t status;
+	struct mrc_recv_comp recv;
+};
+#define MRCEP_EV_SEND 1
+#define MRCEP_EV_RECV 2
+#define MRCEP_RX_BUDGET 256   /* datagrams read per loop turn before sending again */
+#define MRCEP_TX_BUDGET 32    /* packets each QP may send per loop turn */
+#define MRCEP_IDLE_POLL_NS 50000000LL
+#define MRCEP_SOCKET_BUFFER_BYTES (32 << 20)
+
+struct mrc_ep;
+struct mrc_ep *mrcep_ep_new(const uint8_t local[16], uint16_t port, uint16_t peer_port,
+			    uint32_t sack_coalesce_bytes, char *err, int errlen);
+int mrcep_ep_start(struct mrc_ep *ep);
+void mrcep_ep_stop(struct mrc_ep *ep);
+void mrcep_ep_free(struct mrc_ep *ep);
+void mrcep_ep_lock(struct mrc_ep *ep);
+void mrcep_ep_unlock(struct mrc_ep *ep);
+struct mrc_resp *mrcep_ep_resp(struct mrc_ep *ep);
+struct mrc_outbox *mrcep_ep_outbox(struct mrc_ep *ep);
+int mrcep_ep_add_req(struct mrc_ep *ep, uint32_t qpn, struct mrc_req *req);
+void mrcep_ep_kick(struct mrc_ep *ep, uint32_t qpn);
+int mrcep_ep_wait(struct mrc_ep *ep, struct mrc_ep_event *ev, int64_t timeout_ns);
+const char *mrcep_ep_error(struct mrc_ep *ep);
+uint64_t mrcep_ep_send_errors(struct mrc_ep *ep);
+int mrcep_ep_turn(struct mrc_ep *ep, int64_t now);
+void mrcep_ep_dispatch(struct mrc_ep *ep, const uint8_t *buf, uint32_t n, uint8_t tclass, uint32_t flow,
+		       uint16_t sport, const uint8_t peer[16], int64_t now);
 
 void mrcep_pack_bth(uint8_t *buf, uint8_t opcode, uint8_t flags, uint32_t dqpn, uint32_t psn);
 

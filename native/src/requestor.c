@@ -411,6 +411,7 @@ static void transmit(struct mrc_req *r, struct slot *s, int rtx, int64_t now)
 		mrcep_req_fail(r, "cannot send: out of memory");
 		return;
 	}
+	o->qpn = r->cfg.qpn;
 	o->len = pack_data(o->data, r, s, flags, now);
 	memcpy(o->data + o->len, s->msg->data + s->off, s->size);
 	o->len += s->size;
@@ -439,6 +440,7 @@ void mrcep_req_send_probe(struct mrc_req *r, int64_t now)
 	if (!o)
 		return;
 	r->probe_id++;
+	o->qpn = r->cfg.qpn;
 	mrcep_pack_bth(o->data, MRC_OP_PROBE, 0, r->cfg.remote_qpn, 0);
 	p = (struct mrc_peth *)(o->data + MRC_BTH_LEN);
 	memset(p, 0, sizeof(*p));
@@ -658,3 +660,4 @@ double mrcep_req_cwnd(const struct mrc_req *r) { return r->cc.cwnd; }
 int64_t mrcep_req_inflight(const struct mrc_req *r) { return r->inflight; }
 int64_t mrcep_req_next_psn(const struct mrc_req *r) { return r->next_psn; }
 uint32_t mrcep_req_remote_qpn(const struct mrc_req *r) { return r->cfg.remote_qpn; }
+uint32_t mrcep_req_qpn(const struct mrc_req *r) { return r->cfg.qpn; }

@@ -166,6 +166,7 @@ static void emit(struct mrc_resp *r, struct mrc_out_pkt *o, const uint8_t peer[1
 	for (int i = 0; i < 4; i++)
 		o->data[o->len++] = (uint8_t)(crc >> (8 * i));
 	o->tclass = MRCEP_TCLASS(MRC_DSCP_CONTROL, 0);
+	o->qpn = 0;
 	memcpy(o->peer, peer, 16);
 }
 

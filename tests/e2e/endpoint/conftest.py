@@ -31,17 +31,21 @@ def netns_pair(make_netns) -> Pair:
 @pytest.fixture
 def endpoints(netns_pair):
     """Endpoint A (requestor QP 0x100) and endpoint B (QP 0x200) in the pair, connected, with a
-    region at B of ``size`` bytes (rkey 0x1000). Returns a factory(size, **qp_config)."""
+    region at B of ``size`` bytes (rkey 0x1000). Returns a factory(size, impl_a="python",
+    impl_b="python", **qp_config); an impl is "python" (the reference) or "native" (C)."""
     from mrckit.endpoint import Endpoint, QpConfig
+    from mrckit.endpoint.native import NativeEndpoint
 
     made = []
+    classes = {"python": Endpoint, "native": NativeEndpoint}
 
-    def factory(size: int, **cfg):
+    def factory(size: int, impl_a: str = "python", impl_b: str = "python", **cfg):
         with netns.enter(netns_pair.ns_a):
-            ep_a = Endpoint(ADDR_A)
+            ep_a = classes[impl_a](ADDR_A)
+        made.append(ep_a)
         with netns.enter(netns_pair.ns_b):
-            ep_b = Endpoint(ADDR_B)
-        made.extend([ep_a, ep_b])
+            ep_b = classes[impl_b](ADDR_B)
+        made.append(ep_b)
         mr = ep_b.register_mr(size, rkey=0x1000)
         ep_b.create_qp(ADDR_A, qpn=0x200, remote_qpn=0x100, config=QpConfig(**cfg))
         qp = ep_a.create_qp(ADDR_B, qpn=0x100, remote_qpn=0x200, config=QpConfig(**cfg))

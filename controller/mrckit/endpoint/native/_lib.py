@@ -19,7 +19,7 @@ class NativeUnavailable(ImportError):
 class OutPkt(C.Structure):
     """struct mrc_out_pkt without its data array, whose size the library tells (load())."""
 
-    _fields_ = [("len", C.c_uint32), ("tclass", C.c_uint8), ("peer", C.c_uint8 * 16)]
+    _fields_ = [("len", C.c_uint32), ("qpn", C.c_uint32), ("tclass", C.c_uint8), ("peer", C.c_uint8 * 16)]
 
 
 class Outbox(C.Structure):
@@ -59,6 +59,14 @@ class Completion(C.Structure):
 class RecvComp(C.Structure):
     _fields_ = [("qpn", C.c_uint32), ("imm", C.c_uint32), ("rqmsn", C.c_uint32), ("psn", C.c_uint32)]
 
+
+class EpEvent(C.Structure):
+    _fields_ = [("kind", C.c_uint32), ("qpn", C.c_uint32), ("wr_id", C.c_uint64), ("status", C.c_int32),
+                ("recv", RecvComp)]
+
+
+EV_SEND, EV_RECV = 1, 2
+"""struct mrc_ep_event kinds (MRCEP_EV_SEND, MRCEP_EV_RECV)."""
 
 _P = C.c_void_p
 PKT_STRIDE = PKT_DATA = 0
@@ -104,6 +112,21 @@ _SIGNATURES = {
     "mrcep_resp_stats": (C.POINTER(RespStats), [_P]),
     "mrcep_resp_qp_error": (C.c_char_p, [_P, C.c_uint32]),
     "mrcep_resp_qp_epsn": (C.c_int64, [_P, C.c_uint32]),
+    "mrcep_ep_new": (_P, [C.c_char_p, C.c_uint16, C.c_uint16, C.c_uint32, C.c_char_p, C.c_int]),
+    "mrcep_ep_start": (C.c_int, [_P]),
+    "mrcep_ep_stop": (None, [_P]),
+    "mrcep_ep_free": (None, [_P]),
+    "mrcep_ep_lock": (None, [_P]),
+    "mrcep_ep_unlock": (None, [_P]),
+    "mrcep_ep_resp": (_P, [_P]),
+    "mrcep_ep_outbox": (C.POINTER(Outbox), [_P]),
+    "mrcep_ep_add_req": (C.c_int, [_P, C.c_uint32, _P]),
+    "mrcep_ep_kick": (None, [_P, C.c_uint32]),
+    "mrcep_ep_wait": (C.c_int, [_P, C.POINTER(EpEvent), C.c_int64]),
+    "mrcep_ep_error": (C.c_char_p, [_P]),
+    "mrcep_ep_send_errors": (C.c_uint64, [_P]),
+    "mrcep_ep_turn": (C.c_int, [_P, C.c_int64]),
+    "mrcep_ep_dispatch": (None, [_P, _P, C.c_uint32, C.c_uint8, C.c_uint32, C.c_uint16, C.c_char_p, C.c_int64]),
 }
 
 _lib: C.CDLL | None = None

@@ -30,11 +30,13 @@ def packed(addr) -> bytes:
 
 
 class Outbox:
-    """The packets a native state machine produced, in order (``struct mrc_outbox``)."""
+    """The packets a native state machine produced, in order (``struct mrc_outbox``).
+    ``ptr`` wraps one that a native endpoint owns (then :meth:`close` leaves it)."""
 
-    def __init__(self):
+    def __init__(self, ptr=None):
         self.lib = _lib.lib()
-        self.ptr = self.lib.mrcep_outbox_new()
+        self._owned = ptr is None
+        self.ptr = ptr if ptr is not None else self.lib.mrcep_outbox_new()
         if not self.ptr:
             raise MemoryError("cannot allocate the native outbox")
 
@@ -51,9 +53,10 @@ class Outbox:
         return out
 
     def close(self) -> None:
-        if self.ptr:
+        """Free the outbox (unless an endpoint owns it)."""
+        if self.ptr and self._owned:
             self.lib.mrcep_outbox_free(self.ptr)
-            self.ptr = None
+        self.ptr = None
 
     __del__ = close
 
@@ -298,13 +301,15 @@ class NativeResponder:
 
     def __init__(self, local_addr, memory: MemoryTable, emit: Callable[[bytes, str], None] | None = None, *,
                  sack_coalesce_bytes: int = SACK_COALESCE_BYTES,
-                 on_completion: Callable[[RecvCompletion], None] | None = None, outbox: Outbox | None = None):
+                 on_completion: Callable[[RecvCompletion], None] | None = None, outbox: Outbox | None = None,
+                 ptr=None):
         self.lib = _lib.lib()
         self.local_addr = local_addr
         self.memory, self.emit, self.on_completion = memory, emit, on_completion
         self._own_outbox = outbox is None
         self.outbox = outbox or Outbox()
-        self.ptr = self.lib.mrcep_resp_new(packed(local_addr), sack_coalesce_bytes, self.outbox.ptr)
+        self._owned = ptr is None  # a native endpoint's responder is freed with the endpoint
+        self.ptr = ptr or self.lib.mrcep_resp_new(packed(local_addr), sack_coalesce_bytes, self.outbox.ptr)
         if not self.ptr:
             raise MemoryError("cannot allocate the native responder")
         self.qps: dict[int, NativeResponderQp] = {}
@@ -390,7 +395,8 @@ class NativeResponder:
         """Free the C state and stop following the memory table."""
         if self.ptr:
             self.memory.remove_listener(self._region_changed)
-            self.lib.mrcep_resp_free(self.ptr)
+            if self._owned:
+                self.lib.mrcep_resp_free(self.ptr)
             self.ptr = None
             self._regions.clear()
         if self._own_outbox:
