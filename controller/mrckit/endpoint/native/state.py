@@ -75,11 +75,14 @@ def _nack_names(counts) -> dict[str, int]:
 class _CwndView:
     def __init__(self, qp):
         self._qp = qp
+        self._last = 0.0
 
     @property
     def cwnd(self) -> float:
-        """The congestion window in bytes."""
-        return self._qp.lib.mrcep_req_cwnd(self._qp.ptr)
+        """The congestion window in bytes (its last value once the QP is closed)."""
+        if self._qp.ptr:
+            self._last = self._qp.lib.mrcep_req_cwnd(self._qp.ptr)
+        return self._last
 
 
 class NativeRequestorQp:
@@ -121,6 +124,7 @@ class NativeRequestorQp:
         if not self.ptr:
             raise ValueError(err.value.decode())
         self.cc = _CwndView(self)
+        self._last_stats = RequestorStats()
         self._pending: dict[int, tuple[Completion, object]] = {}
         self._comp = _lib.Completion()
 
@@ -234,7 +238,10 @@ class NativeRequestorQp:
 
     @property
     def stats(self) -> RequestorStats:
-        """A snapshot of the counters, as the Python requestor keeps them."""
+        """A snapshot of the counters, as the Python requestor keeps them (the last one once
+        the QP is closed)."""
+        if not self.ptr:
+            return self._last_stats
         s = self.lib.mrcep_req_stats(self.ptr).contents
         out = RequestorStats(**{n: getattr(s, n) for n in ("packets", "payload_bytes", "acked_bytes", "sacks",
                                                            "ecn_sacks", "timeouts", "probes", "icrc_checked",
@@ -243,6 +250,7 @@ class NativeRequestorQp:
             if name and s.retransmits[i]:
                 out.retransmits[name] = s.retransmits[i]
         out.nacks.update(_nack_names(s.nacks))
+        self._last_stats = out
         return out
 
     def close(self) -> None:
@@ -250,6 +258,7 @@ class NativeRequestorQp:
         if self.ptr:
             if self.busy():
                 self.fail("QP closed")
+            self.stats, self.cc.cwnd  # noqa: B018 - keep the last values readable
             self.lib.mrcep_req_free(self.ptr)
             self.ptr = None
         if self._own_outbox:
@@ -313,6 +322,7 @@ class NativeResponder:
         if not self.ptr:
             raise MemoryError("cannot allocate the native responder")
         self.qps: dict[int, NativeResponderQp] = {}
+        self._last_stats = ResponderStats()
         self.completions: deque[RecvCompletion] = deque()
         self._regions: dict[int, object] = {}
         self._peers: dict[bytes, str] = {}
@@ -381,7 +391,9 @@ class NativeResponder:
     @property
     def stats(self) -> ResponderStats:
         """A snapshot of the counters, as the Python responder keeps them; also brings each
-        region's ``placed_bytes`` up to date."""
+        region's ``placed_bytes`` up to date (the last snapshot once closed)."""
+        if not self.ptr:
+            return self._last_stats
         s = self.lib.mrcep_resp_stats(self.ptr).contents
         out = ResponderStats(**{n: getattr(s, n) for n in (
             "packets", "icrc_checked", "bad_icrc", "malformed", "unknown_qp", "duplicates", "placed_packets",
@@ -389,11 +401,13 @@ class NativeResponder:
         out.nacks.update(_nack_names(s.nacks))
         for rkey, (_arr, mr) in self._regions.items():
             mr.placed_bytes = self.lib.mrcep_resp_mr_placed(self.ptr, rkey)
+        self._last_stats = out
         return out
 
     def close(self) -> None:
         """Free the C state and stop following the memory table."""
         if self.ptr:
+            self.stats  # noqa: B018 - keep the last counters readable
             self.memory.remove_listener(self._region_changed)
             if self._owned:
                 self.lib.mrcep_resp_free(self.ptr)
