@@ -145,6 +145,8 @@ double mrcep_req_cwnd(const struct mrc_req *r);
 int64_t mrcep_req_inflight(const struct mrc_req *r);
 int64_t mrcep_req_next_psn(const struct mrc_req *r);
 int64_t mrcep_req_una(struct mrc_req *r);
+int mrcep_req_outstanding(const struct mrc_req *r, int64_t psn);
+void mrcep_req_set_cwnd(struct mrc_req *r, double cwnd);
 uint32_t mrcep_req_remote_qpn(const struct mrc_req *r);
 uint32_t mrcep_req_qpn(const struct mrc_req *r);
 
@@ -175,6 +177,8 @@ int mrcep_resp_poll(struct mrc_resp *r, struct mrc_recv_comp *c);
 const struct mrc_resp_stats *mrcep_resp_stats(const struct mrc_resp *r);
 const char *mrcep_resp_qp_error(const struct mrc_resp *r, uint32_t qpn);
 int64_t mrcep_resp_qp_epsn(const struct mrc_resp *r, uint32_t qpn);
+int64_t mrcep_resp_qp_high(const struct mrc_resp *r, uint32_t qpn);
+int64_t mrcep_resp_qp_ooo(const struct mrc_resp *r, uint32_t qpn);
 
 /* --- helpers shared by the C files ----------------------------------------------------- */
 static inline int64_t mrcep_unwrap(uint32_t psn, int64_t ref)

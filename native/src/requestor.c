@@ -661,3 +661,14 @@ int64_t mrcep_req_inflight(const struct mrc_req *r) { return r->inflight; }
 int64_t mrcep_req_next_psn(const struct mrc_req *r) { return r->next_psn; }
 uint32_t mrcep_req_remote_qpn(const struct mrc_req *r) { return r->cfg.remote_qpn; }
 uint32_t mrcep_req_qpn(const struct mrc_req *r) { return r->cfg.qpn; }
+
+int mrcep_req_outstanding(const struct mrc_req *r, int64_t psn)
+{
+	return psn >= 0 && slot_at(r, psn) != NULL;
+}
+
+/* For tests that open the window wide, as they set the Python window's cwnd. */
+void mrcep_req_set_cwnd(struct mrc_req *r, double cwnd)
+{
+	r->cc.cwnd = cwnd;
+}

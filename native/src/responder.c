@@ -537,3 +537,15 @@ int64_t mrcep_resp_qp_epsn(const struct mrc_resp *r, uint32_t qpn)
 	struct rqp *q = qp_get(r, qpn);
 	return q ? q->epsn : -1;
 }
+
+int64_t mrcep_resp_qp_high(const struct mrc_resp *r, uint32_t qpn)
+{
+	struct rqp *q = qp_get(r, qpn);
+	return q ? q->high : -1;
+}
+
+int64_t mrcep_resp_qp_ooo(const struct mrc_resp *r, uint32_t qpn)
+{
+	struct rqp *q = qp_get(r, qpn);
+	return q ? q->ooo_count : -1;
+}

@@ -84,6 +84,20 @@ class _CwndView:
             self._last = self._qp.lib.mrcep_req_cwnd(self._qp.ptr)
         return self._last
 
+    @cwnd.setter
+    def cwnd(self, value: float) -> None:
+        self._qp.lib.mrcep_req_set_cwnd(self._qp.ptr, float(value))
+
+
+class _Outstanding:
+    """``psn in qp.outstanding``: whether an absolute PSN is sent and unacknowledged."""
+
+    def __init__(self, qp):
+        self._qp = qp
+
+    def __contains__(self, psn: int) -> bool:
+        return bool(self._qp.lib.mrcep_req_outstanding(self._qp.ptr, psn))
+
 
 class NativeRequestorQp:
     """The C requestor of one QP, with :class:`mrckit.endpoint.RequestorQp`'s constructor and
@@ -124,6 +138,7 @@ class NativeRequestorQp:
         if not self.ptr:
             raise ValueError(err.value.decode())
         self.cc = _CwndView(self)
+        self.outstanding = _Outstanding(self)
         self._last_stats = RequestorStats()
         self._pending: dict[int, tuple[Completion, object]] = {}
         self._comp = _lib.Completion()
@@ -294,6 +309,16 @@ class NativeResponderQp:
         return self._resp.lib.mrcep_resp_qp_epsn(self._resp.ptr, self.qpn)
 
     @property
+    def high(self) -> int:
+        """The highest absolute PSN received."""
+        return self._resp.lib.mrcep_resp_qp_high(self._resp.ptr, self.qpn)
+
+    @property
+    def ooo_count(self) -> int:
+        """Packets placed out of order."""
+        return self._resp.lib.mrcep_resp_qp_ooo(self._resp.ptr, self.qpn)
+
+    @property
     def error(self) -> str | None:
         """Why the QP is in error, or None."""
         e = self._resp.lib.mrcep_resp_qp_error(self._resp.ptr, self.qpn)
@@ -366,6 +391,7 @@ class NativeResponder:
         """Send the coalesced SACKs still owed."""
         self.lib.mrcep_resp_flush(self.ptr)
         self._after()
+        self.stats  # noqa: B018 - brings each region's placed_bytes up to date
 
     def _after(self) -> None:
         if self._own_outbox and self.emit is not None:
