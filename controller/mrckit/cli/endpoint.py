@@ -245,7 +245,7 @@ def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabr
                 if timeout is not None and time.monotonic() - t0 > timeout:
                     raise MrcError(f"{len(got)} of {count} WRITE_WITH_IMM completions after {timeout} s")
                 comp = ep.poll_recv(0.1)
-                st = ep.responder.stats  # also brings mr.placed_bytes up to date (native)
+                st = ep.responder.stats
                 if t_start is None and st.packets:
                     t_start = time.monotonic()
                 if comp is not None:

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import pytest
 
 from mrckit import netns
+from mrckit.endpoint.native import available
 
 from endpoint_pair import ADDR_A, ADDR_B, LINK_MTU
 
@@ -17,6 +18,13 @@ class Pair:
     if_b: str = "mrcb"
     addr_a: str = ADDR_A
     addr_b: str = ADDR_B
+
+
+@pytest.fixture(params=["python", pytest.param("native", marks=pytest.mark.skipif(
+    available() is not None, reason=str(available())))])
+def impl(request) -> str:
+    """Each test that takes it runs with both endpoints Python, then both native (C)."""
+    return request.param
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Callable
 from mrckit.wire.constants import DEFAULT_PAYLOAD_LEN, MPR_UNIT_PSNS, NackReason
 
 from ..cc import NsccConfig
-from ..memory import MemoryTable
+from ..memory import MemoryRegion, MemoryTable
 from ..requestor import REORDER_PACKETS, Completion, QpError, RetryConfig
 from ..responder import SACK_COALESCE_BYTES, RecvCompletion
 from ..stats import RequestorStats, ResponderStats
@@ -284,6 +284,22 @@ class NativeRequestorQp:
             self.close()
 
 
+class _NativeRegion(MemoryRegion):
+    """A region the native responder places into: ``placed_bytes`` reads the C counter live.
+    Regions switch to this class when the responder starts following them, and back after."""
+
+    @property
+    def placed_bytes(self) -> int:
+        resp = self.__dict__.get("_native")
+        if resp is not None and resp.ptr:
+            self.__dict__["_placed"] = resp.lib.mrcep_resp_mr_placed(resp.ptr, self.rkey)
+        return self.__dict__.get("_placed", 0)
+
+    @placed_bytes.setter
+    def placed_bytes(self, value: int) -> None:
+        self.__dict__["_placed"] = value
+
+
 class NativeResponderQp:
     """What :meth:`NativeResponder.add_qp` returns: a live view of one QP's receive state."""
 
@@ -361,9 +377,21 @@ class NativeResponder:
             arr = (C.c_uint8 * len(mr.buf)).from_buffer(mr.buf)
             self._regions[mr.rkey] = (arr, mr)
             self.lib.mrcep_resp_mr_add(self.ptr, mr.rkey, mr.base_va, C.addressof(arr), len(mr.buf))
+            placed = mr.placed_bytes
+            mr.__class__ = _NativeRegion
+            mr.__dict__["_native"], mr.__dict__["_placed"] = self, placed
         else:
+            self._release(mr)
             self.lib.mrcep_resp_mr_del(self.ptr, mr.rkey)
             self._regions.pop(mr.rkey, None)
+
+    @staticmethod
+    def _release(mr) -> None:
+        if isinstance(mr, _NativeRegion):
+            placed = mr.placed_bytes
+            mr.__dict__.pop("_native", None)
+            mr.__class__ = MemoryRegion
+            mr.placed_bytes = placed
 
     def add_qp(self, qp) -> NativeResponderQp:
         """Register receive state for ``qp`` (a :class:`mrckit.endpoint.ResponderQp` giving the
@@ -391,7 +419,6 @@ class NativeResponder:
         """Send the coalesced SACKs still owed."""
         self.lib.mrcep_resp_flush(self.ptr)
         self._after()
-        self.stats  # noqa: B018 - brings each region's placed_bytes up to date
 
     def _after(self) -> None:
         if self._own_outbox and self.emit is not None:
@@ -416,8 +443,8 @@ class NativeResponder:
 
     @property
     def stats(self) -> ResponderStats:
-        """A snapshot of the counters, as the Python responder keeps them; also brings each
-        region's ``placed_bytes`` up to date (the last snapshot once closed)."""
+        """A snapshot of the counters, as the Python responder keeps them (the last snapshot
+        once closed)."""
         if not self.ptr:
             return self._last_stats
         s = self.lib.mrcep_resp_stats(self.ptr).contents
@@ -425,8 +452,6 @@ class NativeResponder:
             "packets", "icrc_checked", "bad_icrc", "malformed", "unknown_qp", "duplicates", "placed_packets",
             "placed_bytes", "ce_marked", "trimmed", "probes", "sacks", "imm_completions")})
         out.nacks.update(_nack_names(s.nacks))
-        for rkey, (_arr, mr) in self._regions.items():
-            mr.placed_bytes = self.lib.mrcep_resp_mr_placed(self.ptr, rkey)
         self._last_stats = out
         return out
 
@@ -435,6 +460,8 @@ class NativeResponder:
         if self.ptr:
             self.stats  # noqa: B018 - keep the last counters readable
             self.memory.remove_listener(self._region_changed)
+            for _arr, mr in self._regions.values():
+                self._release(mr)
             if self._owned:
                 self.lib.mrcep_resp_free(self.ptr)
             self.ptr = None
