@@ -146,7 +146,8 @@ def _counter(c) -> str:
 @click.option("--imm", type=INT, default=1, show_default=True, help="Immediate of the WRITE_WITH_IMM that ends the transfer.")
 @click.option("--mtu", type=int, default=2048, show_default=True, help="Payload bytes per packet.")
 @click.option("--mpr", type=int, default=1024, show_default=True, help="PSN window (multiple of 128).")
-@click.option("--rto-exp", type=int, default=16, show_default=True, help="RTO = 1.024 us x 2^N (0..24).")
+@click.option("--rto-exp", type=int, default=None, help="RTO = 1.024 us x 2^N (0..24); default 16 for the "
+              "python endpoint (a Python thread cannot hold shorter timers on a busy host), 8 for native.")
 @click.option("--linear-retries", type=int, default=7, show_default=True, help="Timeouts at the base RTO (0..7).")
 @click.option("--exp-retries", type=int, default=7, show_default=True, help="Doubling timeouts after those (0..25, 25 = no limit).")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds to wait for completion.")
@@ -170,6 +171,10 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
     src, ns, src_fabric = _host(src, fabric, "SRC")
     dst, _, _ = _host(dst, fabric or src_fabric, "DST")
     _check_nic(dst, "DST")  # before binding SRC: a wrong DST is the user's mistake to hear first
+    if rto_exp is None:
+        from ..endpoint.native import NATIVE_TIMEOUT_EXP
+
+        rto_exp = NATIVE_TIMEOUT_EXP if impl == "native" else RetryConfig().timeout_exp
     config = QpConfig(mtu=mtu, mpr=mpr, retry=RetryConfig(rto_exp, linear_retries, exp_retries))
     data = _allocate(size, nbytes, os.urandom)
     console = Console(stderr=True)

@@ -44,8 +44,14 @@ def endpoints(netns_pair):
     from mrckit.endpoint import Endpoint, QpConfig
     from mrckit.endpoint.native import NativeEndpoint
 
+    from mrckit.endpoint import RetryConfig
+    from mrckit.endpoint.native import NATIVE_TIMEOUT_EXP
+
     made = []
     classes = {"python": Endpoint, "native": NativeEndpoint}
+    # Across the network on a loaded machine: the native 262 µs RTO, but no retry limit, so a
+    # peer descheduled for tens of ms costs retransmissions, never the QP.
+    load_safe = RetryConfig(timeout_exp=NATIVE_TIMEOUT_EXP, exp_retries=25)
 
     def factory(size: int, impl_a: str = "python", impl_b: str = "python", **cfg):
         with netns.enter(netns_pair.ns_a):
@@ -56,7 +62,10 @@ def endpoints(netns_pair):
         made.append(ep_b)
         mr = ep_b.register_mr(size, rkey=0x1000)
         ep_b.create_qp(ADDR_A, qpn=0x200, remote_qpn=0x100, config=QpConfig(**cfg))
-        qp = ep_a.create_qp(ADDR_B, qpn=0x100, remote_qpn=0x200, config=QpConfig(**cfg))
+        a_cfg = dict(cfg)
+        if impl_a == "native":
+            a_cfg.setdefault("retry", load_safe)
+        qp = ep_a.create_qp(ADDR_B, qpn=0x100, remote_qpn=0x200, config=QpConfig(**a_cfg))
         return ep_a, ep_b, qp, mr
 
     yield factory

@@ -32,7 +32,8 @@ def test_listen_and_write(netns_pair, writer_impl, listener_impl):
                     "--endpoint", listener_impl)
     try:
         assert "listening on" in listener.stderr.readline()
-        writer = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "4M", "--endpoint", writer_impl)
+        # no retry limit: the 262 µs native RTO must not fail the QP while the listener is descheduled
+        writer = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "4M", "--endpoint", writer_impl, "--exp-retries", "25")
         w_out, w_err = writer.communicate(timeout=90)
         l_out, _ = listener.communicate(timeout=90)
     finally:

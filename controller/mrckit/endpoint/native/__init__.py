@@ -5,5 +5,5 @@ Importing this package never fails: :func:`available` says whether ``libmrcep.so
 """
 
 from ._lib import NativeUnavailable, available  # noqa: F401
-from .state import NativeRequestorQp, NativeResponder, Outbox  # noqa: F401
+from .state import NATIVE_TIMEOUT_EXP, NativeRequestorQp, NativeResponder, Outbox, default_retry  # noqa: F401
 from .endpoint import NativeEndpoint  # noqa: F401

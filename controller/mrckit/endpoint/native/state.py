@@ -22,6 +22,17 @@ from ..stats import RequestorStats, ResponderStats
 from . import _lib
 
 
+NATIVE_TIMEOUT_EXP = 8
+"""The native endpoint's default local ACK timeout exponent: 1.024 µs × 2^8 = 262 µs, as in the
+OCP examples (design 6). The Python endpoint keeps 2^16 (67 ms): a Python thread on a loaded
+host cannot hold a 262 µs timer."""
+
+
+def default_retry() -> RetryConfig:
+    """The native default: RTO 262 µs, 7 linear then 7 exponential retries."""
+    return RetryConfig(timeout_exp=NATIVE_TIMEOUT_EXP)
+
+
 def packed(addr) -> bytes:
     """16-byte form of an IPv6 address given as text or bytes."""
     if isinstance(addr, (bytes, bytearray)) and len(addr) == 16:
@@ -122,7 +133,7 @@ class NativeRequestorQp:
             raise ValueError(f"MPR {mpr} is not a positive multiple of {MPR_UNIT_PSNS} PSNs")
         self.qpn, self.remote_qpn, self.peer, self.send = qpn, remote_qpn, peer, send
         self.mtu, self.mpr = mtu, mpr
-        self.retry = retry or RetryConfig()
+        self.retry = retry or default_retry()
         ccfg = cc or NsccConfig(mtu=mtu, initial_cwnd=64 * mtu, max_cwnd=mpr * mtu)
         cfg = _lib.ReqCfg(qpn=qpn, remote_qpn=remote_qpn, mtu=mtu, mpr=mpr, initial_psn=initial_psn,
                           timeout_exp=self.retry.timeout_exp, linear_retries=self.retry.linear_retries,
