@@ -17,12 +17,12 @@
 
 #include "mrc_wire.h"
 
-/* --- tuning of ours, mirrored by the Python reference --------------------------------- */
-#define MRCEP_REORDER_PACKETS 16      /* RACK: lost once a packet sent this many later is acked */
+/* --- tuning of ours, mirrored from the Python reference (requestor.py, responder.py);
+ * tests/unit/endpoint/test_endpoint_native_binding.py checks each against it through
+ * mrcep_tuning(). REORDER_PACKETS and the SACK coalescing bytes come from the caller. ------- */
 #define MRCEP_RTT_MAX_DECAY_SHIFT 10  /* slowest-RTT tracker loses 1/2^10 per sample */
 #define MRCEP_INFINITE_RETRIES 25     /* exp_retries value meaning "no limit" (reference 3.5) */
 #define MRCEP_MAX_TIMEOUT_EXP 24
-#define MRCEP_SACK_COALESCE_BYTES 8192
 #define MRCEP_SACK_MIN_PACKET_BYTES 1024
 #define MRCEP_ALWAYS_SKIP_HISTORY_MASK ((1u << MRC_ALWAYS_SKIP_WINDOW) - 1)
 #define MRCEP_MAX_MTU 4096
@@ -55,6 +55,9 @@ struct mrc_outbox {
 	struct mrc_out_pkt *pkts;
 	uint32_t count, cap;
 };
+
+/* The value of tuning constant MRCEP_<name>, or -1 for an unknown name (for the tests). */
+int64_t mrcep_tuning(const char *name);
 
 /* For the binding: the sizes it lays its ctypes structures out with. */
 uint32_t mrcep_out_pkt_size(void);

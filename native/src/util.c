@@ -8,6 +8,22 @@
 
 #define DEFAULT_PKEY 0xffff
 
+int64_t mrcep_tuning(const char *name)
+{
+	static const struct { const char *name; int64_t value; } table[] = {
+		{"RTT_MAX_DECAY_SHIFT", MRCEP_RTT_MAX_DECAY_SHIFT},
+		{"INFINITE_RETRIES", MRCEP_INFINITE_RETRIES},
+		{"MAX_TIMEOUT_EXP", MRCEP_MAX_TIMEOUT_EXP},
+		{"SACK_MIN_PACKET_BYTES", MRCEP_SACK_MIN_PACKET_BYTES},
+		{"ALWAYS_SKIP_HISTORY_MASK", MRCEP_ALWAYS_SKIP_HISTORY_MASK},
+		{"MAX_MTU", MRCEP_MAX_MTU},
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (!strcmp(table[i].name, name))
+			return table[i].value;
+	return -1;
+}
+
 uint32_t mrcep_out_pkt_size(void)
 {
 	return sizeof(struct mrc_out_pkt);

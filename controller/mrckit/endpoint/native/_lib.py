@@ -73,6 +73,7 @@ PKT_STRIDE = PKT_DATA = 0
 """sizeof(struct mrc_out_pkt) and offsetof(..., data), set by lib()."""
 _U8P = C.POINTER(C.c_uint8)
 _SIGNATURES = {
+    "mrcep_tuning": (C.c_int64, [C.c_char_p]),
     "mrcep_out_pkt_size": (C.c_uint32, []),
     "mrcep_out_pkt_data_offset": (C.c_uint32, []),
     "mrcep_rtx_count": (C.c_uint32, []),
