@@ -59,3 +59,27 @@ def test_close_fails_pending_writes():
     link.req.close()
     with pytest.raises(QpError, match="closed"):
         comp.wait(0)
+
+
+def test_random_bytes_crash_neither_native_state_machine():
+    """No packet can crash a component: random lengths, opcodes, traffic classes and bytes, to
+    the responder and (as replies) to the requestor; the region outside writes stays intact."""
+    import random
+
+    from mrckit.wire.constants import Opcode
+    rng = random.Random(99)
+    link = Link(1 << 16, impl="native")
+    link.req.post(b"r" * 20000, 0, RKEY)
+    link.req.pump(link.now)
+    opcodes = [int(o) for o in Opcode] + [0, 0xFF]
+    for i in range(3000):
+        n = rng.choice([0, 1, 11, 12, 15, 16, 31, 32, 39, 40, 44, 48, 60, 100, 2100, 4200, 9000])
+        pkt = bytearray(rng.getrandbits(8) for _ in range(n))
+        if n >= 8:
+            pkt[0] = rng.choice(opcodes)
+            pkt[5:8] = rng.choice([b"\x00\x02\x00", b"\x00\x01\x00", bytes(3)])
+        link.resp.handle(pkt, n, rng.getrandbits(8), rng.getrandbits(20), rng.getrandbits(16), A)
+        link.req.on_reply(bytes(pkt), link.now + i)
+    link.resp.flush()
+    st = link.resp.stats
+    assert st.packets == 3000 and st.placed_bytes == 0 and bytes(link.mr.buf) == bytes(len(link.mr.buf))
