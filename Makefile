@@ -17,20 +17,33 @@ BPF_CFLAGS := -O2 -g -target bpf -Wall -Werror -I ebpf/include -I/usr/include/$(
 
 # Debian packages the toolkit and its tests use, and one command that proves each is present.
 APT_PKGS   := clang llvm libbpf-dev bpftool iproute2 ethtool tcpdump tshark python3-venv \
-              python3-pip gcc make util-linux kmod
+              python3-pip gcc make util-linux kmod libisal-dev
 APT_CHECK  := clang llvm-strip bpftool ip ethtool tcpdump tshark nsenter gcc
 P4RT_VENV  := .venv-p4rt
 
-.PHONY: all setup deps venv bpf bpffs test test-under-load demo p4 bench clean p4rt-shell
+NATIVE_SRC := $(wildcard native/src/*.c)
+NATIVE_HDR := $(wildcard native/include/*.h) $(BPF_HDR)
+NATIVE_LIB := controller/mrckit/endpoint/native/libmrcep.so
+# -ffp-contract=off: the congestion window must round exactly as the Python reference does.
+NATIVE_CFLAGS := -O2 -g -Wall -Werror -fPIC -shared -ffp-contract=off -I native/include -I ebpf/include
+
+.PHONY: all setup deps venv bpf native bpffs test test-under-load demo p4 bench clean p4rt-shell
 
 all: setup
-setup: deps venv bpf bpffs p4rt-shell
+setup: deps venv bpf native bpffs p4rt-shell
+
+# The native MRC endpoint (docs/endpoint.md), loaded by mrckit.endpoint.native through ctypes.
+native: $(NATIVE_LIB)
+$(NATIVE_LIB): $(NATIVE_SRC) $(NATIVE_HDR) | deps
+	@mkdir -p $(dir $@)
+	gcc $(NATIVE_CFLAGS) $(NATIVE_SRC) -lisal -lpthread -o $@
 
 deps: $(STAMPS)/apt
 $(STAMPS)/apt:
 	@mkdir -p $(STAMPS)
 	@missing=""; for c in $(APT_CHECK); do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
 	 [ -f /usr/include/bpf/libbpf.h ] || missing="$$missing libbpf-dev"; \
+	 [ -f /usr/include/isa-l/crc.h ] || missing="$$missing libisal-dev"; \
 	 $(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	 if [ -n "$$missing" ]; then \
 	   echo "installing Debian packages (missing:$$missing)"; \
@@ -96,4 +109,4 @@ p4:
 	  p4src/mrc_switch.p4
 
 clean:
-	rm -rf $(BPF_OUT) $(STAMPS)
+	rm -rf $(BPF_OUT) $(STAMPS) $(NATIVE_LIB)

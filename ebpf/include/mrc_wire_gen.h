@@ -28,6 +28,7 @@
 #define MRC_ERTH_LEN 16
 #define MRC_EETH_LEN 16
 #define MRC_ICRC_LEN 4
+#define MRC_ICRC_PREFIX_LEN 8
 #define MRC_ENCAP_LEN 40
 
 /* Transport parameters */

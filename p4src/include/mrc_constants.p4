@@ -28,6 +28,7 @@ const bit<16> MRC_PETH_LEN = 16;
 const bit<16> MRC_ERTH_LEN = 16;
 const bit<16> MRC_EETH_LEN = 16;
 const bit<16> MRC_ICRC_LEN = 4;
+const bit<16> MRC_ICRC_PREFIX_LEN = 8;
 const bit<16> MRC_ENCAP_LEN = 40;
 
 /* Transport parameters */

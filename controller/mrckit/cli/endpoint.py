@@ -41,17 +41,30 @@ def parse_size(text: str) -> int:
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
-def _endpoint(addr: str, ns: str | None = None, **kw):
-    """An Endpoint bound to ``addr``, made inside namespace ``ns`` (None: this one)."""
+ENDPOINTS = ("python", "native")
+"""``--endpoint`` choices: the Python reference, or the C endpoint (docs/endpoint.md)."""
+
+
+def _endpoint(addr: str, ns: str | None = None, impl: str = "python", **kw):
+    """An endpoint (``impl`` python or native) bound to ``addr``, made inside namespace ``ns``
+    (None: this one)."""
     import contextlib
 
     from .. import netns
     from ..endpoint import Endpoint
 
+    cls = Endpoint
+    if impl == "native":
+        from ..endpoint.native import NativeEndpoint, available
+
+        why = available()
+        if why is not None:
+            raise MrcError(f"--endpoint native: {why}")
+        cls = NativeEndpoint
     where = f"namespace {ns}" if ns else "this network namespace"
     try:
         with netns.enter(ns) if ns else contextlib.nullcontext():
-            return Endpoint(addr, **kw)
+            return cls(addr, **kw)
     except OSError as exc:
         raise MrcError(f"cannot bind [{addr}]:4791: {exc.strerror} (is {addr} configured on an "
                        f"interface of {where}, and the port free?)") from None
@@ -133,14 +146,17 @@ def _counter(c) -> str:
 @click.option("--imm", type=INT, default=1, show_default=True, help="Immediate of the WRITE_WITH_IMM that ends the transfer.")
 @click.option("--mtu", type=int, default=2048, show_default=True, help="Payload bytes per packet.")
 @click.option("--mpr", type=int, default=1024, show_default=True, help="PSN window (multiple of 128).")
-@click.option("--rto-exp", type=int, default=16, show_default=True, help="RTO = 1.024 us x 2^N (0..24).")
+@click.option("--rto-exp", type=int, default=None, help="RTO = 1.024 us x 2^N (0..24); default 16 for the "
+              "python endpoint (a Python thread cannot hold shorter timers on a busy host), 8 for native.")
 @click.option("--linear-retries", type=int, default=7, show_default=True, help="Timeouts at the base RTO (0..7).")
 @click.option("--exp-retries", type=int, default=7, show_default=True, help="Doubling timeouts after those (0..25, 25 = no limit).")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds to wait for completion.")
 @click.option("--fabric", metavar="NAME", help="The running fabric whose hosts SRC and DST name "
               "(default: the one fabric that has them).")
+@click.option("--endpoint", "impl", type=click.Choice(ENDPOINTS), default="python", show_default=True,
+              help="Which MRC endpoint runs: the Python reference or the native (C) one.")
 def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp, linear_retries, exp_retries,
-              timeout, fabric):
+              timeout, fabric, impl):
     """Write SIZE random bytes (e.g. 64M) from SRC into the region of the MRC listener at DST,
     as one WRITE_WITH_IMM, and print a summary. SRC and DST are NIC addresses
     (2001:db8:100:L::H; SRC must be on this namespace) or host names of a running fabric
@@ -155,23 +171,27 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
     src, ns, src_fabric = _host(src, fabric, "SRC")
     dst, _, _ = _host(dst, fabric or src_fabric, "DST")
     _check_nic(dst, "DST")  # before binding SRC: a wrong DST is the user's mistake to hear first
+    if rto_exp is None:
+        from ..endpoint.native import NATIVE_TIMEOUT_EXP
+
+        rto_exp = NATIVE_TIMEOUT_EXP if impl == "native" else RetryConfig().timeout_exp
     config = QpConfig(mtu=mtu, mpr=mpr, retry=RetryConfig(rto_exp, linear_retries, exp_retries))
     data = _allocate(size, nbytes, os.urandom)
     console = Console(stderr=True)
-    ep = _endpoint(src, ns)
+    ep = _endpoint(src, ns, impl)
     try:
         qp = ep.create_qp(dst, qpn=qpn, remote_qpn=remote_qpn, config=config)
         t0 = time.monotonic()
         comp = ep.write(qp, data, va, rkey, imm=imm)
-        stats = qp.requestor.stats
         with _progress(console) as bar:
             task = bar.add_task(f"write {dst}", total=nbytes)
             while not comp.done() and time.monotonic() - t0 < timeout:
                 time.sleep(0.05)
-                bar.update(task, completed=min(stats.acked_bytes, nbytes))
-            bar.update(task, completed=min(stats.acked_bytes, nbytes))
+                bar.update(task, completed=min(qp.requestor.stats.acked_bytes, nbytes))
+            bar.update(task, completed=min(qp.requestor.stats.acked_bytes, nbytes))
         comp.wait(0)
         seconds = (comp.finished_ns - comp.started_ns) / 1e9
+        stats, cwnd = qp.requestor.stats, qp.requestor.cc.cwnd
     except TimeoutError:
         raise MrcError(f"the write did not complete within {timeout} s (is `mrc listen {dst}` running?)") from None
     except QpError as exc:
@@ -183,7 +203,7 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
         ("bytes", f"{nbytes}"), ("duration", f"{seconds:.3f} s"), ("goodput", _goodput(nbytes, seconds)),
         ("packets sent", f"{stats.packets}"), ("retransmits", _counter(stats.retransmits)),
         ("NACKs received", _counter(stats.nacks)), ("SACKs received", f"{stats.sacks} ({stats.ecn_sacks} with ECN)"),
-        ("timeouts", f"{stats.timeouts}"), ("final cwnd", f"{qp.requestor.cc.cwnd / 1024:.0f} KiB")))
+        ("timeouts", f"{stats.timeouts}"), ("final cwnd", f"{cwnd / 1024:.0f} KiB")))
     click.echo(f"sha256 {hashlib.sha256(data).hexdigest()}")
 
 
@@ -199,7 +219,9 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
 @click.option("--timeout", type=float, default=None, help="Give up after this many seconds.")
 @click.option("--fabric", metavar="NAME", help="The running fabric whose host ADDR names "
               "(default: the one fabric that has it).")
-def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabric):
+@click.option("--endpoint", "impl", type=click.Choice(ENDPOINTS), default="python", show_default=True,
+              help="Which MRC endpoint runs: the Python reference or the native (C) one.")
+def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabric, impl):
     """Run an MRC responder on ADDR with one memory region, until COUNT WRITE_WITH_IMM
     completions arrive; print a summary with the region's SHA-256. ADDR is a NIC address of
     this namespace, or a host name of a running fabric (h1-0: it listens inside its namespace)."""
@@ -214,13 +236,12 @@ def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabr
     if peer != "::":
         peer, _, _ = _host(peer, fabric, "--peer")
     console = Console(stderr=True)
-    ep = _endpoint(addr, ns)
+    ep = _endpoint(addr, ns, impl)
     got = []
     try:
         mr = _allocate(size, nbytes, lambda n: ep.register_mr(n, base_va=va, rkey=rkey))
         ep.create_qp(peer, qpn=qpn, remote_qpn=remote_qpn)
         console.print(f"listening on [{ep.nic_addr}]:4791 QP {qpn:#x} rkey {rkey:#x} VA {va:#x} size {nbytes}")
-        st = ep.responder.stats
         t_start = None
         with _progress(console) as bar:
             task = bar.add_task(f"listen {ep.nic_addr}", total=nbytes)
@@ -229,11 +250,13 @@ def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabr
                 if timeout is not None and time.monotonic() - t0 > timeout:
                     raise MrcError(f"{len(got)} of {count} WRITE_WITH_IMM completions after {timeout} s")
                 comp = ep.poll_recv(0.1)
+                st = ep.responder.stats
                 if t_start is None and st.packets:
                     t_start = time.monotonic()
                 if comp is not None:
                     got.append((comp, time.monotonic()))
                 bar.update(task, completed=min(mr.placed_bytes, nbytes))
+        st = ep.responder.stats
     finally:
         ep.close()
     seconds = got[-1][1] - t_start if t_start else 0.0

@@ -47,6 +47,21 @@ class MemoryTable:
 
     def __init__(self):
         self._by_rkey: dict[int, MemoryRegion] = {}
+        self._listeners: list = []
+
+    def add_listener(self, fn) -> None:
+        """Call ``fn(region, added)`` after each register (True) and deregister (False); the
+        native responder follows the table this way."""
+        self._listeners.append(fn)
+
+    def remove_listener(self, fn) -> None:
+        """Stop calling ``fn``."""
+        if fn in self._listeners:
+            self._listeners.remove(fn)
+
+    def regions(self) -> list[MemoryRegion]:
+        """Every registered region."""
+        return list(self._by_rkey.values())
 
     def register(self, length: int, *, base_va: int = 0, rkey: int | None = None) -> MemoryRegion:
         """Register a zero-filled region of ``length`` bytes at ``base_va``.
@@ -71,6 +86,8 @@ class MemoryTable:
             raise ValueError(f"rkey {rkey:#x} is registered already")
         mr = MemoryRegion(rkey, base_va, bytearray(length))
         self._by_rkey[rkey] = mr
+        for fn in self._listeners:
+            fn(mr, True)
         return mr
 
     def deregister(self, rkey: int) -> None:
@@ -79,8 +96,11 @@ class MemoryTable:
         Raises:
             ValueError: no region has that rkey.
         """
-        if self._by_rkey.pop(rkey, None) is None:
+        mr = self._by_rkey.pop(rkey, None)
+        if mr is None:
             raise ValueError(f"no memory region has rkey {rkey:#x}")
+        for fn in self._listeners:
+            fn(mr, False)
 
     def lookup(self, rkey: int) -> MemoryRegion | None:
         """The region registered with ``rkey``, or None."""

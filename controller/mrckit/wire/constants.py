@@ -35,6 +35,8 @@ PETH_LEN = 16
 ERTH_LEN = 16
 EETH_LEN = 16
 ICRC_LEN = 4
+ICRC_PREFIX_LEN = 8
+"""Bytes of ones the ICRC runs over first, in place of the InfiniBand LRH (design 3.1)."""
 ENCAP_LEN = IPV6_LEN
 """Bytes that SRv6 encapsulation adds: one outer IPv6 header, no SRH (design section 3.1)."""
 

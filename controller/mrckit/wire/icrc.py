@@ -20,9 +20,9 @@ Trimmed packets carry no ICRC (design section 3.1).
 import struct
 import zlib
 
-from .constants import BTH_LEN, ICRC_LEN, IPPROTO_UDP, IPV6_LEN, UDP_LEN
+from .constants import BTH_LEN, ICRC_LEN, ICRC_PREFIX_LEN, IPPROTO_UDP, IPV6_LEN, UDP_LEN
 
-ICRC_PREFIX = b"\xff" * 8
+ICRC_PREFIX = b"\xff" * ICRC_PREFIX_LEN
 """Stands in for the InfiniBand LRH, which RoCEv2 does not carry."""
 
 _MIN_LEN = IPV6_LEN + UDP_LEN + BTH_LEN

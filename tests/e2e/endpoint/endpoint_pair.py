@@ -46,15 +46,16 @@ def recv_reply(rx):
 
 
 @contextlib.contextmanager
-def responder_with_test_sockets(pair, label: int):
-    """Endpoint B in ``pair.ns_b`` with a 64 KiB region (rkey 0x1000) and QP 0x200 <-> 0x100,
-    plus :func:`make_test_sockets` opened in ``pair.ns_a``. Yields (endpoint, region, tx, rx);
-    everything is closed on exit."""
+def responder_with_test_sockets(pair, label: int, impl: str = "python"):
+    """Endpoint B (``impl`` python or native) in ``pair.ns_b`` with a 64 KiB region (rkey
+    0x1000) and QP 0x200 <-> 0x100, plus :func:`make_test_sockets` opened in ``pair.ns_a``.
+    Yields (endpoint, region, tx, rx); everything is closed on exit."""
     from mrckit import netns
     from mrckit.endpoint import Endpoint
+    from mrckit.endpoint.native import NativeEndpoint
 
     with netns.enter(pair.ns_b):
-        ep_b = Endpoint(ADDR_B)
+        ep_b = (NativeEndpoint if impl == "native" else Endpoint)(ADDR_B)
     try:
         mr = ep_b.register_mr(1 << 16, rkey=0x1000)
         ep_b.create_qp(ADDR_A, qpn=0x200, remote_qpn=0x100)

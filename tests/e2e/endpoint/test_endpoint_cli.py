@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from endpoint_pair import ADDR_A, ADDR_B
+from mrckit.endpoint.native import available
 
 MRC = os.path.join(os.path.dirname(sys.executable), "mrc")
 pytestmark = pytest.mark.root
@@ -19,11 +20,20 @@ def _mrc(ns, *args, **kw):
                             stderr=subprocess.PIPE, text=True, **kw)
 
 
-def test_listen_and_write(netns_pair):
-    listener = _mrc(netns_pair.ns_b, "listen", ADDR_B, "--size", "4M", "--timeout", "60")
+_NATIVE = pytest.mark.skipif(available() is not None, reason=str(available()))
+IMPL_PAIRS = [pytest.param("python", "python", id="python-to-python"),
+              pytest.param("native", "python", id="native-to-python", marks=_NATIVE),
+              pytest.param("python", "native", id="python-to-native", marks=_NATIVE)]
+
+
+@pytest.mark.parametrize("writer_impl,listener_impl", IMPL_PAIRS)
+def test_listen_and_write(netns_pair, writer_impl, listener_impl):
+    listener = _mrc(netns_pair.ns_b, "listen", ADDR_B, "--size", "4M", "--timeout", "60",
+                    "--endpoint", listener_impl)
     try:
         assert "listening on" in listener.stderr.readline()
-        writer = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "4M")
+        # no retry limit: the 262 µs native RTO must not fail the QP while the listener is descheduled
+        writer = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "4M", "--endpoint", writer_impl, "--exp-retries", "25")
         w_out, w_err = writer.communicate(timeout=90)
         l_out, _ = listener.communicate(timeout=90)
     finally:
@@ -45,6 +55,8 @@ def test_listen_and_write(netns_pair):
     (["listen", ADDR_A, "--size", "1T"], "size 1T (1099511627776 B) does not fit in this machine's memory"),
     (["listen", ADDR_A, "--count", "0"], "--count 0: must be at least 1"),
     (["write", ADDR_A, ADDR_B, "1M", "--timeout", "0"], "--timeout 0.0: must be a positive number"),
+    (["write", ADDR_A, ADDR_B, "1M", "--endpoint", "rust"], "'rust' is not one of 'python', 'native'"),
+    (["listen", "2001:db8:ffff::1", "--endpoint", "native"], "cannot bind"),
 ])
 def test_user_mistakes_are_one_line(netns_pair, args, message):
     proc = _mrc(netns_pair.ns_a, *args)
@@ -52,9 +64,10 @@ def test_user_mistakes_are_one_line(netns_pair, args, message):
     assert proc.returncode == 2 and message in err and "Traceback" not in err
 
 
-def test_write_without_listener_fails_at_the_retry_limit(netns_pair):
+@pytest.mark.parametrize("impl", ["python", pytest.param("native", marks=_NATIVE)])
+def test_write_without_listener_fails_at_the_retry_limit(netns_pair, impl):
     proc = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "64K", "--rto-exp", "10", "--linear-retries", "1",
-                "--exp-retries", "1")
+                "--exp-retries", "1", "--endpoint", impl)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "retry counter exceeded" in err and "mrc listen" in err
     assert "Traceback" not in err

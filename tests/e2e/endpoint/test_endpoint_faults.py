@@ -1,6 +1,7 @@
 """Integrity under faults injected on the veth by the fault BPF program (mrckit.fabric.faults;
 this kernel has no netem): random loss both ways, reordering and duplication, and a blackhole.
-Each transfer completes only when every byte is placed, checked by SHA-256 of the region."""
+Each transfer completes only when every byte is placed, checked by SHA-256 of the region.
+Every test runs with both endpoints Python, then both native (the ``impl`` fixture)."""
 
 import hashlib
 import os
@@ -32,8 +33,8 @@ def faulted(netns_pair):
         faults.detach(ns, ifname, hook=hook)
 
 
-def _transfer(endpoints, size, **cfg):
-    ep_a, ep_b, qp, mr = endpoints(size, **cfg)
+def _transfer(endpoints, size, impl, **cfg):
+    ep_a, ep_b, qp, mr = endpoints(size, impl_a=impl, impl_b=impl, **cfg)
     data = os.urandom(size)
     comp = ep_a.write(qp, data, 0, 0x1000, imm=0x77)
     return ep_a, ep_b, qp, mr, data, comp
@@ -45,12 +46,12 @@ def _check(mr, data, ep_b):
 
 
 @pytest.mark.parametrize("percent", [1, 5, 20])
-def test_integrity_under_random_loss_both_ways(endpoints, faulted, percent):
+def test_integrity_under_random_loss_both_ways(endpoints, faulted, percent, impl):
     size = 8 << 20
     ppm = faults.percent_to_ppm(percent)
     data_side = faulted("b", faults.Fault(loss_ppm=ppm))
     ack_side = faulted("a", faults.Fault(loss_ppm=ppm))
-    ep_a, ep_b, qp, mr, data, comp = _transfer(endpoints, size)
+    ep_a, ep_b, qp, mr, data, comp = _transfer(endpoints, size, impl)
     comp.wait(120)
     _check(mr, data, ep_b)
     assert faults.read_stats(*data_side[:2]).dropped_loss > 0
@@ -62,10 +63,10 @@ def test_integrity_under_random_loss_both_ways(endpoints, faulted, percent):
     assert faults.read_stats(*ack_side[:2]).dropped_loss >= 0
 
 
-def test_integrity_under_reorder_and_duplication(endpoints, faulted):
+def test_integrity_under_reorder_and_duplication(endpoints, faulted, impl):
     size = 4 << 20
     side = faulted("b", faults.Fault(duplicate_ppm=50_000, reorder_ppm=100_000), hook="tc-ingress")
-    ep_a, ep_b, qp, mr, data, comp = _transfer(endpoints, size)
+    ep_a, ep_b, qp, mr, data, comp = _transfer(endpoints, size, impl)
     comp.wait(120)
     _check(mr, data, ep_b)
     counters = faults.read_stats(*side[:2], hook=side[2])
@@ -74,10 +75,10 @@ def test_integrity_under_reorder_and_duplication(endpoints, faulted):
     assert ep_b.responder.stats.duplicates > 0 and ep_b.responder.qps[0x200].ooo_count > 0
 
 
-def test_blackholed_link_then_restored(endpoints, faulted, netns_pair):
+def test_blackholed_link_then_restored(endpoints, faulted, netns_pair, impl):
     size = 8 << 20
     side = faulted("b", faults.Fault())
-    ep_a, ep_b, qp, mr, data, comp = _transfer(endpoints, size)
+    ep_a, ep_b, qp, mr, data, comp = _transfer(endpoints, size, impl)
     deadline = time.monotonic() + 10
     while ep_b.responder.stats.placed_bytes < size // 8 and time.monotonic() < deadline:
         time.sleep(0.001)

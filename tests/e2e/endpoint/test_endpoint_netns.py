@@ -38,9 +38,9 @@ def test_64mib_write_with_icrc_on_every_packet(endpoints):
     assert ep_b.poll_recv(5).imm == 0x64 and comp.nbytes == size
 
 
-def test_path_goes_silent_then_returns(endpoints, netns_pair):
+def test_path_goes_silent_then_returns(endpoints, netns_pair, impl):
     size = 16 << 20
-    ep_a, ep_b, qp, mr = endpoints(size)
+    ep_a, ep_b, qp, mr = endpoints(size, impl_a=impl, impl_b=impl)
     data = os.urandom(size)
     comp = ep_a.write(qp, data, 0, 0x1000, imm=1)
     # A route to B through a neighbour that never answers: sends succeed, packets vanish.
@@ -60,9 +60,9 @@ def test_path_goes_silent_then_returns(endpoints, netns_pair):
     assert ep_b.poll_recv(5).imm == 1
 
 
-def test_injected_trimmed_packets_are_nacked_with_the_echoed_ev(netns_pair):
+def test_injected_trimmed_packets_are_nacked_with_the_echoed_ev(netns_pair, impl):
     label = 0x0BEEF
-    with responder_with_test_sockets(netns_pair, label) as (ep_b, mr, tx, rx):
+    with responder_with_test_sockets(netns_pair, label, impl) as (ep_b, mr, tx, rx):
         for dscp, reason in ((Dscp.TRIMMED, NackReason.TRIMMED), (Dscp.TRIMMED_LASTHOP, NackReason.TRIMMED_LASTHOP)):
             trimmed = bytes(IPv6(src=ADDR_A, dst=ADDR_B, tc=dscp << 2) / UDP(sport=0x1234, dport=4791)
                             / MrcBTH(opcode=Opcode.WRITE_ONLY, dqpn=0x200, psn=7) / METH()
@@ -85,8 +85,8 @@ def test_injected_trimmed_packets_are_nacked_with_the_echoed_ev(netns_pair):
         assert ep_b.responder.stats.trimmed == 2 and ep_b.responder.stats.ce_marked == 1
 
 
-def test_forged_sack_with_a_bad_icrc_is_ignored(endpoints, netns_pair):
-    ep_a, ep_b, qp, mr = endpoints(1 << 16)
+def test_forged_sack_with_a_bad_icrc_is_ignored(endpoints, netns_pair, impl):
+    ep_a, ep_b, qp, mr = endpoints(1 << 16, impl_a=impl, impl_b=impl)
     sack = bytes(IPv6(src=ADDR_B, dst=ADDR_A) / UDP(sport=4791, dport=4791)
                  / MrcBTH(dqpn=0x100) / SETH(cack_psn=100) / CCState())[48:]
     bad = sack[:-1] + bytes([sack[-1] ^ 0xFF])
@@ -101,9 +101,10 @@ def test_forged_sack_with_a_bad_icrc_is_ignored(endpoints, netns_pair):
     assert qp.requestor.stats.bad_icrc == 1 and qp.requestor.stats.sacks == 0
 
 
-def test_integrity_with_trimmed_packets_on_the_wire(netns_pair):
+def test_integrity_with_trimmed_packets_on_the_wire(netns_pair, impl):
     # A trimming switch emulated at A's socket: one data packet in ten leaves as its trimmed
-    # form (headers only, no ICRC, DSCP TRIMMED), crosses the veth, and is NACKed by B.
+    # form (headers only, no ICRC, DSCP TRIMMED), crosses the veth, and is NACKed by B (the
+    # Python responder, or the native one).
     import random
 
     from mrckit.endpoint.requestor import TCLASS_DATA, TCLASS_RETX
@@ -111,8 +112,10 @@ def test_integrity_with_trimmed_packets_on_the_wire(netns_pair):
     rng = random.Random(5)
     with netns.enter(netns_pair.ns_a):
         ep_a = Endpoint(ADDR_A)
+    from mrckit.endpoint.native import NativeEndpoint
+
     with netns.enter(netns_pair.ns_b):
-        ep_b = Endpoint(ADDR_B)
+        ep_b = (NativeEndpoint if impl == "native" else Endpoint)(ADDR_B)
     trims = []
     send = ep_a.transport.send
 
@@ -140,8 +143,8 @@ def test_integrity_with_trimmed_packets_on_the_wire(netns_pair):
         ep_b.close()
 
 
-def test_packets_larger_than_the_link_mtu_fail_the_qp_clearly(endpoints, netns_pair):
-    ep_a, ep_b, qp, mr = endpoints(1 << 16)
+def test_packets_larger_than_the_link_mtu_fail_the_qp_clearly(endpoints, netns_pair, impl):
+    ep_a, ep_b, qp, mr = endpoints(1 << 16, impl_a=impl, impl_b=impl)
     netns.run(["ip", "link", "set", netns_pair.if_a, "mtu", "1500"], ns=netns_pair.ns_a)
     with pytest.raises(QpError, match="does not fit the MTU"):
         ep_a.write(qp, b"x" * 4096, 0, 0x1000).wait(10)

@@ -50,10 +50,10 @@ class Capture:
         return [Ether(f) for f in self.frames]
 
 
-def test_wire_format_of_a_lossy_transfer(endpoints, netns_pair):
+def test_wire_format_of_a_lossy_transfer(endpoints, netns_pair, impl):
     faults = pytest.importorskip("mrckit.fabric.faults", reason="the fault-injection module has not landed")
     size = 1 << 20
-    ep_a, ep_b, qp, mr = endpoints(size)
+    ep_a, ep_b, qp, mr = endpoints(size, impl_a=impl, impl_b=impl)
     cap = Capture(netns_pair.ns_a, netns_pair.if_a)
     try:
         faults.attach(netns_pair.ns_b, netns_pair.if_b, faults.Fault(loss_ppm=faults.percent_to_ppm(5)))
@@ -91,8 +91,8 @@ def _write(psn: int, va: int, payload: bytes, imm=None) -> bytes:
     return bytes(IPv6(src=ADDR_A, dst=ADDR_B) / UDP(sport=0x1234, dport=4791) / pkt / payload)[48:]
 
 
-def test_write_with_imm_waits_for_a_delayed_earlier_write_over_the_socket(netns_pair):
-    with responder_with_test_sockets(netns_pair, 0x1) as (ep_b, mr, tx, rx):
+def test_write_with_imm_waits_for_a_delayed_earlier_write_over_the_socket(netns_pair, impl):
+    with responder_with_test_sockets(netns_pair, 0x1, impl) as (ep_b, mr, tx, rx):
         _send(tx, _write(1, 100, b"second", imm=0x42), Dscp.TRIMMABLE << 2, 0x1)
         sack, _ = _recv(rx)  # placed and acknowledged, but PSN 0 is missing
         assert sack.opcode == Opcode.SACK and bytes(mr.buf[100:106]) == b"second"

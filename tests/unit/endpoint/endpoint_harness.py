@@ -1,6 +1,10 @@
 """An in-memory link between one RequestorQp and one Responder, without sockets: packets pass
 through a fault function (drop, duplicate, permute, trim, a silent EV) under a fake clock, so
-tests can feed the responder permuted, repeated, trimmed and malformed packets directly."""
+tests can feed the responder permuted, repeated, trimmed and malformed packets directly.
+
+``impl`` picks the requestor ("python", the reference, or "native", the C one through its
+binding) and ``resp_impl`` the responder (default: the same), so every test here can run
+either endpoint, or one of each against the other."""
 
 from __future__ import annotations
 
@@ -11,10 +15,21 @@ from mrckit.endpoint.headers import data_header_len, parse_bth, parse_nack, pars
 from mrckit.endpoint.memory import MemoryTable
 from mrckit.endpoint.requestor import RequestorQp, RetryConfig
 from mrckit.endpoint.responder import Responder, ResponderQp
+from mrckit.endpoint.native import NativeRequestorQp, NativeResponder, available
 from mrckit.wire.constants import BTH_FLAG_TS, Dscp, Opcode
 
 A, B = "2001:db8:100:1::1", "2001:db8:100:1::2"
 QPN_A, QPN_B, RKEY = 0x100, 0x200, 0x1000
+IMPLS = ("python", "native")
+NATIVE_MISSING = available()
+"""None when the C endpoint is built, else why its tests skip."""
+
+
+def impl_param(name: str):
+    """A pytest param for implementation ``name``, skipped when it is native and not built."""
+    import pytest
+    marks = [pytest.mark.skipif(NATIVE_MISSING is not None, reason=str(NATIVE_MISSING))] if name == "native" else []
+    return pytest.param(name, marks=marks, id=name)
 
 
 @dataclass
@@ -67,24 +82,30 @@ class Link:
 
     def __init__(self, size: int, *, faults: Faults | None = None, mtu: int = 2048, mpr: int = 1024,
                  retry: RetryConfig | None = None, evs=(0x10000001, 0x10100002, 0x20000003, 0x20100004),
-                 coalesce: int = 8192, reply_faults: Faults | None = None):
+                 coalesce: int = 8192, reply_faults: Faults | None = None, impl: str = "python",
+                 resp_impl: str | None = None, initial_psn: int = 0):
         self.faults = faults or Faults()
         self.reply_faults = reply_faults or Faults()
         self.memory = MemoryTable()
         self.mr = self.memory.register(size, rkey=RKEY)
         self.replies: list[bytes] = []
-        self.resp = Responder(B, self.memory, lambda pkt, peer: self.replies.append(pkt), sack_coalesce_bytes=coalesce)
-        self.rqp = self.resp.add_qp(ResponderQp(QPN_B, QPN_A, mpr, mtu))
+        resp_cls = NativeResponder if (resp_impl or impl) == "native" else Responder
+        self.resp = resp_cls(B, self.memory, lambda pkt, peer: self.replies.append(pkt), sack_coalesce_bytes=coalesce)
+        self.rqp = self.resp.add_qp(ResponderQp(QPN_B, QPN_A, mpr, mtu, initial_psn))
         self.wire: list = []
         self.evs, self.k = list(evs), 0
-        self.req = RequestorQp(QPN_A, QPN_B, A, B, self._send, mtu=mtu, mpr=mpr,
-                               retry=retry or RetryConfig(timeout_exp=12, linear_retries=7, exp_retries=7))
+        req_cls = NativeRequestorQp if impl == "native" else RequestorQp
+        self.req = req_cls(QPN_A, QPN_B, A, B, self._send, mtu=mtu, mpr=mpr, initial_psn=initial_psn,
+                           retry=retry or RetryConfig(timeout_exp=12, linear_retries=7, exp_retries=7))
+        self.sent: list = []  # every (packet, tclass, ev) the requestor sent, for golden tests
+        self.answered: list = []  # every reply that reached the requestor
         self.now = 1_000_000
 
     def _send(self, parts, tclass):
         ev = self.evs[self.k % len(self.evs)]
         self.k += 1
         self.wire.append((b"".join(bytes(p) for p in parts), tclass, ev))
+        self.sent.append(self.wire[-1])
 
     def deliver(self, batch) -> None:
         """Hand (packet, tclass, ev) tuples to the responder as the socket would."""
@@ -96,6 +117,10 @@ class Link:
         replies, self.replies = self.replies, []
         replies = [p for p, _, _ in self.reply_faults.apply([(p, 0, 0) for p in replies])]
         for pkt in replies:
+            self.answered.append(pkt)
+            if isinstance(self.req, NativeRequestorQp):
+                self.req.on_reply(pkt, self.now)
+                continue
             op = pkt[0]
             if op == Opcode.SACK:
                 self.req.on_sack(parse_sack(pkt), self.now)

@@ -6,7 +6,9 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.packet import Raw
 
+from endpoint_harness import NATIVE_MISSING
 from mrckit.endpoint.memory import MemoryTable
+from mrckit.endpoint.native import NativeResponder
 from mrckit.endpoint.responder import Responder, ResponderQp
 from mrckit.wire.constants import NackReason, Opcode
 from mrckit.wire.layers import ERTH, METH, NETH, PETH, RETH, SETH, ImmDt, MrcBTH
@@ -16,15 +18,23 @@ FILL = 0x5A
 
 
 class Rig:
-    def __init__(self):
+    """Responder B (``impl`` python or native) with two filled regions and QP 0x200 from A."""
+
+    def __init__(self, impl: str = "python"):
         self.memory = MemoryTable()
         self.mr = self.memory.register(4096, base_va=0x10000, rkey=0x1000)
         self.other = self.memory.register(4096, base_va=0x20000, rkey=0x2000)
         for r in (self.mr, self.other):
             r.buf[:] = bytes([FILL]) * r.length
         self.replies = []
-        self.resp = Responder(B, self.memory, lambda p, peer: self.replies.append(MrcBTH(p)))
+        self.raw = []  # every reply's bytes, for the golden comparison of both responders
+        cls = NativeResponder if impl == "native" else Responder
+        self.resp = cls(B, self.memory, self._reply)
         self.qp = self.resp.add_qp(ResponderQp(0x200, 0x100, mpr=128, peer=A))
+
+    def _reply(self, pkt: bytes, _peer) -> None:
+        self.raw.append(bytes(pkt))
+        self.replies.append(MrcBTH(pkt))
 
     def send(self, layers, *, raw: bytes | None = None, tclass: int = 0x28, src: str = A):
         data = raw if raw is not None else bytes(IPv6(src=src, dst=B) / UDP(sport=4791, dport=4791) / layers)[48:]
@@ -46,8 +56,8 @@ def write(psn=0, va=0x10000, rkey=0x1000, payload=b"p" * 64, opcode=Opcode.WRITE
 
 
 @pytest.fixture
-def rig():
-    return Rig()
+def rig(impl):
+    return Rig(impl)
 
 
 def test_good_write_lands(rig):
@@ -159,3 +169,33 @@ def test_trimmed_down_to_the_bth_is_still_nacked(rig):
     bth_only = bytes(MrcBTH(opcode=Opcode.WRITE_MIDDLE, dqpn=0x200, psn=3))[:12]
     rig.send(None, raw=bth_only, tclass=11 << 2)
     assert rig.nack() == NackReason.TRIMMED and rig.replies[0][NETH].nack_psn == 3 and rig.untouched()
+
+
+def _bad_input_sequence(rig: Rig) -> list[bytes]:
+    """Every kind of input of the responder's table, one after another, on one QP."""
+    full = bytes(IPv6(src=A, dst=B) / UDP(sport=4791, dport=4791) / write(psn=2))[48:]
+    rig.send(write(psn=0))
+    rig.send(write(psn=0))  # duplicate
+    rig.send(write(psn=3, va=0x10040), tclass=0x28 | 3)  # out of order, CE
+    rig.send(None, raw=full[:20])
+    rig.send(None, raw=full[:-1] + b"\0")  # bad ICRC
+    rig.send(write(dqpn=0x999))
+    rig.send(write(), src="2001:db8:100:9::9")
+    rig.send(None, raw=bytes(MrcBTH(opcode=Opcode.WRITE_MIDDLE, dqpn=0x200, psn=1))[:12], tclass=11 << 2)
+    rig.send(None, raw=bytes(MrcBTH(opcode=Opcode.WRITE_MIDDLE, dqpn=0x200, psn=1))[:12], tclass=13 << 2)
+    rig.send(write(psn=200))  # beyond the window
+    rig.send(MrcBTH(opcode=Opcode.PROBE, dqpn=0x200) / PETH(probe_id=9, tx_timestamp=0x77))
+    rig.send(MrcBTH(opcode=Opcode.WRITE_ONLY_IMM, dqpn=0x200, psn=1) / METH(rqmsn=1)
+             / RETH(va=0x10080, rkey=0x1000, dma_len=4) / ImmDt(imm=7) / Raw(b"abcd"))
+    rig.send(None, raw=full)
+    rig.send(write(psn=4, dma_len=4096))  # DMA length mismatch: the QP goes to error
+    rig.send(write(psn=5))  # a QP in error NACKs everything
+    return rig.raw
+
+
+@pytest.mark.skipif(NATIVE_MISSING is not None, reason=str(NATIVE_MISSING))
+def test_both_responders_answer_bad_input_with_identical_bytes():
+    ref, got = Rig("python"), Rig("native")
+    assert _bad_input_sequence(got) == _bad_input_sequence(ref)
+    assert bytes(got.mr.buf) == bytes(ref.mr.buf) and got.resp.completions == ref.resp.completions
+    assert got.resp.stats == ref.resp.stats

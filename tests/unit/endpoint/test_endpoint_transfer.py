@@ -23,50 +23,50 @@ def _transfer(link: Link, data: bytes, imm=None):
 
 
 @pytest.mark.parametrize("loss", [0.01, 0.05, 0.20])
-def test_integrity_under_loss(loss):
+def test_integrity_under_loss(loss, impl):
     data = os.urandom(SIZE)
-    link = Link(SIZE, faults=Faults(drop=loss, seed=int(loss * 100)))
+    link = Link(SIZE, impl=impl, faults=Faults(drop=loss, seed=int(loss * 100)))
     sha_at_completion = _transfer(link, data)
     assert sha_at_completion == hashlib.sha256(data).hexdigest()
     assert sum(link.req.stats.retransmits.values()) > 0
 
 
-def test_integrity_when_sacks_and_nacks_are_lost_duplicated_and_reordered():
+def test_integrity_when_sacks_and_nacks_are_lost_duplicated_and_reordered(impl):
     data = os.urandom(SIZE)
-    link = Link(SIZE, faults=Faults(drop=0.1, trim=0.05, permute=True, seed=11),
+    link = Link(SIZE, impl=impl, faults=Faults(drop=0.1, trim=0.05, permute=True, seed=11),
                 reply_faults=Faults(drop=0.3, duplicate=0.2, permute=True, seed=12))
     assert _transfer(link, data) == hashlib.sha256(data).hexdigest()
     assert link.resp.stats.trimmed > 0 and sum(link.req.stats.retransmits.values()) > 0
 
 
-def test_integrity_under_reorder_and_duplication():
+def test_integrity_under_reorder_and_duplication(impl):
     data = os.urandom(SIZE)
-    link = Link(SIZE, faults=Faults(duplicate=0.2, permute=True, seed=7))
+    link = Link(SIZE, impl=impl, faults=Faults(duplicate=0.2, permute=True, seed=7))
     assert _transfer(link, data) == hashlib.sha256(data).hexdigest()
     st = link.resp.stats
     assert st.duplicates > 0 and st.placed_bytes == SIZE
     assert link.resp.qps[0x200].ooo_count > 0
 
 
-def test_integrity_with_trimmed_packets():
+def test_integrity_with_trimmed_packets(impl):
     data = os.urandom(SIZE)
-    link = Link(SIZE, faults=Faults(trim=0.1, seed=3))
+    link = Link(SIZE, impl=impl, faults=Faults(trim=0.1, seed=3))
     assert _transfer(link, data) == hashlib.sha256(data).hexdigest()
     assert link.resp.stats.trimmed > 0
     assert link.resp.stats.nacks["TRIMMED"] == link.resp.stats.trimmed
     assert link.req.stats.retransmits["nack_trimmed"] >= link.resp.stats.trimmed - link.req.stats.retransmits["rto"]
 
 
-def test_integrity_with_a_silent_ev():
+def test_integrity_with_a_silent_ev(impl):
     # One of four EVs goes silent for good: retransmissions leave on other EVs and complete.
     data = os.urandom(SIZE)
-    link = Link(SIZE, faults=Faults(silent_ev=0x20000003))
+    link = Link(SIZE, impl=impl, faults=Faults(silent_ev=0x20000003))
     assert _transfer(link, data) == hashlib.sha256(data).hexdigest()
     assert link.req.stats.retransmits["sack_gap"] + link.req.stats.retransmits["rto"] > 0
 
 
-def test_retransmissions_carry_rtx_flag_and_retx_dscp():
-    link = Link(SIZE)
+def test_retransmissions_carry_rtx_flag_and_retx_dscp(impl):
+    link = Link(SIZE, impl=impl)
     link.req.post(os.urandom(8 * 2048), 0, RKEY)
     link.req.pump(link.now)
     first = link.wire
@@ -84,8 +84,8 @@ def test_retransmissions_carry_rtx_flag_and_retx_dscp():
     assert all(t == (Dscp.TRIMMABLE << 2 | Ecn.ECT0) for _, t, _ in first)
 
 
-def test_write_with_imm_waits_for_delayed_earlier_writes():
-    link = Link(SIZE)
+def test_write_with_imm_waits_for_delayed_earlier_writes(impl):
+    link = Link(SIZE, impl=impl)
     first = os.urandom(64 * 1024)
     second = os.urandom(4096)
     c1 = link.req.post(first, 0, RKEY)
@@ -108,8 +108,8 @@ def test_write_with_imm_waits_for_delayed_earlier_writes():
     assert c1.done() and c2.done()
 
 
-def test_imm_completions_in_order_when_imm_packets_arrive_reversed():
-    link = Link(SIZE)
+def test_imm_completions_in_order_when_imm_packets_arrive_reversed(impl):
+    link = Link(SIZE, impl=impl)
     comps = [link.req.post(b"x" * 100, i * 100, RKEY, imm=i) for i in range(4)]
     link.req.pump(link.now)
     pkts, link.wire = link.wire, []
@@ -120,8 +120,8 @@ def test_imm_completions_in_order_when_imm_packets_arrive_reversed():
     assert all(c.done() for c in comps)
 
 
-def test_duplicate_is_ignored_but_acknowledged():
-    link = Link(SIZE)
+def test_duplicate_is_ignored_but_acknowledged(impl):
+    link = Link(SIZE, impl=impl)
     link.req.post(b"a" * 2048, 0, RKEY)
     link.req.pump(link.now)
     pkt = link.wire[0]
@@ -135,9 +135,9 @@ def test_duplicate_is_ignored_but_acknowledged():
     assert len(link.replies) == 1 and link.replies[0][0] == 0xDC  # a SACK
 
 
-def test_trimmed_arrival_nacked_with_echoed_ev():
+def test_trimmed_arrival_nacked_with_echoed_ev(impl):
     from mrckit.wire.layers import MrcBTH, NETH
-    link = Link(SIZE)
+    link = Link(SIZE, impl=impl)
     link.req.post(b"q" * 4096, 0, RKEY)
     link.req.pump(link.now)
     pkt, _tc, _ev = link.wire[1]
@@ -162,10 +162,10 @@ def _late_first_packet(link: Link, late_ns: int) -> list:
     return sent
 
 
-def test_reordering_within_the_slowest_rtt_is_not_a_loss():
+def test_reordering_within_the_slowest_rtt_is_not_a_loss(impl):
     # 39 packets sent after the first are acked, but none is older than the round trip just
     # measured: a sprayed packet on a slower path is late, not lost (RFC 8985-style time rule).
-    link = Link(SIZE)
+    link = Link(SIZE, impl=impl)
     sent = _late_first_packet(link, 5_000_000)
     assert link.req.stats.retransmits["sack_gap"] == 0
     link.now += 1_000_000
@@ -175,8 +175,8 @@ def test_reordering_within_the_slowest_rtt_is_not_a_loss():
     assert 0 not in link.req.outstanding and sum(link.req.stats.retransmits.values()) == 0
 
 
-def test_a_packet_older_than_the_slowest_rtt_is_lost_by_sack_gap_before_any_rto():
-    link = Link(SIZE, retry=RetryConfig(timeout_exp=24))  # the RTO cannot fire in this test
+def test_a_packet_older_than_the_slowest_rtt_is_lost_by_sack_gap_before_any_rto(impl):
+    link = Link(SIZE, impl=impl, retry=RetryConfig(timeout_exp=24))  # the RTO cannot fire in this test
     _late_first_packet(link, 5_000_000)
     link.now += 2_000_000  # the first packet is now 7 ms old, more than 5/4 of the 5 ms RTT
     link.req.post(os.urandom(20 * 2048), 40 * 2048, RKEY)

@@ -1,0 +1,240 @@
+"""The native endpoint: the C requestors and responder over one UDP socket, run by one C thread
+(``native/src/endpoint.c``), with :class:`mrckit.endpoint.Endpoint`'s API (design section 6).
+
+>>> ep = NativeEndpoint("2001:db8:100::1")                   # doctest: +SKIP
+>>> qp = ep.create_qp("2001:db8:100::2", remote_qpn=0x100)
+>>> ep.write(qp, data, remote_va=0, rkey=0x1000).wait()
+
+The C thread owns the socket, the timers (CLOCK_MONOTONIC) and all QP state; API calls take
+the endpoint's C mutex. A small Python thread waits (GIL released) for the C thread's
+completion events and finishes the :class:`Completion` objects and :meth:`poll_recv`.
+"""
+
+from __future__ import annotations
+
+import ctypes as C
+import errno
+import threading
+
+from mrckit.wire.constants import UDP_PORT_ROCEV2
+
+from ..endpoint import QpConfig, QueuePair, _norm
+from ..memory import MemoryRegion, MemoryTable
+from ..requestor import Completion
+from ..responder import RecvCompletion, ResponderQp, SACK_COALESCE_BYTES
+from . import _lib
+from .state import NativeRequestorQp, NativeResponder, Outbox, packed
+
+EVENT_WAIT_NS = 100_000_000
+"""How long the completion thread waits per call before it checks for close (ns)."""
+
+
+class NativeEndpoint:
+    """The native MRC endpoint bound to ``nic_addr`` (IPv6) port ``port``, sending to peers'
+    ``peer_port``; arguments and methods as :class:`mrckit.endpoint.Endpoint`. With
+    ``start=False`` no thread runs and a test drives :meth:`dispatch` and :meth:`turn`.
+
+    Raises:
+        ValueError: ``nic_addr`` is not an IPv6 address.
+        OSError: the address is not configured in this network namespace, or the port is taken.
+        mrckit.endpoint.native.NativeUnavailable: the library is not built.
+    """
+
+    def __init__(self, nic_addr: str, *, port: int = UDP_PORT_ROCEV2, peer_port: int = UDP_PORT_ROCEV2,
+                 sack_coalesce_bytes: int = SACK_COALESCE_BYTES, start: bool = True):
+        self.lib = _lib.lib()
+        self.nic_addr = _norm(nic_addr)
+        err = C.create_string_buffer(160)
+        self.ptr = self.lib.mrcep_ep_new(packed(self.nic_addr), port, peer_port, sack_coalesce_bytes, err, len(err))
+        if not self.ptr:
+            code, _, text = err.value.decode().partition(":")
+            raise OSError(int(code) if code.isdigit() else errno.EIO, text)
+        self.memory = MemoryTable()
+        self.outbox = Outbox(self.lib.mrcep_ep_outbox(self.ptr))
+        self.responder = NativeResponder(self.nic_addr, self.memory, outbox=self.outbox,
+                                         ptr=self.lib.mrcep_ep_resp(self.ptr))
+        self.qps: dict[int, QueuePair] = {}
+        self._next_qpn = 0x100
+        self._recv_cv = threading.Condition()
+        self._closed = False
+        self.loop_error: BaseException | None = None
+        self._events = threading.Thread(target=self._run_events, name=f"mrc-native-{self.nic_addr}", daemon=True)
+        if start:
+            if self.lib.mrcep_ep_start(self.ptr):
+                self.lib.mrcep_ep_free(self.ptr)
+                raise OSError(errno.EAGAIN, "cannot start the native endpoint thread")
+            self._events.start()
+
+    # --- locking ------------------------------------------------------------------------
+    def _lock(self):
+        lib, ptr = self.lib, self.ptr
+
+        class _Held:
+            def __enter__(self_):
+                lib.mrcep_ep_lock(ptr)
+
+            def __exit__(self_, *exc):
+                lib.mrcep_ep_unlock(ptr)
+        return _Held()
+
+    # --- set-up -------------------------------------------------------------------------
+    def register_mr(self, length: int, *, base_va: int = 0, rkey: int | None = None) -> MemoryRegion:
+        """Register a zero-filled memory region that peers may write (see
+        :meth:`MemoryTable.register`; the same errors)."""
+        with self._lock():
+            return self.memory.register(length, base_va=base_va, rkey=rkey)
+
+    def create_qp(self, peer: str, *, qpn: int | None = None, remote_qpn: int | None = None,
+                  config: QpConfig | None = None) -> QueuePair:
+        """Create a QP to NIC address ``peer`` (``::``: receive from anyone), as
+        :meth:`mrckit.endpoint.Endpoint.create_qp`.
+
+        Raises:
+            ValueError: bad address, a QP number in use or outside 1..2**24-1 (0x2 is reserved).
+        """
+        config = config or QpConfig()
+        peer = _norm(peer)
+        if remote_qpn is not None and not 0 < remote_qpn < 1 << 24:
+            raise ValueError(f"remote QP number {remote_qpn} is outside 1..2**24-1")
+        with self._lock():
+            if qpn is None:
+                while self._next_qpn in self.qps:
+                    self._next_qpn += 1
+                qpn = self._next_qpn
+            if qpn == 0x2:
+                raise ValueError("QP 0x2 is reserved for endpoint operations")
+            qp = QueuePair(qpn, peer, config)
+            qp.responder = self.responder.add_qp(ResponderQp(
+                qpn, remote_qpn or 0, config.mpr, config.mtu, config.remote_initial_psn,
+                peer=None if peer == "::" else peer))
+            self.qps[qpn] = qp
+            if remote_qpn is not None:
+                self._connect_locked(qp, remote_qpn)
+        return qp
+
+    def connect(self, qp: QueuePair, remote_qpn: int) -> None:
+        """Give ``qp`` its peer's QP number (out of band), which enables writes.
+
+        Raises:
+            ValueError: the QP is connected already, or ``remote_qpn`` is outside 24 bits.
+        """
+        with self._lock():
+            self._connect_locked(qp, remote_qpn)
+
+    def _connect_locked(self, qp: QueuePair, remote_qpn: int) -> None:
+        if qp.requestor is not None:
+            raise ValueError(f"QP {qp.qpn:#x} is connected already")
+        if not 0 < remote_qpn < 1 << 24:
+            raise ValueError(f"remote QP number {remote_qpn} is outside 1..2**24-1")
+        c = qp.config
+        qp.responder.remote_qpn = remote_qpn
+        qp.requestor = NativeRequestorQp(qp.qpn, remote_qpn, self.nic_addr, qp.peer, mtu=c.mtu, mpr=c.mpr,
+                                         initial_psn=c.initial_psn, retry=c.retry, cc=c.cc, outbox=self.outbox)
+        self.lib.mrcep_ep_add_req(self.ptr, qp.qpn, qp.requestor.ptr)
+
+    # --- data path API ------------------------------------------------------------------
+    def write(self, qp: QueuePair, data, remote_va: int, rkey: int, imm: int | None = None) -> Completion:
+        """RDMA WRITE ``data`` to ``remote_va``/``rkey`` at the peer (WRITE_WITH_IMM when ``imm``
+        is given); returns a :class:`Completion` at once. ``data`` must stay unchanged until
+        completion.
+
+        Raises:
+            ValueError: the QP is not connected, or VA/rkey/imm out of range.
+            QpError: the QP is in error.
+        """
+        if qp.requestor is None:
+            raise ValueError(f"QP {qp.qpn:#x} has no remote QP number: call connect() first")
+        with self._lock():
+            comp = qp.requestor.post(data, remote_va, rkey, imm)
+            self.lib.mrcep_ep_kick(self.ptr, qp.qpn)
+        return comp
+
+    def poll_recv(self, timeout: float | None = None) -> RecvCompletion | None:
+        """The next WRITE_WITH_IMM completion at this endpoint's responder, waiting up to
+        ``timeout`` seconds; None on timeout."""
+        comps = self.responder.completions
+        with self._recv_cv:
+            if not comps:
+                self._recv_cv.wait_for(lambda: comps, timeout)
+            return comps.popleft() if comps else None
+
+    @property
+    def send_errors(self) -> int:
+        """Packets the socket refused (ENOBUFS, unreachable...): counted as lost."""
+        return self.lib.mrcep_ep_send_errors(self.ptr)
+
+    # --- the completion thread ----------------------------------------------------------
+    def _run_events(self) -> None:
+        ev = _lib.EpEvent()
+        try:
+            while not self._closed:
+                got = self.lib.mrcep_ep_wait(self.ptr, C.byref(ev), EVENT_WAIT_NS)
+                if got < 0:
+                    break
+                if got:
+                    self._event(ev)
+        except BaseException as exc:  # surfaced by close() and by the CLI
+            self.loop_error = exc
+            raise
+
+    def _event(self, ev) -> None:
+        if ev.kind == _lib.EV_RECV:
+            r = ev.recv
+            comp = RecvCompletion(r.qpn, r.imm, r.rqmsn, r.psn)
+            with self._recv_cv:
+                self.responder.completions.append(comp)
+                self._recv_cv.notify_all()
+            return
+        rq = self.qps[ev.qpn].requestor
+        comp, _keeper = rq._pending.pop(ev.wr_id)
+        if ev.status == 0:
+            comp._finish()
+        else:
+            from ..requestor import QpError
+            comp._finish(QpError(f"QP {rq.qpn:#x} to {rq.peer}: {rq.error}"))
+
+    # --- driving without the thread (tests) ---------------------------------------------
+    def dispatch(self, buf, n: int, tclass: int, flow: int, sport: int, peer: str, now: int) -> None:
+        """Route one received UDP payload as the C thread would (``start=False`` only)."""
+        addr, _keep = _lib.buffer_address(buf)
+        self.lib.mrcep_ep_dispatch(self.ptr, addr, n, tclass, flow, sport, packed(peer), now)
+
+    def turn(self, now: int) -> int:
+        """Run one loop turn (receive, timers, pumps, send) in this thread (``start=False``)."""
+        with self._lock():
+            n = self.lib.mrcep_ep_turn(self.ptr, now)
+        ev = _lib.EpEvent()
+        while self.lib.mrcep_ep_wait(self.ptr, C.byref(ev), 0) > 0:
+            self._event(ev)
+        return n
+
+    # --- teardown -----------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the thread and close the socket; pending writes fail with QpError."""
+        if self._closed:
+            return
+        self._closed = True
+        self.lib.mrcep_ep_stop(self.ptr)
+        if self._events.is_alive():
+            self._events.join(5)
+        ev = _lib.EpEvent()
+        while self.lib.mrcep_ep_wait(self.ptr, C.byref(ev), 0) > 0:
+            self._event(ev)
+        for qp in self.qps.values():
+            rq = qp.requestor
+            if rq is not None:
+                if rq.busy():
+                    rq.fail("endpoint closed")
+                rq.complete_finished()
+        for qp in self.qps.values():
+            if qp.requestor is not None:
+                qp.requestor.close()
+        self.responder.close()
+        self.lib.mrcep_ep_free(self.ptr)
+        self.ptr = None
+
+    def __enter__(self) -> "NativeEndpoint":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
