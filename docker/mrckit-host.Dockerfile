@@ -5,8 +5,7 @@
 FROM debian:12-slim
 
 # The packages `make venv bpf native` needs: a BPF compiler and libbpf, ISA-L for the native
-# endpoint, Python, and the tools the
-# agent runs (ip, ethtool, mountpoint).
+# endpoint, Python, and the tools the agent runs (ip, ethtool, mountpoint).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends clang llvm libbpf-dev gcc make \
       python3 python3-venv python3-pip iproute2 ethtool util-linux ca-certificates libisal-dev \

@@ -25,11 +25,14 @@ does not import numpy just to start)."""
 @click.option("--seed", type=INT, default=0, show_default=True, help="Seeds the data and the permutation.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
               help="Seconds the whole run may take once started.")
-@click.option("--timeout-exp", type=click.IntRange(0, 24), default=16, show_default=True,
-              help="The writers' RTO is 1.024 us x 2^N.")
+@click.option("--endpoint", "impl", type=click.Choice(["native", "python"]), default="native", show_default=True,
+              help="Which MRC endpoint runs on every host: the native (C) one or the Python reference.")
+@click.option("--timeout-exp", type=click.IntRange(0, 24),
+              help="The writers' RTO is 1.024 us x 2^N (default: 8 native, 16 python).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the report as JSON here.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG plot here.")
-def traffic_cmd(pattern, fabric_name, size, k, dst, hosts, seed, timeout, timeout_exp, json_path, plot_path) -> None:
+def traffic_cmd(pattern, fabric_name, size, k, dst, hosts, seed, timeout, impl, timeout_exp, json_path,
+                plot_path) -> None:
     """Run PATTERN between the hosts of a running fabric, one QP per flow, all at once; print
     each QP's completion time and goodput (median, p99) and verify every byte. Exit 1 unless
     every flow completed and verified."""
@@ -41,8 +44,9 @@ def traffic_cmd(pattern, fabric_name, size, k, dst, hosts, seed, timeout, timeou
     for name in names:
         fab.host(name)  # an unknown host: one error line before anything starts
     flows = make_flows(pattern, names, parse_size(size), k=k, dst=dst, seed=seed)
-    click.echo(f"{pattern}: {len(flows)} QPs of {flows[0].size} B among {len(names)} hosts of fabric {fab.name}")
-    report = run_traffic(fab, pattern, flows, seed=seed, timeout=timeout, timeout_exp=timeout_exp)
+    click.echo(f"{pattern}: {len(flows)} QPs of {flows[0].size} B among {len(names)} hosts of fabric {fab.name}, "
+               f"{impl} endpoint")
+    report = run_traffic(fab, pattern, flows, endpoint=impl, seed=seed, timeout=timeout, timeout_exp=timeout_exp)
     for line in report.lines():
         click.echo(line)
     if json_path:

@@ -13,7 +13,7 @@ from mrckit.topology import generate_clos
 SIZE = 16 << 10
 TIMEOUT_S = 240.0
 TIMEOUT_EXP = 18
-"""The writers' RTO, 1.024 us × 2^18 = 268 ms: 16 Python endpoints share 2 cores here."""
+"""The writers' RTO, 1.024 us × 2^18 = 268 ms: 16 endpoints share 2 cores here."""
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_all_to_all_between_every_pair_of_16_hosts_verifies_every_byte(fabric16)
     hosts = fabric16.hosts()
     flows = make_flows("all-to-all", hosts, SIZE)
     assert len(flows) == 16 * 15
-    report = run_traffic(fabric16, "all-to-all", flows, timeout=TIMEOUT_S, timeout_exp=TIMEOUT_EXP)
+    report = run_traffic(fabric16, "all-to-all", flows, endpoint="native", timeout=TIMEOUT_S, timeout_exp=TIMEOUT_EXP)
     assert [f.error for f in report.flows if not f.ok] == []
     assert {(f.src, f.dst) for f in report.flows} == {(a, b) for a in hosts for b in hosts if a != b}
     assert all(f.verified for f in report.flows)
@@ -41,12 +41,12 @@ def test_all_to_all_between_every_pair_of_16_hosts_verifies_every_byte(fabric16)
 
 
 def test_the_cli_runs_an_incast_and_writes_its_report_and_plot(small_fabric, tmp_path):
-    out = mrc("traffic", "incast", "--fabric", small_fabric.name, "-k", "3", "--size", "32K",
+    out = mrc("traffic", "incast", "--fabric", small_fabric.name, "--endpoint", "python", "-k", "3", "--size", "32K",
               "--timeout-exp", str(TIMEOUT_EXP), "--json", str(tmp_path / "t.json"), "--plot", str(tmp_path / "t.png"),
               timeout=TIMEOUT_S + 60)
     assert out.returncode == 0, out.stdout + out.stderr
     doc = json.loads((tmp_path / "t.json").read_text())
-    assert doc["pattern"] == "incast" and len(doc["flows"]) == 3
+    assert doc["pattern"] == "incast" and doc["endpoint"] == "python" and len(doc["flows"]) == 3
     assert {f["dst"] for f in doc["flows"]} == {small_fabric.hosts()[0]}
     assert all(f["verified"] and f["error"] is None for f in doc["flows"])
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

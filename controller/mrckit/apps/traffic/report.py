@@ -71,6 +71,7 @@ class TrafficReport(JsonFile):
     schema_version: int = SCHEMA_VERSION
     pattern: str
     fabric: str
+    endpoint: str = "python"
     seed: int
     started_ns: int
     finished_ns: int
@@ -107,7 +108,7 @@ class TrafficReport(JsonFile):
         def mb(v):
             return "-" if v is None else f"{v * 1e3:.3g} Mb/s"
 
-        out = [f"pattern      {self.pattern} on fabric {self.fabric}, seed {self.seed}",
+        out = [f"pattern      {self.pattern} on fabric {self.fabric}, {self.endpoint} endpoint, seed {self.seed}",
                f"flows        {s.flows} ({s.ok} ok, {s.failed} failed), {s.bytes_verified} B verified "
                f"in {s.wall_s:.2f} s",
                f"aggregate    {mb(s.aggregate_gbps)}",

@@ -12,17 +12,27 @@ from .patterns import Flow
 from .report import FlowResult, TrafficReport
 from .worker import MODULE
 
-READY_TIMEOUT_S = 60.0
-"""How long a worker may take to create its QPs and regions."""
-DEFAULT_TIMEOUT_EXP = 16
-"""Writers' RTO, 1.024 us × 2^16 = 67 ms: a Python endpoint's timers survive a loaded machine
-there (docs/endpoint.md)."""
+READY_TIMEOUT_S = 180.0
+"""How long a worker may take to start and create its QPs and regions (a loaded machine
+starts 16 Python processes slowly)."""
+ENDPOINTS = ("native", "python")
 
 
-def _plans(fabric, flows: list[Flow], seed: int, timeout: float, timeout_exp: int) -> dict[str, dict]:
+def default_timeout_exp(endpoint: str) -> int:
+    """The writers' RTO exponent for ``endpoint`` when none is given: the native endpoint's
+    2^8 (262 us), or the Python endpoint's 2^16 (67 ms), which its timers hold on a loaded
+    machine (docs/endpoint.md)."""
+    from ...endpoint.native import NATIVE_TIMEOUT_EXP
+    from ...endpoint.requestor import RetryConfig
+
+    return NATIVE_TIMEOUT_EXP if endpoint == "native" else RetryConfig().timeout_exp
+
+
+def _plans(fabric, flows: list[Flow], endpoint: str, seed: int, timeout: float,
+           timeout_exp: int) -> dict[str, dict]:
     """Host name -> its worker's plan (see ``worker``)."""
     nic = {name: fabric.host(name).nic_address for name in {f.src for f in flows} | {f.dst for f in flows}}
-    plans = {name: {"nic": addr, "seed": seed, "timeout": timeout, "timeout_exp": timeout_exp,
+    plans = {name: {"nic": addr, "endpoint": endpoint, "seed": seed, "timeout": timeout, "timeout_exp": timeout_exp,
                     "send": [], "recv": []} for name, addr in nic.items()}
     for f in flows:
         plans[f.src]["send"].append([f.id, nic[f.dst], f.size])
@@ -47,17 +57,23 @@ def _results(flows: list[Flow], sent: dict[str, dict], recvs: dict[str, dict]) -
     return out
 
 
-def run_traffic(fabric, pattern: str, flows: list[Flow], *, seed: int = 0, timeout: float = 300.0,
-                timeout_exp: int = DEFAULT_TIMEOUT_EXP) -> TrafficReport:
+def run_traffic(fabric, pattern: str, flows: list[Flow], *, endpoint: str = "native", seed: int = 0,
+                timeout: float = 300.0, timeout_exp: int | None = None) -> TrafficReport:
     """Move every flow of ``flows`` across ``fabric`` (a running :class:`mrckit.fabric.Fabric`)
-    at once, each as one WRITE_WITH_IMM on its own QP, and verify every byte. ``timeout`` is
-    the seconds the whole run may take once started.
+    at once, each as one WRITE_WITH_IMM on its own QP of ``endpoint`` (``native`` or
+    ``python``), and verify every byte. ``timeout`` is the seconds the whole run may take once
+    started; ``timeout_exp`` sets the writers' RTO, 1.024 us × 2^N (None: the endpoint's
+    default, :func:`default_timeout_exp`).
 
     Raises:
-        MrcError: a worker did not start or died (naming the host); flows that fail or time
-            out are reported in the returned report, not raised.
+        MrcError: an unknown endpoint, or a worker did not start or died (naming the host);
+            flows that fail or time out are reported in the returned report, not raised.
     """
-    plans = _plans(fabric, flows, seed, timeout, timeout_exp)
+    if endpoint not in ENDPOINTS:
+        raise MrcError(f"endpoint {endpoint!r}: use {' or '.join(ENDPOINTS)}")
+    if timeout_exp is None:
+        timeout_exp = default_timeout_exp(endpoint)
+    plans = _plans(fabric, flows, endpoint, seed, timeout, timeout_exp)
     workers: dict[str, WorkerProcess] = {}
     try:
         for name, plan in plans.items():
@@ -76,5 +92,5 @@ def run_traffic(fabric, pattern: str, flows: list[Flow], *, seed: int = 0, timeo
     finally:
         for w in workers.values():
             w.close()
-    return TrafficReport(pattern=pattern, fabric=fabric.name, seed=seed, started_ns=started, finished_ns=finished,
+    return TrafficReport(pattern=pattern, fabric=fabric.name, endpoint=endpoint, seed=seed, started_ns=started, finished_ns=finished,
                          flows=_results(flows, sent, done))

@@ -3,7 +3,7 @@ endpoint with every QP of that host, the QPs it writes on and the QPs it is writ
 
 It reads one JSON line on stdin, the plan::
 
-    {"nic": ADDR, "seed": S, "timeout": SECONDS, "timeout_exp": N,
+    {"nic": ADDR, "endpoint": "python"|"native", "seed": S, "timeout": SECONDS, "timeout_exp": N,
      "send": [[FLOW, PEER_NIC, SIZE], ...], "recv": [[FLOW, PEER_NIC, SIZE], ...]}
 
 and answers in JSON lines on stdout: ``{"ready": true}`` once every QP and memory region
@@ -105,14 +105,33 @@ def _follow(lines: queue.Queue, stop: threading.Event, closed: threading.Event) 
     closed.set()
 
 
-def run(plan: dict) -> int:
-    from ...endpoint import Endpoint
-    from ...endpoint.endpoint import QpConfig
-    from ...endpoint.requestor import RetryConfig
+def _endpoint_class(name: str):
+    """The endpoint implementation ``name``: ``python`` (the reference) or ``native`` (C)."""
+    if name == "native":
+        from ...endpoint.native import NativeEndpoint, available
 
-    ep = Endpoint(plan["nic"])
+        why = available()
+        if why is not None:
+            raise RuntimeError(f"the native endpoint: {why}")
+        return NativeEndpoint
+    from ...endpoint import Endpoint
+
+    return Endpoint
+
+
+def run(plan: dict) -> int:
+    from ...endpoint.endpoint import QpConfig
+    from ...endpoint.requestor import INFINITE_RETRIES, RetryConfig
+
     try:
-        config = QpConfig(retry=RetryConfig(timeout_exp=plan["timeout_exp"]))
+        ep = _endpoint_class(plan.get("endpoint", "python"))(plan["nic"])
+    except (RuntimeError, OSError) as exc:
+        _say(error=f"cannot start the endpoint on {plan['nic']}: {exc}")
+        return 1
+    try:
+        # A QP never gives up by itself: a busy machine may starve an endpoint for longer than
+        # its retries last, and the run's timeout bounds every flow anyway.
+        config = QpConfig(retry=RetryConfig(timeout_exp=plan["timeout_exp"], exp_retries=INFINITE_RETRIES))
         regions, qps = {}, {}
         for flow, peer, size in plan["recv"]:
             regions[flow] = ep.register_mr(size, rkey=RKEY_BASE + flow)
