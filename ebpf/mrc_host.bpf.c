@@ -1073,12 +1073,48 @@ static __always_inline void mark_nacked(const __u8 *peer, const __u8 *neth, __u3
 	}
 }
 
+struct undo_ctx {
+	struct ev_set *set;
+	const __u8 *peer;
+	__u64 now;
+	__u64 step_ns;    /* bad_ns of the undone LOSS: its siblings were retired in that step */
+};
+
+static long undo_one(__u32 i, void *data)
+{
+	struct undo_ctx *c = data;
+	struct ev_slot *s;
+
+	if (i >= HOST_MAX_EVS || i >= c->set->n)
+		return 1;
+	s = &c->set->slots[SLOT_IDX(i)];
+	if (s->state == MRC_EV_STATE_ASSUMED_BAD && s->reason == REASON_PATH_LOSS &&
+	    s->bad_ns == c->step_ns) {
+		count(STAT_LOSS_UNDONE);
+		emit(c->peer, s, MRC_EV_STATE_GOOD, REASON_LOSS_UNDONE, c->now);
+	}
+	return 0;
+}
+
+/* The LOSS of s was spurious: the path-aware retirement it caused is too, so the siblings
+ * retired in the same step (PATH_LOSS, same bad_ns) come back with it. */
+static __always_inline void undo_path(const __u8 *peer, struct ev_set *set, struct ev_slot *s,
+				      __u64 now)
+{
+	struct undo_ctx uc = { .set = set, .peer = peer, .now = now, .step_ns = s->bad_ns };
+	__u32 n = set->n;
+
+	if (n > HOST_MAX_EVS || !uc.step_ns)
+		return;
+	bpf_loop(n, undo_one, &uc, 0);
+}
+
 /* A SACK names its trigger (ack_psn, echoed EV): that transmission was delivered. Its record
  * is marked, so a retransmission that the endpoint sends before it has read this SACK does not
  * retire the EV; and if a retransmission already blamed this EV for that PSN, the original
  * arrived after all (reordered, or a spurious RTO) and the LOSS retirement is undone. */
-static __always_inline void sack_answers(const __u8 *peer, const __u8 *seth, struct ev_slot *s,
-					 __u64 now)
+static __always_inline void sack_answers(const __u8 *peer, const __u8 *seth, struct ev_set *set,
+					 struct ev_slot *s, __u64 now)
 {
 	__s16 off = (__s16)(((__u16)seth[2] << 8) | seth[3]);
 	__u32 cack = ((__u32)seth[13] << 16) | ((__u32)seth[14] << 8) | seth[15];
@@ -1095,6 +1131,7 @@ static __always_inline void sack_answers(const __u8 *peer, const __u8 *seth, str
 		return;
 	count(STAT_LOSS_UNDONE);
 	emit(peer, s, MRC_EV_STATE_GOOD, REASON_LOSS_UNDONE, now);
+	undo_path(peer, set, s, now);
 }
 
 /* Apply a SACK or NACK's echoed EV to the sender's EV state (design 5). ip6 is the IPv6
@@ -1141,7 +1178,7 @@ static __always_inline void feedback(__u8 *ip6, void *data_end, __u8 opcode)
 			s->acked_sent_ns = s->pending_ns;
 		s->pending_ns = 0;
 		s->unacked_tx = 0;
-		sack_answers(peer, ext, s, now);
+		sack_answers(peer, ext, set, s, now);
 		if (m == MRC_M_SKIP_ONCE) {
 			count(STAT_FB_SKIP_ONCE);
 			skip_slot(peer, set, s, REASON_SACK_SKIP_ONCE, now);

@@ -170,3 +170,27 @@ def test_pinned_qp_on_a_down_port_is_dropped_not_moved(dp):
     l4 = pkt.write_payload(psn=2, dqpn=0x42)
     assert dp.egress.test_run(pkt.plain(pkt.NIC_A, pkt.NIC_B, l4)).retval == TC_ACT_SHOT
     assert dp.stat_values()["TX_DROP_PINNED_DOWN"] == 1
+
+
+def sack(dp, ev: int, ack_psn: int) -> None:
+    """A SACK triggered by ``ack_psn`` on ``ev``: cack_psn 3 below it, ack_psn_offset +3."""
+    import struct
+    from host_pkt import Dscp, Opcode
+    seth = struct.pack(">HhIHHIBBhQ", 0, 3, ev, 0, 0, (ack_psn - 3) & 0xFFFFFF, 0, 4, 0, 0)
+    l4 = pkt.bth(Opcode.SACK, dqpn=0x77) + seth + bytes(8)
+    frame = pkt.encapped(pkt.NIC_B, pkt.NIC_A, l4, ev=0x1, outer_tc=pkt.tclass(Dscp.CONTROL),
+                         inner_tc=pkt.tclass(Dscp.CONTROL))
+    assert dp.ingress.test_run(frame).retval == 2
+
+
+def test_undone_loss_brings_its_paths_evs_back_together(path_dp):
+    """A spurious retransmission (the original's SACK comes after all) undoes the LOSS, and so
+    the path-aware retirement it caused: the siblings retired in that step come back."""
+    dp = path_dp
+    lost = lose(dp, 1)
+    assert sum(1 for s, _ in states(dp).values() if s == EvState.ASSUMED_BAD) == 16
+    sack(dp, lost, 1)
+    st = states(dp)
+    assert {s for s, _ in st.values()} == {EvState.GOOD}
+    assert {r for ev, (_, r) in st.items() if path_of(ev) == path_of(lost)} == {Reason.LOSS_UNDONE}
+    assert dp.stat_values()["LOSS_UNDONE"] == 16

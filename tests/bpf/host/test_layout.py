@@ -15,7 +15,8 @@ SRC = Path(__file__).resolve().parents[3] / "ebpf" / "mrc_host.bpf.c"
 
 @pytest.mark.parametrize("ctype, cname", [
     (maps.HostConfigMap, "host_config"), (maps.PlanePort, "plane_port"), (maps.EvSlot, "ev_slot"),
-    (maps.EvSet, "ev_set"), (maps.LinkKey, "link_key"), (maps.TxRec, "tx_rec"),
+    (maps.EvSet, "ev_set"), (maps.PlaneGroup, "plane_group"), (maps.LinkKey, "link_key"),
+    (maps.TxRec, "tx_rec"),
 ])
 def test_struct_layouts_match_btf(ctype, cname):
     assert layout_mismatches(ctype, btf_struct_layout("mrc_host", cname)) == []

@@ -60,6 +60,8 @@ def _config(**over) -> AgentConfig:
     (dict(t1_per_plane=(4,)), r"ports\[1\] \(plane1\): plane 1 has no T1 count"),
     (dict(settings=Settings(ev_count=131)), "settings.ev_count 131"),
     (dict(settings=Settings(xdp_mode="fast")), "settings.xdp_mode 'fast'"),
+    (dict(settings=Settings(retirement="spine")), "settings.retirement 'spine': use path or ev"),
+    (dict(settings=Settings(ev_min_active=129)), "settings.ev_min_active 129 must be 0..128"),
 ])
 def test_config_errors_name_the_field(over, message):
     with pytest.raises(MrcError, match=message):
@@ -81,6 +83,15 @@ def test_proto_round_trip_and_defaults():
     req = to_proto(_config())
     req.settings.Clear()
     assert from_proto(req).settings == Settings()
+    policy = _config(settings=Settings(retirement="ev", ev_min_active=40, pinned_ev=True))
+    assert from_proto(to_proto(policy)) == policy
+
+
+def test_ev_set_policy_defaults():
+    cfg = _config()
+    assert cfg.path_retire and cfg.settings.min_active == 32 and not cfg.settings.pinned_ev
+    assert not _config(mode="ecmp", t1_per_plane=()).path_retire  # paths are opaque there
+    assert _config(settings=Settings(ev_count=192)).settings.min_active == 48
 
 
 def test_from_topology_host_config():
