@@ -10,8 +10,8 @@ kernel it states is that of the newest feature used (``KERNEL_FEATURES``).
 
 A check is *required* when the default demo (the eBPF target) cannot run without it; anything
 else that fails is a warning (p4c and bmv2 for the bmv2 target, p4runtime-shell for ``mrc
-shell``, seg6local for the kernel reference tests, bpftool and tshark for debugging). :func:`demo_ready` is False when a required
-check failed; the CLI then exits non-zero.
+shell``, seg6local for the kernel reference tests, bpftool and tshark for debugging).
+:func:`demo_ready` is False when a required check failed; the CLI then exits non-zero.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ arbitrates again with an id >= ``election_id_past``: a backup is never promoted 
 
 Every notification carries ``election_id_past`` as its election id, with status OK for the
 primary, ALREADY_EXISTS for a backup while a primary exists, NOT_FOUND when none does. When a
-stream becomes (or re-affirms itself as) primary, or the primary leaves or downgrades itself (a lower id, or none), every stream of the
-role hears, the backups first; a stream that stays a backup is answered alone.
+stream becomes (or re-affirms itself as) primary, or the primary leaves or downgrades itself
+(a lower id, or none), every stream of the role hears, the backups first; a stream that stays
+a backup is answered alone.
 
 Refusals (they end the stream): NOT_FOUND for a first update naming another device;
 FAILED_PRECONDITION when a live stream changes its device or role; INVALID_ARGUMENT when

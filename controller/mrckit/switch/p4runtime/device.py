@@ -65,7 +65,7 @@ class Device:
 
     # -- pipeline ---------------------------------------------------------------------------
     def set_pipeline(self, req: p4r.SetForwardingPipelineConfigRequest) -> None:
-        """SetForwardingPipelineConfig, every action as spec 1.4 section 7 and the proto say.
+        """SetForwardingPipelineConfig, every action as spec 1.4 section 14 and the proto say.
 
         VERIFY checks the config and changes nothing. VERIFY_AND_SAVE checks and saves it
         without touching the forwarding state; until COMMIT, Writes and Reads address the

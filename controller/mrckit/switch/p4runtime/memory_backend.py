@@ -1,7 +1,7 @@
 """A ``Backend`` held in memory: the tables of a pipeline saved but not yet committed.
 
 Between SetForwardingPipelineConfig VERIFY_AND_SAVE and COMMIT the forwarding state must not
-change (P4Runtime spec 1.4 section 7, ``p4runtime.proto`` Action), yet the client's writes for
+change (P4Runtime spec 1.4 section 14, ``p4runtime.proto`` Action), yet the client's writes for
 the saved config must be checked as they arrive and replayed at COMMIT. The server checks them
 against a ``TableView`` over this backend, which starts empty and knows no target limits; what
 only the real target refuses is reported when COMMIT replays the writes.
