@@ -81,7 +81,51 @@ def _norm(addr: str) -> str:
         raise ValueError(f"{addr!r} is not an IPv6 NIC address") from None
 
 
-class Endpoint:
+class QpSetup:
+    """Creating and connecting QPs, shared by :class:`Endpoint` and the native endpoint. The
+    host class provides ``qps``, ``_next_qpn``, ``responder``, ``_guard()`` (the context that
+    holds its lock) and ``_connect_locked(qp, remote_qpn)`` (its requestor)."""
+
+    def create_qp(self, peer: str, *, qpn: int | None = None, remote_qpn: int | None = None,
+                  config: QpConfig | None = None) -> QueuePair:
+        """Create a QP to NIC address ``peer``. It can receive at once (from ``peer`` only,
+        or from anyone when ``peer`` is ``::``); it can write after :meth:`connect` (or when
+        ``remote_qpn`` is given here).
+
+        Raises:
+            ValueError: bad address, a QP number in use or outside 1..2**24-1 (0x2 is reserved).
+        """
+        config = config or QpConfig()
+        peer = _norm(peer)
+        if remote_qpn is not None and not 0 < remote_qpn < 1 << 24:
+            raise ValueError(f"remote QP number {remote_qpn} is outside 1..2**24-1")
+        with self._guard():
+            if qpn is None:
+                while self._next_qpn in self.qps:
+                    self._next_qpn += 1
+                qpn = self._next_qpn
+            if qpn == 0x2:
+                raise ValueError("QP 0x2 is reserved for endpoint operations")
+            qp = QueuePair(qpn, peer, config)
+            qp.responder = self.responder.add_qp(ResponderQp(
+                qpn, remote_qpn or 0, config.mpr, config.mtu, config.remote_initial_psn,
+                peer=None if peer == "::" else peer))
+            self.qps[qpn] = qp
+            if remote_qpn is not None:
+                self._connect_locked(qp, remote_qpn)
+        return qp
+
+    def connect(self, qp: QueuePair, remote_qpn: int) -> None:
+        """Give ``qp`` its peer's QP number (out of band), which enables writes.
+
+        Raises:
+            ValueError: the QP is connected already, or ``remote_qpn`` is outside 24 bits.
+        """
+        with self._guard():
+            self._connect_locked(qp, remote_qpn)
+
+
+class Endpoint(QpSetup):
     """The MRC endpoint bound to ``nic_addr`` (IPv6) port ``port`` (4791), sending to peers'
     ``peer_port``. ``sack_coalesce_bytes`` tunes the responder; ``start=False`` runs no thread
     (a test then drives :meth:`dispatch` itself).
@@ -111,50 +155,15 @@ class Endpoint:
         if start:
             self._thread.start()
 
+    def _guard(self) -> threading.Lock:
+        return self._lock
+
     # --- set-up -------------------------------------------------------------------------
     def register_mr(self, length: int, *, base_va: int = 0, rkey: int | None = None) -> MemoryRegion:
         """Register a zero-filled memory region that peers may write (see
         :meth:`MemoryTable.register`)."""
         with self._lock:
             return self.memory.register(length, base_va=base_va, rkey=rkey)
-
-    def create_qp(self, peer: str, *, qpn: int | None = None, remote_qpn: int | None = None,
-                  config: QpConfig | None = None) -> QueuePair:
-        """Create a QP to NIC address ``peer``. It can receive at once (from ``peer`` only,
-        or from anyone when ``peer`` is ``::``); it can write after :meth:`connect` (or when
-        ``remote_qpn`` is given here).
-
-        Raises:
-            ValueError: bad address, a QP number in use or outside 1..2**24-1 (0x2 is reserved).
-        """
-        config = config or QpConfig()
-        peer = _norm(peer)
-        if remote_qpn is not None and not 0 < remote_qpn < 1 << 24:
-            raise ValueError(f"remote QP number {remote_qpn} is outside 1..2**24-1")
-        with self._lock:
-            if qpn is None:
-                while self._next_qpn in self.qps:
-                    self._next_qpn += 1
-                qpn = self._next_qpn
-            if qpn == 0x2:
-                raise ValueError("QP 0x2 is reserved for endpoint operations")
-            qp = QueuePair(qpn, peer, config)
-            qp.responder = self.responder.add_qp(ResponderQp(
-                qpn, remote_qpn or 0, config.mpr, config.mtu, config.remote_initial_psn,
-                peer=None if peer == "::" else peer))
-            self.qps[qpn] = qp
-            if remote_qpn is not None:
-                self._connect_locked(qp, remote_qpn)
-        return qp
-
-    def connect(self, qp: QueuePair, remote_qpn: int) -> None:
-        """Give ``qp`` its peer's QP number (out of band), which enables writes.
-
-        Raises:
-            ValueError: the QP is connected already, or ``remote_qpn`` is outside 24 bits.
-        """
-        with self._lock:
-            self._connect_locked(qp, remote_qpn)
 
     def _connect_locked(self, qp: QueuePair, remote_qpn: int) -> None:
         if qp.requestor is not None:

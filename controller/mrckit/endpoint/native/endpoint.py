@@ -18,10 +18,10 @@ import threading
 
 from mrckit.wire.constants import UDP_PORT_ROCEV2
 
-from ..endpoint import QpConfig, QueuePair, _norm
+from ..endpoint import QpSetup, QueuePair, _norm
 from ..memory import MemoryRegion, MemoryTable
 from ..requestor import Completion
-from ..responder import RecvCompletion, ResponderQp, SACK_COALESCE_BYTES
+from ..responder import RecvCompletion, SACK_COALESCE_BYTES
 from . import _lib
 from .state import NativeRequestorQp, NativeResponder, Outbox, packed
 
@@ -29,7 +29,7 @@ EVENT_WAIT_NS = 100_000_000
 """How long the completion thread waits per call before it checks for close (ns)."""
 
 
-class NativeEndpoint:
+class NativeEndpoint(QpSetup):
     """The native MRC endpoint bound to ``nic_addr`` (IPv6) port ``port``, sending to peers'
     ``peer_port``; arguments and methods as :class:`mrckit.endpoint.Endpoint`. With
     ``start=False`` no thread runs and a test drives :meth:`dispatch` and :meth:`turn`.
@@ -66,6 +66,9 @@ class NativeEndpoint:
             self._events.start()
 
     # --- locking ------------------------------------------------------------------------
+    def _guard(self):
+        return self._lock()
+
     def _lock(self):
         lib, ptr = self.lib, self.ptr
 
@@ -83,43 +86,6 @@ class NativeEndpoint:
         :meth:`MemoryTable.register`; the same errors)."""
         with self._lock():
             return self.memory.register(length, base_va=base_va, rkey=rkey)
-
-    def create_qp(self, peer: str, *, qpn: int | None = None, remote_qpn: int | None = None,
-                  config: QpConfig | None = None) -> QueuePair:
-        """Create a QP to NIC address ``peer`` (``::``: receive from anyone), as
-        :meth:`mrckit.endpoint.Endpoint.create_qp`.
-
-        Raises:
-            ValueError: bad address, a QP number in use or outside 1..2**24-1 (0x2 is reserved).
-        """
-        config = config or QpConfig()
-        peer = _norm(peer)
-        if remote_qpn is not None and not 0 < remote_qpn < 1 << 24:
-            raise ValueError(f"remote QP number {remote_qpn} is outside 1..2**24-1")
-        with self._lock():
-            if qpn is None:
-                while self._next_qpn in self.qps:
-                    self._next_qpn += 1
-                qpn = self._next_qpn
-            if qpn == 0x2:
-                raise ValueError("QP 0x2 is reserved for endpoint operations")
-            qp = QueuePair(qpn, peer, config)
-            qp.responder = self.responder.add_qp(ResponderQp(
-                qpn, remote_qpn or 0, config.mpr, config.mtu, config.remote_initial_psn,
-                peer=None if peer == "::" else peer))
-            self.qps[qpn] = qp
-            if remote_qpn is not None:
-                self._connect_locked(qp, remote_qpn)
-        return qp
-
-    def connect(self, qp: QueuePair, remote_qpn: int) -> None:
-        """Give ``qp`` its peer's QP number (out of band), which enables writes.
-
-        Raises:
-            ValueError: the QP is connected already, or ``remote_qpn`` is outside 24 bits.
-        """
-        with self._lock():
-            self._connect_locked(qp, remote_qpn)
 
     def _connect_locked(self, qp: QueuePair, remote_qpn: int) -> None:
         if qp.requestor is not None:
