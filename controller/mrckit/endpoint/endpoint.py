@@ -84,7 +84,7 @@ def _norm(addr: str) -> str:
 class QpSetup:
     """Creating and connecting QPs, shared by :class:`Endpoint` and the native endpoint. The
     host class provides ``qps``, ``_next_qpn``, ``responder``, ``_guard()`` (the context that
-    holds its lock) and ``_connect_locked(qp, remote_qpn)`` (its requestor)."""
+    holds its lock) and ``_add_requestor(qp, remote_qpn)`` (its kind of requestor)."""
 
     def create_qp(self, peer: str, *, qpn: int | None = None, remote_qpn: int | None = None,
                   config: QpConfig | None = None) -> QueuePair:
@@ -123,6 +123,14 @@ class QpSetup:
         """
         with self._guard():
             self._connect_locked(qp, remote_qpn)
+
+    def _connect_locked(self, qp: QueuePair, remote_qpn: int) -> None:
+        if qp.requestor is not None:
+            raise ValueError(f"QP {qp.qpn:#x} is connected already")
+        if not 0 < remote_qpn < 1 << 24:
+            raise ValueError(f"remote QP number {remote_qpn} is outside 1..2**24-1")
+        qp.responder.remote_qpn = remote_qpn
+        self._add_requestor(qp, remote_qpn)
 
 
 class Endpoint(QpSetup):
@@ -165,13 +173,8 @@ class Endpoint(QpSetup):
         with self._lock:
             return self.memory.register(length, base_va=base_va, rkey=rkey)
 
-    def _connect_locked(self, qp: QueuePair, remote_qpn: int) -> None:
-        if qp.requestor is not None:
-            raise ValueError(f"QP {qp.qpn:#x} is connected already")
-        if not 0 < remote_qpn < 1 << 24:
-            raise ValueError(f"remote QP number {remote_qpn} is outside 1..2**24-1")
+    def _add_requestor(self, qp: QueuePair, remote_qpn: int) -> None:
         c = qp.config
-        qp.responder.remote_qpn = remote_qpn
         qp.requestor = RequestorQp(qp.qpn, remote_qpn, self.nic_addr, qp.peer, self._sender(qp.peer),
                                    mtu=c.mtu, mpr=c.mpr, initial_psn=c.initial_psn, retry=c.retry, cc=c.cc)
 

@@ -87,13 +87,8 @@ class NativeEndpoint(QpSetup):
         with self._lock():
             return self.memory.register(length, base_va=base_va, rkey=rkey)
 
-    def _connect_locked(self, qp: QueuePair, remote_qpn: int) -> None:
-        if qp.requestor is not None:
-            raise ValueError(f"QP {qp.qpn:#x} is connected already")
-        if not 0 < remote_qpn < 1 << 24:
-            raise ValueError(f"remote QP number {remote_qpn} is outside 1..2**24-1")
+    def _add_requestor(self, qp: QueuePair, remote_qpn: int) -> None:
         c = qp.config
-        qp.responder.remote_qpn = remote_qpn
         qp.requestor = NativeRequestorQp(qp.qpn, remote_qpn, self.nic_addr, qp.peer, mtu=c.mtu, mpr=c.mpr,
                                          initial_psn=c.initial_psn, retry=c.retry, cc=c.cc, outbox=self.outbox)
         self.lib.mrcep_ep_add_req(self.ptr, qp.qpn, qp.requestor.ptr)
