@@ -56,12 +56,15 @@ def test_demo_dead_path_silent_until_restore(need_root, tmp_path, fail):
     assert dead["packets_after"] > 0
     # a quarter of the 128 EVs cross the dead link, give or take replacements made before the
     # fault (a replacement takes a backup on another spine)
-    assert 16 <= report["loss"]["dead_link_evs"] <= 48 and report["loss"]["dead_link_evs_retired"] > 0
+    assert 16 <= report["loss"]["dead_link_evs"] <= 48
     if fail == "down":  # reported down (as a PHY would): DENIED on every host without host evidence
         deny = [e for e in report["timeline"] if e["source"] == "controller" and e["what"] == "DENY"]
         assert deny and "link report: down" in deny[0]["detail"] and f["deny_links"] == ["p0/t0-1/t1-1"]
-    else:  # nothing reports a blackhole: the hosts' evidence finds it
+        # the denial may outrun loss detection: then it alone takes the dead EVs out, and none
+        # needs retiring
+    else:  # nothing reports a blackhole: the hosts' evidence finds it and retires its EVs
         assert f["t_fault_s"] < f["t_first_assumed_bad_s"] <= f["t_out_of_service_s"] and dead["retired"] > 0
+        assert report["loss"]["dead_link_evs_retired"] > 0
     assert proc.returncode == 0
 
 
