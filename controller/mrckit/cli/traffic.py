@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .endpoint import parse_size
+from .endpoint import ENDPOINTS, parse_size
 from .params import INT
 
 PATTERNS = ("all-to-all", "ring", "incast", "permutation")
@@ -25,7 +25,7 @@ does not import numpy just to start)."""
 @click.option("--seed", type=INT, default=0, show_default=True, help="Seeds the data and the permutation.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
               help="Seconds the whole run may take once started.")
-@click.option("--endpoint", "impl", type=click.Choice(["native", "python"]), default="native", show_default=True,
+@click.option("--endpoint", "impl", type=click.Choice(ENDPOINTS), default="native", show_default=True,
               help="Which MRC endpoint runs on every host: the native (C) one or the Python reference.")
 @click.option("--timeout-exp", type=click.IntRange(0, 24),
               help="The writers' RTO is 1.024 us x 2^N (default: 8 native, 16 python).")
