@@ -214,9 +214,10 @@ class FailureReactor:
         """When the current episode began (ns), or None outside one."""
         return self._episode
 
-    def unexplained_failing(self) -> list[frozenset[str]]:
-        """Link sets of failing paths that no denied link explains and no end host does."""
-        end_hosts = self.end_host_pairs()
+    def unexplained_failing(self, end_hosts: set[frozenset[str]] | None = None) -> list[frozenset[str]]:
+        """Link sets of failing paths that no denied link explains and no end host does
+        (``end_hosts``: :meth:`end_host_pairs`, when the caller has it already)."""
+        end_hosts = self.end_host_pairs() if end_hosts is None else end_hosts
         return [e.links for k, e in self._bad.items()
                 if not (e.links & self.denied.keys()) and _pair(k) not in end_hosts]
 
@@ -231,9 +232,9 @@ class FailureReactor:
                 planes.setdefault(_pair(key), set()).add(ev_unpack(key[2])[0])
         return {pair for pair, seen in planes.items() if len(seen) >= self.topology.planes}
 
-    def _note_end_hosts(self, now_ns: int) -> None:
-        """Put each newly set-aside host pair on the timeline, once while its evidence lasts."""
-        current = self.end_host_pairs()
+    def _note_end_hosts(self, current: set[frozenset[str]], now_ns: int) -> None:
+        """Put each newly set-aside host pair of ``current`` on the timeline, once while its
+        evidence lasts."""
         for pair in sorted(current - self._end_hosts_noted, key=sorted):
             a, b = sorted(pair)
             self.timeline.add("end_host", now_ns, (), f"every plane between {a} and {b} failing alike: "
@@ -249,9 +250,10 @@ class FailureReactor:
         if lift:
             actions.append(Action("lift", lift))
         self._bad = {k: e for k, e in self._bad.items() if now_ns - e.time_ns <= self.evidence_ttl_ns}
-        failing = self.unexplained_failing()
+        end_hosts = self.end_host_pairs()
+        failing = self.unexplained_failing(end_hosts)
         ports_down = [link for link in self._ports_down if link not in self.denied]
-        self._note_end_hosts(now_ns)
+        self._note_end_hosts(end_hosts, now_ns)
         if not failing and not ports_down:
             self._episode = None
             self.withheld.clear()  # a new episode judges its evidence afresh

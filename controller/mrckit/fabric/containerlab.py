@@ -134,8 +134,9 @@ def _addressed(topo: Topology, lab: str) -> Topology:
 
 
 def containerlab_topology(topo: Topology, lab: str, *, switch_image: str = SWITCH_IMAGE,
-                          host_image: str = HOST_IMAGE, mode: str = "srv6") -> dict:
-    """The containerlab topology of ``topo`` as a mapping (see the module docstring).
+                          host_image: str = HOST_IMAGE, mode: str = "srv6", compiled=None) -> dict:
+    """The containerlab topology of ``topo`` as a mapping (see the module docstring);
+    ``compiled``: ``compile_fabric(topo, "bmv2", mode)`` when the caller has it already.
 
     Raises:
         MrcError: ``lab`` is not a containerlab lab name, or an image name is empty.
@@ -145,7 +146,7 @@ def containerlab_topology(topo: Topology, lab: str, *, switch_image: str = SWITC
     for what, image in (("switch image", switch_image), ("host image", host_image)):
         if not image or not image.strip():
             raise MrcError(f"{what}: empty")
-    compiled = compile_fabric(topo, "bmv2", mode)
+    compiled = compiled or compile_fabric(topo, "bmv2", mode)
     nodes = {sw.name: _switch_node(sw, switch_image) for sw in compiled.switches()}
     nodes.update({h.name: _host_node(h, host_image) for h in compiled.hosts()})
     nodes[CONTROLLER_NODE] = _controller_node(host_image, mode)
@@ -164,12 +165,14 @@ def export_containerlab(topo: Topology, out_dir: str | Path, lab: str, *, switch
     """
     if any(n.name == CONTROLLER_NODE for n in (*topo.switches, *topo.hosts)):
         raise MrcError(f"a node is named {CONTROLLER_NODE!r}, the name the export gives the controller node")
-    doc = containerlab_topology(topo, lab, switch_image=switch_image, host_image=host_image, mode=mode)
+    compiled = compile_fabric(topo, "bmv2", mode)
+    doc = containerlab_topology(topo, lab, switch_image=switch_image, host_image=host_image, mode=mode,
+                                compiled=compiled)
     out = Path(out_dir)
     try:
         (out / "hosts").mkdir(parents=True, exist_ok=True)
         hosts = []
-        for host in compile_fabric(topo, "bmv2", mode).hosts():
+        for host in compiled.hosts():
             path = out / "hosts" / f"{host.name}.yaml"
             path.write_text(dumps_config(from_topology(host, NIC_DEVICE, settings)))
             hosts.append(path)
