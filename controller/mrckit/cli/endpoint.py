@@ -51,16 +51,12 @@ def _endpoint(addr: str, ns: str | None = None, impl: str = "python", **kw):
     import contextlib
 
     from .. import netns
-    from ..endpoint import Endpoint
+    from ..endpoint import implementation
 
-    cls = Endpoint
-    if impl == "native":
-        from ..endpoint.native import NativeEndpoint, available
-
-        why = available()
-        if why is not None:
-            raise MrcError(f"--endpoint native: {why}")
-        cls = NativeEndpoint
+    try:
+        cls = implementation(impl)
+    except ValueError as exc:
+        raise MrcError(f"--endpoint {impl}: {exc}") from None
     where = f"namespace {ns}" if ns else "this network namespace"
     try:
         with netns.enter(ns) if ns else contextlib.nullcontext():

@@ -105,27 +105,15 @@ def _follow(lines: queue.Queue, stop: threading.Event, closed: threading.Event) 
     closed.set()
 
 
-def _endpoint_class(name: str):
-    """The endpoint implementation ``name``: ``python`` (the reference) or ``native`` (C)."""
-    if name == "native":
-        from ...endpoint.native import NativeEndpoint, available
-
-        why = available()
-        if why is not None:
-            raise RuntimeError(f"the native endpoint: {why}")
-        return NativeEndpoint
-    from ...endpoint import Endpoint
-
-    return Endpoint
-
-
 def run(plan: dict) -> int:
     from ...endpoint.endpoint import QpConfig
     from ...endpoint.requestor import INFINITE_RETRIES, RetryConfig
 
+    from ...endpoint import implementation
+
     try:
-        ep = _endpoint_class(plan.get("endpoint", "python"))(plan["nic"])
-    except (RuntimeError, OSError) as exc:
+        ep = implementation(plan.get("endpoint", "python"))(plan["nic"])
+    except (ValueError, OSError) as exc:
         _say(error=f"cannot start the endpoint on {plan['nic']}: {exc}")
         return 1
     try:
