@@ -457,14 +457,19 @@ static void data(struct mrc_resp *r, struct rqp *q, const uint8_t *buf, uint32_t
 	if (psn < q->epsn || q->ring[psn % q->mpr]) {
 		r->stats.duplicates++;
 	} else {
-		struct mr *m = mrc_map_get(&r->mrs, rkey, &v) ? (struct mr *)(uintptr_t)v : NULL;
-		if (!m || !mr_contains(m, va, size)) {
-			snprintf(why, sizeof(why), "%s: rkey %#x VA %#llx +%u",
-				 m ? "VA range outside the region" : "unknown rkey", rkey, (unsigned long long)va, size);
-			return fail(r, q, peer, why, psn24, ev);
+		/* IBTA C9-88: a zero-length WRITE need not carry a valid R_Key or VA, and touches no
+		 * memory; it still takes its PSN (and delivers its immediate). */
+		if (size) {
+			struct mr *m = mrc_map_get(&r->mrs, rkey, &v) ? (struct mr *)(uintptr_t)v : NULL;
+			if (!m || !mr_contains(m, va, size)) {
+				snprintf(why, sizeof(why), "%s: rkey %#x VA %#llx +%u",
+					 m ? "VA range outside the region" : "unknown rkey", rkey,
+					 (unsigned long long)va, size);
+				return fail(r, q, peer, why, psn24, ev);
+			}
+			memcpy(m->mem + (va - m->base_va), buf + hlen, size);
+			m->placed += size;
 		}
-		memcpy(m->mem + (va - m->base_va), buf + hlen, size);
-		m->placed += size;
 		r->stats.placed_packets++;
 		r->stats.placed_bytes += size;
 		mark(r, q, psn, size, op, imm, ntohs(meth->rqmsn));

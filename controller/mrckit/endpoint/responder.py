@@ -192,13 +192,16 @@ class Responder:
         if duplicate:
             st.duplicates += 1
         else:
-            mr = self.memory.lookup(hdr.rkey)
-            if mr is None or not mr.contains(hdr.va, size):
-                what = "unknown rkey" if mr is None else "VA range outside the region"
-                return self._fail(qp, peer, f"{what}: rkey {hdr.rkey:#x} VA {hdr.va:#x} +{size}", bth.psn, ev)
-            off = hdr.va - mr.base_va
-            mr.view[off:off + size] = memoryview(buf)[hdr.hdr_len:end]
-            mr.placed_bytes += size
+            # IBTA C9-88: a zero-length WRITE need not carry a valid R_Key or VA, and touches
+            # no memory; it still takes its PSN (and delivers its immediate).
+            if size:
+                mr = self.memory.lookup(hdr.rkey)
+                if mr is None or not mr.contains(hdr.va, size):
+                    what = "unknown rkey" if mr is None else "VA range outside the region"
+                    return self._fail(qp, peer, f"{what}: rkey {hdr.rkey:#x} VA {hdr.va:#x} +{size}", bth.psn, ev)
+                off = hdr.va - mr.base_va
+                mr.view[off:off + size] = memoryview(buf)[hdr.hdr_len:end]
+                mr.placed_bytes += size
             st.placed_packets += 1
             st.placed_bytes += size
             self._mark(qp, psn, size, bth.opcode, hdr)

@@ -187,3 +187,20 @@ def test_a_packet_older_than_the_slowest_rtt_is_lost_by_sack_gap_before_any_rto(
     link.feedback()
     link.req.pump(link.now)
     assert link.req.stats.retransmits["sack_gap"] == 1 and link.req.stats.timeouts == 0
+
+
+@pytest.mark.parametrize("imm", [None, 0x5A5A], ids=["write", "write_with_imm"])
+@pytest.mark.parametrize("rkey, va", [(RKEY, 0), (0xDEAD, 0), (RKEY, 1 << 63)], ids=["valid", "bad-rkey", "bad-va"])
+def test_zero_length_write_completes_with_any_rkey_and_va(impl, imm, rkey, va):
+    """IBTA C9-88: a WRITE whose DMA length is 0 need not carry a valid R_Key or VA; it
+    completes (and WRITE_WITH_IMM delivers its immediate) without touching memory."""
+    link = Link(SIZE, impl=impl)
+    before = bytes(link.mr.buf)
+    comp = link.req.post(b"", va, rkey, imm=imm)
+    after = link.req.post(b"z" * 100, 0, RKEY)  # the QP stays usable
+    link.run([comp, after])
+    assert comp.done() and comp.error is None
+    assert link.rqp.error is None and link.req.error is None
+    assert bytes(link.mr.buf[100:]) == before[100:] and bytes(link.mr.buf[:100]) == b"z" * 100
+    imms = [c.imm for c in link.resp.completions]
+    assert imms == ([imm] if imm is not None else [])
