@@ -81,6 +81,30 @@ def test_no_backup_is_promoted_and_election_id_past_is_reported(target, clients)
     assert backup.arbitrate(10).status.code == OK
 
 
+def test_controller_rearbitrates_above_election_id_past(target, clients):
+    """A controller whose clock-based id is below the one a departed primary used arbitrates
+    again above election_id_past and becomes primary; it never takes over from a live one.
+    bmv2 grants a lower id once the primary has left (it keeps no election_id_past), so there
+    the controller keeps its own id."""
+    from mrckit.control import SwitchTarget, open_session
+    from mrckit.control import load_pipeline
+    from mrckit.errors import MrcError
+
+    switch, pipeline = SwitchTarget("sw", target[1], DEVICE_ID), load_pipeline()
+    clients(1000).close()  # a predecessor with a higher id came and went
+
+    async def connect(election_id):
+        session = await open_session(switch, pipeline, election_id, timeout=30)
+        await session.close()
+        return session.election_id
+
+    assert asyncio.run(connect(10)) == (10 if target[0] == "bmv2" else 1001)
+    holder = clients(2000)
+    assert holder.answer.status.code == OK
+    with pytest.raises(MrcError, match="not primary"):
+        asyncio.run(connect(10))
+
+
 def test_role_change_on_a_live_stream_is_failed_precondition(target):
     def arbitration(role=""):
         msg = p4r.StreamMessageRequest()

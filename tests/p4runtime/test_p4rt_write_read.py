@@ -1,6 +1,8 @@
 """Write and Read over real gRPC into the real maps: every table, default actions, counters, and
 every refusal with its code, the batch error format, and the maps left unchanged."""
 
+import subprocess
+
 import grpc
 import pytest
 from finsy.proto import p4r
@@ -8,7 +10,9 @@ from finsy.proto import p4r
 import p4rt
 from p4rt_harness import load_p4info
 
-OK, INVALID, NOT_FOUND, EXISTS, ABORTED, RANGE = 0, 3, 5, 6, 10, 11
+from mrckit.switch.p4runtime.backend import _map_id
+
+OK, INVALID, NOT_FOUND, EXISTS, ABORTED, RANGE, INTERNAL = 0, 3, 5, 6, 10, 11, 13
 KEY = 0xFCBBBB001001
 MY = 0xFCBBBB000101
 PORT = dict(src_mac=0x020000000001, dst_mac=0x020000000002, faces_host=1, trim_threshold=8, ecn_threshold=4)
@@ -201,3 +205,42 @@ def test_counter_reads_wildcard_by_counter_and_index(client, switch, p4info):
         client.read(p4rt.counter(p4info, "drop_reason", 6))
     assert info.value.code() == grpc.StatusCode.UNKNOWN
     assert [c for c, _ in p4rt.batch_errors(info.value)] == [INVALID]
+
+
+def test_a_map_the_kernel_refuses_fails_its_update_with_internal_and_the_batch_goes_on(client, switch, p4info):
+    """A kernel refusal (here a map frozen with BPF_MAP_FREEZE, so every syscall write gets
+    EPERM) fails that update alone with INTERNAL; the other updates of the batch take effect,
+    and the server keeps serving."""
+    E = p4rt.entry
+    fd = switch.tables.maps["usid_fib"].fd
+    subprocess.run(["bpftool", "map", "freeze", "id", str(_map_id(fd))], check=True, capture_output=True)
+    codes, err = _batch(client, p4rt.update("INSERT", E(p4info, "usid_fib", KEY, "set_egress", port=5)),
+                        p4rt.update("INSERT", E(p4info, "my_usid", MY, "usid_un")))
+    assert codes == [INTERNAL, OK]
+    assert "BPF map update failed" in p4rt.batch_errors(err)[0][1]
+    assert [e.key for e in switch.tables.read_entries("my_usid")] == [MY]
+    assert switch.tables.read_entries("usid_fib") == []
+    assert [e.table_entry.table_id for e in _read_all(client, p4info)] == [p4rt.ids(p4info, "my_usid")[0]]
+
+
+def test_an_unexpected_error_in_one_update_is_internal_and_the_server_keeps_serving(client, switch, p4info, monkeypatch):
+    """A bug in the server (an exception that is no refusal) fails its update with INTERNAL,
+    logged; it does not end the RPC without per-update details, nor the server."""
+    from mrckit.switch.p4runtime import view as view_mod
+
+    E = p4rt.entry
+    real = view_mod.TableView.apply
+
+    def buggy(self, kind, entry):
+        if entry.table.name == "usid_fib":
+            raise RuntimeError("injected bug")
+        return real(self, kind, entry)
+
+    monkeypatch.setattr(view_mod.TableView, "apply", buggy)
+    codes, err = _batch(client, p4rt.update("INSERT", E(p4info, "usid_fib", KEY, "set_egress", port=5)),
+                        p4rt.update("INSERT", E(p4info, "my_usid", MY, "usid_un")))
+    assert codes == [INTERNAL, OK]
+    assert "injected bug" in p4rt.batch_errors(err)[0][1]
+    monkeypatch.setattr(view_mod.TableView, "apply", real)
+    client.write(p4rt.update("INSERT", E(p4info, "usid_fib", KEY, "set_egress", port=5)))
+    assert [e.params for e in switch.tables.read_entries("usid_fib")] == [{"port": 5}]

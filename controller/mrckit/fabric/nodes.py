@@ -94,9 +94,7 @@ def start_agents(state: FabricState, compiled, settings: Settings) -> None:
         path = cfg_dir / f"{host.name}.yaml"
         path.write_text(dumps_config(cfg))
         address = agent_address(state, host.name)
-        # The NIC device is made here: `mrc host up --create-nic` reads /sys/class/net, which
-        # under `nsenter --net` still shows the root namespace's interfaces.
-        create_nic_device(NIC_DEVICE, host.nic_address, host.mtu, ns=state.nodes[host.name])
+        create_nic_device(NIC_DEVICE, host.nic_address, host.nic_mtu, ns=state.nodes[host.name])
         argv = procs.mrc_argv("host", "up", str(path), "--listen", address)
         proc, info = procs.start(argv, state.dir / f"host-{host.name}.log", ns=state.nodes[host.name],
                                  address=address)

@@ -84,3 +84,23 @@ def link_up(ifname: str) -> bool:
     with IPRoute() as ipr:
         link = ipr.link("get", index=socket.if_nametoindex(ifname))[0]
         return link.get_attr("IFLA_OPERSTATE") in _UP
+
+
+def link_mtu(ifname: str) -> int:
+    """The MTU (bytes) of ``ifname`` in the caller's network namespace, read over netlink
+    (under ``nsenter --net``, /sys/class/net still shows the mount namespace's devices).
+
+    Raises:
+        OSError: no such interface.
+    """
+    with IPRoute() as ipr:
+        return ipr.link("get", index=socket.if_nametoindex(ifname))[0].get_attr("IFLA_MTU")
+
+
+def link_exists(ifname: str) -> bool:
+    """Whether ``ifname`` exists in the caller's network namespace."""
+    try:
+        socket.if_nametoindex(ifname)
+    except OSError:
+        return False
+    return True

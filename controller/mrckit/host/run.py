@@ -22,7 +22,8 @@ from ..errors import MrcError
 from ..proto import host_agent_pb2 as pb
 from .agent import ConfigureResult, HostAgent
 from .config import AgentConfig, from_proto, to_proto
-from .nicdev import create_nic_device
+from .nicdev import create_nic_device, nic_mtu
+from .ports import link_exists, link_mtu
 
 RUN_DIR = Path("/run/mrckit")
 
@@ -126,8 +127,8 @@ def run_agent(cfg: AgentConfig, listen: str | None = None, *, create_nic: bool =
     """
     from .service import serve
 
-    if create_nic and not Path(f"/sys/class/net/{cfg.nic_device}").exists():
-        create_nic_device(cfg.nic_device, cfg.nic_address, max(_mtu(p.ifname) for p in cfg.ports))
+    if create_nic and not link_exists(cfg.nic_device):
+        create_nic_device(cfg.nic_device, cfg.nic_address, nic_mtu({p.ifname: _mtu(p.ifname) for p in cfg.ports}))
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     address = listen or default_address(cfg.name)
     if address.startswith("unix:"):
@@ -158,9 +159,9 @@ def run_agent(cfg: AgentConfig, listen: str | None = None, *, create_nic: bool =
 
 def _mtu(ifname: str) -> int:
     try:
-        return int(Path(f"/sys/class/net/{ifname}/mtu").read_text())
+        return link_mtu(ifname)
     except OSError:
-        raise MrcError(f"interface {ifname} does not exist") from None
+        raise MrcError(f"plane port {ifname} does not exist") from None
 
 
 def stop_agent(cfg: AgentConfig, timeout: float = 10.0, address: str | None = None) -> list[str]:

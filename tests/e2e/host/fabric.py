@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from mrckit import netns
 from mrckit.host.agent import HostAgent
 from mrckit.host.config import Settings, from_topology, mac_text
-from mrckit.host.nicdev import create_nic_device
+from mrckit.host.nicdev import create_nic_device, nic_mtu
 from mrckit.switch.ebpf_target import EbpfSwitch
 from mrckit.topology import compile_fabric, generate_clos
 
@@ -82,7 +82,7 @@ def clos(make_netns, settings: Settings, *, planes=2, spines=2, leaves=2, hosts_
             fab.switches[sw.name] = ebpf
             _program(ebpf.tables, sw)
         for h in hosts:
-            create_nic_device("nic0", h.nic_address, h.mtu, ns=fab.ns[h.name])
+            create_nic_device("nic0", h.nic_address, nic_mtu({'plane0': h.mtu}), ns=fab.ns[h.name])
             cfg = fab.configs[h.name] = from_topology(h, "nic0", settings)
             agent = fab.agents[h.name] = HostAgent()
             with netns.enter(fab.ns[h.name]):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from mrckit import netns
 from mrckit.host.agent import HostAgent
 from mrckit.host.config import AgentConfig, Port, Settings
-from mrckit.host.nicdev import create_nic_device
+from mrckit.host.nicdev import create_nic_device, nic_mtu
 from mrckit.wire.addressing import nic_address, port_address
 
 PORT_MTU = 3000
@@ -55,7 +55,7 @@ def host_pair(make_netns, planes: int = 2, settings: Settings | None = None, mod
     try:
         for i in range(2):
             cfg = host_config(i, i, planes, settings, lambda p, i=i: mac(1 - i, p), mode)
-            create_nic_device("nic0", cfg.nic_address, PORT_MTU, ns=ns[i])
+            create_nic_device("nic0", cfg.nic_address, nic_mtu({'plane0': PORT_MTU}), ns=ns[i])
             agent = HostAgent()
             with netns.enter(ns[i]):
                 agent.configure(cfg)

@@ -16,7 +16,7 @@ import yaml
 from hostpair import PORT_MTU, mac
 
 from mrckit import netns
-from mrckit.host.nicdev import create_nic_device
+from mrckit.host.nicdev import create_nic_device, nic_mtu
 from mrckit.proto import host_agent_pb2 as pb
 from mrckit.proto import host_agent_pb2_grpc as pbg
 from mrckit.wire.addressing import nic_address, port_address
@@ -66,7 +66,7 @@ def _agents(make_netns, tmp_path, mode: str):
     procs = []
     try:
         for i in (0, 1):
-            create_nic_device("nic0", nic_address(i, 0), PORT_MTU, ns=ns[i])
+            create_nic_device("nic0", nic_address(i, 0), nic_mtu({'plane0': PORT_MTU}), ns=ns[i])
             procs.append(start(ns[i], config(i, tmp_path / f"h{i}.yaml", mode), str(tmp_path / f"h{i}.sock")))
         yield ns, procs, tmp_path
     finally:
@@ -226,3 +226,41 @@ def test_bad_config_is_one_line_error(tmp_path):
     out = subprocess.run([*MRC, "host", "up", str(bad)], capture_output=True, text=True)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "leaf 0 downlink 0, but the config says 3/0" in out.stderr
+
+
+def test_create_nic_takes_the_smallest_plane_port_mtu_minus_the_outer_header(make_netns, tmp_path):
+    """Every packet must fit whichever plane tc egress picks, so the NIC device gets the
+    smallest plane-port MTU minus ENCAP_LEN (40), not the largest."""
+    ns = [make_netns(), make_netns()]
+    for p, mtu in ((0, PORT_MTU), (1, PORT_MTU - 1000)):
+        netns.veth(ns[0], f"plane{p}", ns[1], f"plane{p}", mtu=mtu)
+        for i in (0, 1):
+            netns.run(["ip", "link", "set", f"plane{p}", "address", mac(i, p)], ns=ns[i])
+    sock = str(tmp_path / "h0.sock")
+    proc = subprocess.Popen(["nsenter", f"--net=/var/run/netns/{ns[0]}", "--", *MRC, "host", "up",
+                             str(config(0, tmp_path / "h0.yaml")), "--listen", f"unix:{sock}", "--create-nic"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out = ""
+        for line in proc.stdout:
+            out += line
+            if "serving on" in line:
+                break
+        assert "serving on" in out, proc.stderr.read()
+        shown = netns.run(["ip", "-o", "link", "show", "nic0"], ns=ns[0]).stdout.decode()
+        assert f" mtu {PORT_MTU - 1000 - 40} " in shown
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+
+
+def test_create_nic_refuses_a_port_mtu_that_leaves_less_than_ipv6s_minimum(make_netns, tmp_path):
+    ns = [make_netns(), make_netns()]
+    for p, mtu in ((0, PORT_MTU), (1, 1300)):
+        netns.veth(ns[0], f"plane{p}", ns[1], f"plane{p}", mtu=mtu)
+    proc = subprocess.run(["nsenter", f"--net=/var/run/netns/{ns[0]}", "--", *MRC, "host", "up",
+                           str(config(0, tmp_path / "h0.yaml")), "--listen", f"unix:{tmp_path}/h0.sock",
+                           "--create-nic"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "plane port plane1 has MTU 1300" in proc.stderr and "1320" in proc.stderr
+    assert "nic0" not in netns.run(["ip", "-o", "link", "show"], ns=ns[0]).stdout.decode()

@@ -199,8 +199,11 @@ class Device:
                 results.append(None)
             except P4RuntimeError as exc:
                 results.append(exc)
-                if rollback:
-                    return self._roll_back(undo, results, len(updates))
+            except Exception as exc:  # a bug must not end the RPC or the server: INTERNAL, logged
+                log.exception("applying a %s update failed", update.entity.WhichOneof("entity"))
+                results.append(P4RuntimeError(grpc.StatusCode.INTERNAL, f"update failed: {exc}"))
+            if results[-1] is not None and rollback:
+                return self._roll_back(undo, results, len(updates))
         return results
 
     @staticmethod
