@@ -34,6 +34,7 @@
 /* Transport parameters */
 #define MRC_DEFAULT_PAYLOAD_LEN 2048  /* bytes of RDMA payload per packet */
 #define MRC_MPR_UNIT_PSNS 128  /* SETH MPR unit, in PSNs */
+#define MRC_SETH_OFFSET_MAX 0x7fff  /* SETH PSN offsets: signed 16-bit */
 #define MRC_TIME_UNIT_NS 1024  /* tx_timestamp/service time unit, ns */
 #define MRC_RCVD_BYTES_UNIT 256  /* CC_STATE rcvd_bytes unit, bytes */
 #define MRC_ALWAYS_SKIP_CE_MIN 8  /* ALWAYS_SKIP: CE marks ... */

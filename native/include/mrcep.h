@@ -119,6 +119,7 @@ struct mrc_req_cfg {
 struct mrc_req_stats {
 	uint64_t packets, payload_bytes, acked_bytes, sacks, ecn_sacks, timeouts, probes;
 	uint64_t icrc_checked, bad_icrc, completions;
+	uint64_t malformed;  /* replies with a good ICRC too short for their opcode, or no SACK/NACK */
 	uint64_t retransmits[MRCEP_RTX_COUNT];
 	uint64_t nacks[256];
 };

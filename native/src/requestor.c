@@ -605,6 +605,8 @@ void mrcep_req_on_reply(struct mrc_req *r, const uint8_t *buf, uint32_t n, int64
 		mrcep_req_on_sack(r, buf, now);
 	else if (buf[0] == MRC_OP_NACK && n >= MRC_BTH_LEN + MRC_NETH_LEN + MRC_ICRC_LEN)
 		mrcep_req_on_nack(r, buf, now);
+	else
+		r->stats.malformed++;
 }
 
 int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now)

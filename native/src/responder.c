@@ -246,6 +246,8 @@ static void send_sack(struct mrc_resp *r, struct rqp *q, const uint8_t peer[16],
 		m = MRC_M_ALWAYS_SKIP;
 	else
 		m = ce ? MRC_M_SKIP_ONCE : MRC_M_NONE;
+	if (psn - cack < -MRC_SETH_OFFSET_MAX - 1 || psn - cack > MRC_SETH_OFFSET_MAX)
+		psn = cack;  /* a duplicate too far behind for the 16-bit offset: acknowledge nothing new */
 	mrcep_pack_bth(o->data, MRC_OP_SACK, 0, q->remote_qpn, 0);
 	s = (struct mrc_seth *)(o->data + MRC_BTH_LEN);
 	c = (struct mrc_cc_state *)(s + 1);

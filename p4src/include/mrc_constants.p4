@@ -34,6 +34,7 @@ const bit<16> MRC_ENCAP_LEN = 40;
 /* Transport parameters */
 const bit<16> MRC_DEFAULT_PAYLOAD_LEN = 2048;  /* bytes of RDMA payload per packet */
 const bit<16> MRC_MPR_UNIT_PSNS = 128;  /* SETH MPR unit, in PSNs */
+const bit<16> MRC_SETH_OFFSET_MAX = 0x7fff;  /* SETH PSN offsets: signed 16-bit */
 const bit<16> MRC_TIME_UNIT_NS = 1024;  /* tx_timestamp/service time unit, ns */
 const bit<16> MRC_RCVD_BYTES_UNIT = 256;  /* CC_STATE rcvd_bytes unit, bytes */
 const bit<8> MRC_ALWAYS_SKIP_CE_MIN = 8;  /* ALWAYS_SKIP: CE marks ... */

@@ -19,12 +19,11 @@ from collections import deque
 from dataclasses import dataclass
 
 from mrckit.wire.constants import (
-    BTH_LEN, CC_STATE_LEN, DEFAULT_PAYLOAD_LEN, ICRC_LEN, MPR_UNIT_PSNS, NETH_LEN, PSN_MOD, SETH_LEN,
-    UDP_PORT_ROCEV2, Opcode,
+    BTH_LEN, DEFAULT_PAYLOAD_LEN, ICRC_LEN, MPR_UNIT_PSNS, PSN_MOD, UDP_PORT_ROCEV2, Opcode,
 )
 
 from .cc import NsccConfig
-from .headers import parse_bth, parse_nack, parse_sack
+from .headers import parse_bth
 from .memory import MemoryRegion, MemoryTable
 from .requestor import Completion, RequestorQp, RetryConfig, TCLASS_CONTROL
 from .responder import RecvCompletion, Responder, ResponderQp, SACK_COALESCE_BYTES
@@ -286,15 +285,7 @@ class Endpoint(QpSetup):
         rq = qp.requestor if qp else None
         if rq is None or opcode == Opcode.ACK:
             return
-        rq.stats.icrc_checked += 1
-        if not rq.icrc_rx.check(buf, n):
-            rq.stats.bad_icrc += 1
-            return
-        now = time.monotonic_ns()
-        if opcode == Opcode.SACK and n >= BTH_LEN + SETH_LEN + CC_STATE_LEN + ICRC_LEN:
-            rq.on_sack(parse_sack(buf), now)
-        elif opcode == Opcode.NACK and n >= BTH_LEN + NETH_LEN + ICRC_LEN:
-            rq.on_nack(parse_nack(buf), now)
+        rq.on_reply(memoryview(buf)[:n], time.monotonic_ns())
 
     # --- teardown -----------------------------------------------------------------------
     def close(self) -> None:

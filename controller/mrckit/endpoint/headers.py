@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from mrckit.wire.constants import (
     BTH_FLAG_TS, BTH_LEN, CC_STATE_LEN, IMM_OPCODES, IMMDT_LEN, METH_LEN, NETH_LEN, PETH_LEN,
-    PSN_MOD, RETH_LEN, SETH_LEN, TSETH_FORMAT, TSETH_LEN, Opcode,
+    PSN_MOD, RETH_LEN, SETH_LEN, SETH_OFFSET_MAX, TSETH_FORMAT, TSETH_LEN, Opcode,
 )
 
 DEFAULT_PKEY = 0xFFFF
@@ -208,6 +208,6 @@ def _soff(psn: int, base: int) -> int:
     """Signed 16-bit offset of ``psn`` from ``base`` in 24-bit PSN space."""
     d = (psn - base) % PSN_MOD
     d = d - PSN_MOD if d >= PSN_MOD // 2 else d
-    if not -32768 <= d <= 32767:
+    if not -SETH_OFFSET_MAX - 1 <= d <= SETH_OFFSET_MAX:
         raise ValueError(f"PSN {psn} is {d} away from {base}: outside a signed 16-bit offset")
     return d

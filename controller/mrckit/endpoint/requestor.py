@@ -37,7 +37,7 @@ from mrckit.wire.constants import (
 )
 
 from .cc import NsccConfig, NsccWindow
-from .headers import Nack, Sack, pack_data_packet, pack_probe
+from .headers import NACK_LEN, SACK_LEN, Nack, Sack, pack_data_packet, pack_probe, parse_nack, parse_sack
 from .icrc import ICRC, IcrcContext
 from .psn import unwrap
 from .stats import RequestorStats
@@ -329,6 +329,22 @@ class RequestorQp:
         self.stats.probes += 1
 
     # --- feedback -----------------------------------------------------------------------
+    def on_reply(self, buf, now: int) -> None:
+        """Apply one received reply ``buf`` (the UDP payload, BTH first, ICRC last; any
+        length): a SACK or NACK with a good ICRC is applied, anything else is counted
+        (``bad_icrc``, ``malformed``) and dropped. ``now`` is monotonic ns."""
+        n = len(buf)
+        self.stats.icrc_checked += 1
+        if not self.icrc_rx.check(buf, n):
+            self.stats.bad_icrc += 1
+            return
+        if buf[0] == Opcode.SACK and n >= SACK_LEN + ICRC_LEN:
+            self.on_sack(parse_sack(buf), now)
+        elif buf[0] == Opcode.NACK and n >= NACK_LEN + ICRC_LEN:
+            self.on_nack(parse_nack(buf), now)
+        else:
+            self.stats.malformed += 1
+
     def on_sack(self, s: Sack, now: int) -> None:
         """Apply a SACK: acknowledge, detect losses, adapt the window, complete writes."""
         if self.error is not None:

@@ -34,7 +34,7 @@ from typing import Callable, NamedTuple
 
 from mrckit.wire.constants import (
     ALWAYS_SKIP_CE_MIN, BTH_FLAG_ACKREQ, BTH_FLAG_RTX, BTH_LEN, DEFAULT_PAYLOAD_LEN, ICRC_LEN,
-    IMM_OPCODES, MPR_UNIT_PSNS, PETH_LEN, PSN_MOD, RCVD_BYTES_UNIT, WRITE_OPCODES, Dscp, Ecn,
+    IMM_OPCODES, MPR_UNIT_PSNS, PETH_LEN, PSN_MOD, RCVD_BYTES_UNIT, SETH_OFFSET_MAX, WRITE_OPCODES, Dscp, Ecn,
     MultipathState, NackReason, Opcode,
 )
 
@@ -260,8 +260,10 @@ class Responder:
             m = MultipathState.ALWAYS_SKIP
         else:
             m = MultipathState.SKIP_ONCE if ce else MultipathState.NONE
-        base = max(qp.epsn, qp.high - 63)
-        sack = Sack(m, pr, psn % PSN_MOD, ev, (qp.epsn - 1) % PSN_MOD, qp.mpr // MPR_UNIT_PSNS,
+        base, cack = max(qp.epsn, qp.high - 63), qp.epsn - 1
+        if not -SETH_OFFSET_MAX - 1 <= psn - cack <= SETH_OFFSET_MAX:
+            psn = cack  # a duplicate too far behind for the 16-bit offset: acknowledge nothing new
+        sack = Sack(m, pr, psn % PSN_MOD, ev, cack % PSN_MOD, qp.mpr // MPR_UNIT_PSNS,
                     base % PSN_MOD, self._bitmap(qp, base), ts, qp.ooo_count,
                     qp.rcvd_bytes // RCVD_BYTES_UNIT)
         n = pack_sack(self._reply, qp.remote_qpn, sack)

@@ -41,4 +41,6 @@ class RequestorStats:
     probes: int = 0
     icrc_checked: int = 0
     bad_icrc: int = 0
+    malformed: int = 0
+    """Replies with a good ICRC that are too short for their opcode, or no SACK or NACK."""
     completions: int = 0

@@ -50,6 +50,9 @@ DEFAULT_PAYLOAD_LEN = 2048
 """Default RDMA payload per packet in bytes, a RoCE MTU value (design section 3.1)."""
 MPR_UNIT_PSNS = 128
 """SETH MPR is in units of 128 PSNs [H: OCP mrc.h]."""
+SETH_OFFSET_MAX = 0x7FFF
+"""SETH ack_psn_offset and sack_offset are signed 16-bit: -SETH_OFFSET_MAX - 1 .. SETH_OFFSET_MAX
+PSNs from cack_psn (design section 3.2)."""
 TIME_UNIT_NS = 1024
 """tx_timestamp, RTO base and service time count units of 1.024 us = 1024 ns."""
 RCVD_BYTES_UNIT = 256

@@ -78,6 +78,7 @@ def _build() -> list[tuple[str, list[Const]]]:
         ("Transport parameters", [
             Const("MRC_DEFAULT_PAYLOAD_LEN", k.DEFAULT_PAYLOAD_LEN, 16, "bytes of RDMA payload per packet"),
             Const("MRC_MPR_UNIT_PSNS", k.MPR_UNIT_PSNS, 16, "SETH MPR unit, in PSNs"),
+            Const("MRC_SETH_OFFSET_MAX", k.SETH_OFFSET_MAX, 16, "SETH PSN offsets: signed 16-bit", True),
             Const("MRC_TIME_UNIT_NS", k.TIME_UNIT_NS, 16, "tx_timestamp/service time unit, ns"),
             Const("MRC_RCVD_BYTES_UNIT", k.RCVD_BYTES_UNIT, 16, "CC_STATE rcvd_bytes unit, bytes"),
             Const("MRC_ALWAYS_SKIP_CE_MIN", k.ALWAYS_SKIP_CE_MIN, 8, "ALWAYS_SKIP: CE marks ..."),

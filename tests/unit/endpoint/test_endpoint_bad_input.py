@@ -90,6 +90,18 @@ def test_psn_behind_window_is_a_duplicate(rig):
     assert rig.replies[0].opcode == Opcode.SACK and rig.resp.stats.duplicates == 1 and rig.untouched()
 
 
+def test_duplicate_too_far_behind_for_the_sack_offset_acknowledges_nothing_new(impl):
+    """Found by the fuzz corpus: a duplicate 39,000 PSNs behind cannot be named by the SETH's
+    signed 16-bit ack_psn_offset. The SACK names cack_psn instead (the Python responder raised,
+    the C one wrapped the offset onto some other PSN, which a requestor would take as acked)."""
+    rig = Rig(impl)
+    qp = rig.resp.add_qp(ResponderQp(0x201, 0x100, mpr=128, initial_psn=40000, peer=A))
+    rig.send(write(psn=1000, dqpn=0x201))
+    sack = rig.replies[0]
+    assert sack.opcode == Opcode.SACK and rig.resp.stats.duplicates == 1 and rig.untouched()
+    assert sack[SETH].cack_psn == 39999 and sack[SETH].ack_psn_offset == 0 and qp.error is None
+
+
 @pytest.mark.parametrize("layers", [
     MrcBTH(opcode=Opcode.EP_REQ, dqpn=0x200) / ERTH(),
     MrcBTH(opcode=0x00, dqpn=0x200) / Raw(b"x" * 40),

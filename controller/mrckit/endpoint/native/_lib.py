@@ -41,7 +41,8 @@ class ReqCfg(C.Structure):
 
 class ReqStats(C.Structure):
     _fields_ = [(n, C.c_uint64) for n in ("packets", "payload_bytes", "acked_bytes", "sacks", "ecn_sacks",
-                                          "timeouts", "probes", "icrc_checked", "bad_icrc", "completions")] + \
+                                          "timeouts", "probes", "icrc_checked", "bad_icrc", "completions",
+                                          "malformed")] + \
                [("retransmits", C.c_uint64 * len(RTX_REASONS)), ("nacks", C.c_uint64 * 256)]
 
 

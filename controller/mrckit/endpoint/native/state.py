@@ -271,7 +271,7 @@ class NativeRequestorQp:
         s = self.lib.mrcep_req_stats(self.ptr).contents
         out = RequestorStats(**{n: getattr(s, n) for n in ("packets", "payload_bytes", "acked_bytes", "sacks",
                                                            "ecn_sacks", "timeouts", "probes", "icrc_checked",
-                                                           "bad_icrc", "completions")})
+                                                           "bad_icrc", "completions", "malformed")})
         for i, name in enumerate(_lib.RTX_REASONS):
             if name and s.retransmits[i]:
                 out.retransmits[name] = s.retransmits[i]
