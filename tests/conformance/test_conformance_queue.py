@@ -3,9 +3,9 @@ fills, and packets past the trim threshold are trimmed (eBPF virtual queue, bmv2
 queue); CONTROL packets overtake data on bmv2's priority queue."""
 
 import pytest
-from scapy.layers.l2 import Ether
 
 from mrckit.wire.constants import Dscp, Opcode
+from mrckit.wire.layers import dissect
 
 import conformance_frames as F
 from conformance_cases import T0, base_tables, into, port_entry
@@ -67,6 +67,6 @@ def test_control_overtakes_data_on_priority_queue(slow_port0):
         tester.send(1, data)
     tester.send(1, control)
     got = tester.collect(BURST / DRAIN_PPS + 1.5 + target.window)[0]
-    kinds = ["control" if Ether(f)[F.MrcBTH].opcode == Opcode.SACK else "data" for f in got]
+    kinds = ["control" if dissect(f)[F.MrcBTH].opcode == Opcode.SACK else "data" for f in got]
     assert sorted(kinds) == sorted(["data"] * (BURST - 1) + ["control"])
     assert kinds.index("control") < BURST - 2, f"control did not overtake the queued data: {kinds}"

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from ..wire.ev import ev_unpack
+from ..wire.ev import ev_plane, ev_unpack
 from ..wire.usid import DEFAULT_LOCATOR
 from .params import INT
 
@@ -246,7 +246,7 @@ def _ecmp_paths(topo, s, d, found, ev) -> None:
     if ev is not None:
         tr = walk(compile_fabric(topo, mode="ecmp"), s.name, d.name, ev)
         spine = next((h.switch for h in tr.hops if "-t1-" in h.switch), "none (same leaf)")
-        click.echo(f"EV 0x{ev:08x}: plane {ev >> 28}, spine {spine} by the hash of a healthy fabric: "
+        click.echo(f"EV 0x{ev:08x}: plane {ev_plane(ev)}, spine {spine} by the hash of a healthy fabric: "
                    f"{' '.join(tr.links)}{'' if tr.delivered else f' (dropped: {tr.drop})'}")
 
 

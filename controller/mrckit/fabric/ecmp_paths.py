@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ..topology import Role, member_id
 from ..topology.plan import switch_name
 from ..wire.ecmp import ev_member
+from ..wire.ev import ev_plane
 
 
 def nominal_path(compiled, leaf: int) -> Callable[[int], tuple[int, int]]:
@@ -31,7 +32,7 @@ def nominal_path(compiled, leaf: int) -> Callable[[int], tuple[int, int]]:
         uplinks[plane] = {member_id(p.number): spines[p.peer] for p in ports if p.peer in spines}
 
     def path_of(ev: int) -> tuple[int, int]:
-        plane = ev >> 28
+        plane = ev_plane(ev)
         members = uplinks[plane]
         return plane, members[ev_member(tuple(members), ev)]
 
@@ -66,7 +67,7 @@ def group_path(compiled, leaf: int, destination, down=()) -> Callable[[int], tup
             choices[plane] = next(g.members for g in groups if g.group_id == route.group)
 
     def path_of(ev: int) -> tuple[int, int]:
-        plane = ev >> 28
+        plane = ev_plane(ev)
         members = choices[plane]
         return plane, peer[plane][ev_member(members, ev)]
 

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..wire.ev import ev_plane, ev_t1
 from .report import (
     ByteCounts, Check, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultEffect, FaultInfo,
     PathStats,
@@ -306,7 +307,7 @@ def _paths(run: RunRecord, failover: Failover) -> list[PathStats]:
 
 
 def _ev_path(ev: int) -> tuple[int, int]:
-    return ev >> 28, (ev >> 20) & 0xFF
+    return ev_plane(ev), ev_t1(ev)
 
 
 def _per_path_cycles(run: RunRecord) -> tuple[Counter, Counter]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from ..errors import MrcError
 from ..wire.addressing import parse_link_name, parse_nic_address, path_da
-from ..wire.ev import ev_unpack
+from ..wire.ev import ev_plane, ev_unpack
 from .config import AgentConfig, _mac
 from .dataplane import HostDataplane, PortSetting
 from .events import EventHub, EvEvent, make_event
@@ -232,7 +232,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         for e in self.dp.poll_events():
             peer = str(ipaddress.IPv6Address(bytes(e.peer)))
             self._publish(make_event(peer, e.ev, e.old_state, e.new_state, Reason(e.reason).name,
-                                     ts_ns=e.ts_ns, plane=e.ev >> 28))
+                                     ts_ns=e.ts_ns, plane=ev_plane(e.ev)))
 
     def _publish(self, event: EvEvent) -> None:
         if event.peer and event.new_state == BAD and event.old_state != BAD:
@@ -254,9 +254,9 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         if slot is not None:
             counters = {k: int(getattr(slot, k)) for k in EV_COUNTERS}
         st = self.peers.get(ipaddress.IPv6Address(event.peer))
-        plane = event.ev >> 28
-        rows = plane_rows(event.peer, [s for s in slots if s.ev >> 28 == plane],
-                          [ev for ev in (st.retired if st else {}) if ev >> 28 == plane],
+        plane = ev_plane(event.ev)
+        rows = plane_rows(event.peer, [s for s in slots if ev_plane(s.ev) == plane],
+                          [ev for ev in (st.retired if st else {}) if ev_plane(ev) == plane],
                           self._port_up, override={event.ev: event.new_state})
         return dataclasses.replace(event, ev_counters=counters, plane_stats=rows[0] if rows else None)
 

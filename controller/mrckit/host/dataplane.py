@@ -19,6 +19,7 @@ from ..bpf.objects import BpfObject, Program
 from ..errors import MrcError
 from ..wire.constants import MAX_PLANES
 from ..wire.constants import HostFlag
+from ..wire.ev import ev_plane
 from .maps import (HOST_MODES, LINK_KIND, MAX_EVS, EvEvent, EvSet, EvSlot, HostConfigMap, LinkKey, PeerKey,
                    PlaneGroup, PlanePort, Stat, TxRec, tx_index)
 
@@ -67,7 +68,7 @@ def plane_runs(evs: list[int]) -> list[tuple[int, int, int]]:
     """
     runs: list[tuple[int, int, int]] = []
     for i, ev in enumerate(evs):
-        plane = ev >> 28
+        plane = ev_plane(ev)
         if runs and runs[-1][0] == plane:
             runs[-1] = (plane, runs[-1][1], runs[-1][2] + 1)
         elif any(r[0] == plane for r in runs):

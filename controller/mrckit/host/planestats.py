@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ..wire.ev import ev_plane
 from .state import BAD, DENIED, GOOD, SKIP
 
 STATE_KEYS = {GOOD: "good", SKIP: "skip", BAD: "assumed_bad", DENIED: "denied"}
@@ -36,7 +37,7 @@ def plane_rows(peer: str, slots: Iterable, retired: Iterable[int], port_up: Mapp
     override = override or {}
     rows: dict[int, dict] = {}
     for s in slots:
-        plane = s.ev >> 28
+        plane = ev_plane(s.ev)
         row = rows.setdefault(plane, _empty(plane, peer, port_up))
         row["evs"] += 1
         key = STATE_KEYS.get(override.get(s.ev, s.state))
@@ -45,7 +46,7 @@ def plane_rows(peer: str, slots: Iterable, retired: Iterable[int], port_up: Mapp
         for name in COUNTERS:
             row[name] += int(getattr(s, name))
     for ev in retired:
-        rows.setdefault(ev >> 28, _empty(ev >> 28, peer, port_up))["retired"] += 1
+        rows.setdefault(ev_plane(ev), _empty(ev_plane(ev), peer, port_up))["retired"] += 1
     return [rows[p] for p in sorted(rows)]
 
 

@@ -10,6 +10,7 @@ import time
 from pyroute2 import IPRoute
 
 from ..wire.constants import EpOp
+from ..wire.ev import ev_plane
 from . import probe as P
 from .events import make_event
 from .maps import EvSet, Reason
@@ -59,7 +60,7 @@ class PortMixin:
         changed = set()
         for i in range(evset.n):
             s = evset.slots[i]
-            if s.ev >> 28 == plane and s.state in (GOOD, SKIP):
+            if ev_plane(s.ev) == plane and s.state in (GOOD, SKIP):
                 self._set_state(peer, s, BAD, Reason.PORT_DOWN, now)
                 changed.add(i)
         self.dp.merge_slots(peer, evset, changed)
@@ -71,7 +72,7 @@ class PortMixin:
         mask = self._port_mask()
         for peer, evset in list(self.dp.peer_sets()):
             ev = next((evset.slots[i].ev for i in range(evset.n)
-                       if evset.slots[i].state == GOOD and self._port_up.get(evset.slots[i].ev >> 28)), None)
+                       if evset.slots[i].state == GOOD and self._port_up.get(ev_plane(evset.slots[i].ev))), None)
             if ev is None:
                 self.counters["port_status_unsent"] += 1
                 continue

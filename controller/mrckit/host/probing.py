@@ -11,7 +11,7 @@ import time
 
 from ..wire.addressing import parse_nic_address
 from ..wire.constants import EpOp, EpStatus
-from ..wire.ev import ev_pack, ev_unpack
+from ..wire.ev import ev_pack, ev_plane, ev_unpack
 from . import probe as P
 from .config import _mac
 from .events import make_event
@@ -43,7 +43,7 @@ class ProbeMixin:
                 return
             if target.outstanding is not None or now - target.last_probe_ns < interval:
                 continue
-            if not self._port_up.get(ev >> 28, False):
+            if not self._port_up.get(ev_plane(ev), False):
                 continue  # a down local port cannot carry the probe
             if self._send_probe(peer, ev, target, now):
                 budget[0] -= 1
@@ -80,7 +80,7 @@ class ProbeMixin:
         return True
 
     def _send_frame(self, peer, ev: int, l4: bytes) -> bool:
-        cfg, plane = self.cfg, ev >> 28
+        cfg, plane = self.cfg, ev_plane(ev)
         port = next((p for p in cfg.ports if p.plane == plane), None)
         raw = self._raw.get(plane)
         if port is None or raw is None:
@@ -121,9 +121,9 @@ class ProbeMixin:
         if ev in st.retired:
             if target.streak >= need:
                 del st.retired[ev]
-                st.backups.setdefault(ev >> 28, []).append(ev)
+                st.backups.setdefault(ev_plane(ev), []).append(ev)
                 self._publish(make_event(str(peer), ev, BAD, GOOD, Reason.PROBE_OK.name, ts_ns=now,
-                                         plane=ev >> 28, probe_ok=True))
+                                         plane=ev_plane(ev), probe_ok=True))
             return
         self._probe_result_in_set(peer, st, ev, target, ok, now)
 
@@ -137,7 +137,7 @@ class ProbeMixin:
             return
         slot = evset.slots[index]
         if slot.state == BAD and target.streak >= self.cfg.settings.probe_successes:
-            if self._plane_dead(st, ev >> 28):
+            if self._plane_dead(st, ev_plane(ev)):
                 return
             self._set_state(peer, slot, GOOD, Reason.PROBE_OK, now, probe_ok=True)
             st.probes.pop(ev, None)
@@ -145,7 +145,7 @@ class ProbeMixin:
         elif slot.state == DENIED or (slot.state == GOOD and self._crosses_denied(peer, ev)):
             links = ",".join(sorted(self._links_of(peer, ev) & self._denied_links))
             self._publish(make_event(str(peer), ev, slot.state, slot.state, Reason.PROBE_RESULT.name,
-                                     ts_ns=now, probe_ok=ok, plane=ev >> 28, link=links))
+                                     ts_ns=now, probe_ok=ok, plane=ev_plane(ev), link=links))
 
 
     def _path_back(self, peer, st: PeerState, evset: EvSet, index: int, now: int) -> set[int]:
@@ -215,7 +215,7 @@ class ProbeMixin:
         changed = set()
         for i in range(evset.n):
             s = evset.slots[i]
-            if s.ev >> 28 in down and s.state in (GOOD, SKIP):
+            if ev_plane(s.ev) in down and s.state in (GOOD, SKIP):
                 self._set_state(peer, s, BAD, Reason.PEER_PORT_DOWN, now)
                 changed.add(i)
         self.dp.merge_slots(peer, evset, changed)

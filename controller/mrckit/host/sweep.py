@@ -4,7 +4,7 @@ a backup EV of the same plane, and SKIP expiry. Mixed into :class:`~mrckit.host.
 from __future__ import annotations
 
 from ..wire.addressing import parse_nic_address
-from ..wire.ev import ev_unpack
+from ..wire.ev import ev_plane, ev_t1, ev_unpack
 from .events import make_event
 from .maps import EvSet, Reason
 from .state import BAD, GOOD, SKIP, PeerState, ProbeTarget
@@ -26,7 +26,7 @@ class SweepMixin:
         latest_sent = sorted((slots[i].acked_sent_ns for i in range(n)), reverse=True)[:2]
         for i in range(n):
             s = slots[i]
-            plane = s.ev >> 28
+            plane = ev_plane(s.ev)
             dead = self._plane_dead(st, plane)
             # A lost SACK must not retire a working EV, so it takes several unacked sends.
             if s.state == GOOD and s.pending_ns and now - s.pending_ns > rto and \
@@ -91,7 +91,7 @@ class SweepMixin:
         if state == BAD and old != BAD:
             slot.bad_ns = now
         self._publish(make_event(str(peer), slot.ev, old, state, reason.name, ts_ns=now,
-                                 plane=slot.ev >> 28, **extra))
+                                 plane=ev_plane(slot.ev), **extra))
 
     def _replace(self, peer, st: PeerState, slot, now: int) -> bool:
         """Retire the ASSUMED_BAD EV of ``slot`` and put a backup EV of the same plane in."""
@@ -129,7 +129,7 @@ def path_siblings(evset: EvSet, index: int, same_leaf: bool) -> list[int]:
     the path), the same plane."""
     ev = evset.slots[index].ev
     def key(e: int) -> tuple[int, int]:
-        return (e >> 28, 0 if same_leaf else (e >> 20) & 0xFF)
+        return (ev_plane(e), 0 if same_leaf else ev_t1(e))
     return [j for j in range(evset.n) if j != index and key(evset.slots[j].ev) == key(ev)]
 
 
@@ -148,12 +148,12 @@ def _pick_backup(st: PeerState, plane: int, failed_t1: int, pool: list[int]) -> 
     pool's order."""
     retired = {}
     for ev in st.retired:
-        if ev >> 28 == plane:
-            retired[(ev >> 20) & 0xFF] = retired.get((ev >> 20) & 0xFF, 0) + 1
+        if ev_plane(ev) == plane:
+            retired[ev_t1(ev)] = retired.get(ev_t1(ev), 0) + 1
     limit = retired.get(failed_t1, 0) + OWN_SPINE_WEIGHT
     best, best_score = None, limit
     for ev in pool:
-        t1 = (ev >> 20) & 0xFF
+        t1 = ev_t1(ev)
         score = retired.get(t1, 0)
         if t1 != failed_t1 and score < best_score:
             best, best_score = ev, score

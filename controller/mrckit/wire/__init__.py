@@ -6,7 +6,7 @@ See ``docs/wire-format.md``.
 """
 
 from .constants import *  # noqa: F401,F403
-from .ev import EvFields, ev_from_wire, ev_pack, ev_to_wire, ev_unpack  # noqa: F401
+from .ev import EvFields, ev_from_wire, ev_pack, ev_plane, ev_t1, ev_to_wire, ev_unpack  # noqa: F401
 from .usid import (  # noqa: F401
     DEFAULT_LOCATOR, UsidFields, active_prefix, container_pack, container_unpack, to_ipv6,
     un_shift, usid_pack, usid_unpack,

@@ -49,7 +49,19 @@ def ev_unpack(ev: int) -> EvFields:
         ValueError: ``ev`` outside 0..2**32-1.
     """
     check_range("ev", ev, 0, 0xFFFFFFFF)
-    return EvFields(ev >> PLANE_SHIFT, (ev >> T1_SHIFT) & 0xFF, ev & SALT_MASK)
+    return EvFields(ev_plane(ev), ev_t1(ev), ev & SALT_MASK)
+
+
+def ev_plane(ev: int) -> int:
+    """The plane of a 32-bit EV (bits 31..28). Unchecked: for hot paths over EVs already
+    known to be 32-bit (map slots, parsed headers); use :func:`ev_unpack` on user input."""
+    return ev >> PLANE_SHIFT
+
+
+def ev_t1(ev: int) -> int:
+    """The T1 index within the plane of a 32-bit EV (bits 27..20). Unchecked, as
+    :func:`ev_plane`."""
+    return (ev >> T1_SHIFT) & T1_MASK
 
 
 def ev_to_wire(ev: int) -> tuple[int, int]:

@@ -2,11 +2,12 @@
 
 ``MrcBTH`` extends scapy's RoCE ``BTH`` (``scapy.contrib.roce``): same 12-byte layout and field
 names, the MRC opcodes added to the opcode table, and byte 8 split into AckReq, r, rtx, ts and
-4 reserved bits. The AETH is scapy's own. Importing this module binds ``MrcBTH`` to UDP
-destination ports 4791 (and 4792, the agent's port, design section 5) in place of the RoCE BTH,
-so ``Ether(captured_bytes)`` dissects a whole MRC packet: the header stack after the BTH
-follows the opcode (design section 3.2 table), with TSETH when ts = 1 and ImmDt for the
-``_IMM`` opcodes.
+4 reserved bits. The AETH is scapy's own. ``dissect(captured_bytes)`` reads a whole MRC packet:
+the payload of UDP destination port 4791 (and 4792, the agent's port, design section 5) as
+``MrcBTH``, the header stack after the BTH following the opcode (design section 3.2 table),
+with TSETH when ts = 1 and ImmDt for the ``_IMM`` opcodes. Importing this module leaves scapy's
+own dissection alone (``Ether(captured_bytes)`` still reads 4791 as RoCE), so other scapy users
+in the process see no change; ``UDP()/MrcBTH()`` builds with dport 4791.
 
 The ICRC is the last 4 bytes of the packet (``MrcBTH.icrc``, LSB first, see :mod:`.icrc`). It
 is left out when any IPv6 header below the BTH carries DSCP TRIMMED or TRIMMED_LASTHOP, the
@@ -27,12 +28,13 @@ from scapy.fields import (
 )
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
-from scapy.packet import Packet, Raw, bind_layers, split_bottom_up
+from scapy.layers.l2 import Ether
+from scapy.packet import NoPayload, Packet, Padding, Raw, bind_layers, bind_top_down
 
 from .constants import (
     AETH_LEN, AGENT_UDP_PORT, BTH_FLAG_TS, BTH_LEN, CC_STATE_LEN, EETH_LEN, ERTH_LEN, ICRC_LEN,
     IMM_OPCODES, IMMDT_LEN, METH_LEN, NETH_LEN, PETH_LEN, RETH_LEN, SETH_LEN, TSETH_FORMAT,
-    TSETH_LEN, UDP_PORT_ROCEV2, WRITE_OPCODES, Dscp, EpOp, EpStatus, MultipathState, NackReason,
+    TSETH_LEN, UDP_LEN, UDP_PORT_ROCEV2, WRITE_OPCODES, Dscp, EpOp, EpStatus, MultipathState, NackReason,
     Opcode,
 )
 from .icrc import icrc_compute
@@ -365,16 +367,50 @@ HEADER_LAYERS: dict[str, type[Packet]] = {
 (``<name>_h``) use."""
 
 # The payload overloads let ``MrcBTH()/SETH()`` fill in the opcode; dissection goes through
-# guess_payload_class above.
+# guess_payload_class above. These bind our own classes only.
 for _opcode, _layer in _CONTROL_NEXT.items():
     bind_layers(MrcBTH, _layer, opcode=int(_opcode))
 bind_layers(SETH, CCState)
 
-# Dissect UDP :4791 as MRC instead of the plain RoCE BTH; bind 4791 last so that
-# ``UDP()/MrcBTH()`` defaults to it. The MRC rules go first in UDP's list because the EV
-# makes every source port possible, including those of other bindings (53 is DNS).
-split_bottom_up(UDP, BTH, dport=UDP_PORT_ROCEV2)
-bind_layers(UDP, MrcBTH, dport=AGENT_UDP_PORT)
-bind_layers(UDP, MrcBTH, dport=UDP_PORT_ROCEV2)
-_MRC_RULES = [({"dport": UDP_PORT_ROCEV2}, MrcBTH), ({"dport": AGENT_UDP_PORT}, MrcBTH)]
-UDP.payload_guess = _MRC_RULES + [r for r in UDP.payload_guess if r not in _MRC_RULES]
+# Building: ``UDP()/MrcBTH()`` gets dport 4791 (bound last, so the default). Top-down only:
+# scapy's UDP keeps its own dissection rules, so importing this module changes nothing for other
+# scapy users in the process; :func:`dissect` reads MRC.
+bind_top_down(UDP, MrcBTH, dport=AGENT_UDP_PORT)
+bind_top_down(UDP, MrcBTH, dport=UDP_PORT_ROCEV2)
+MRC_UDP_PORTS = frozenset({UDP_PORT_ROCEV2, AGENT_UDP_PORT})
+"""UDP destination ports whose payload :func:`dissect` reads as MRC (design sections 3.2, 5)."""
+
+
+def dissect(data: bytes, first: type[Packet] = Ether) -> Packet:
+    """Dissect ``data`` (a frame, or with ``first=IPv6`` an IPv6 packet) with scapy's own layers,
+    then read the payload of the first UDP header to port 4791 or 4792 as MRC: ``MrcBTH`` and
+    the headers its opcode implies, the ICRC last unless an IPv6 header below is trimmed.
+
+    The UDP length decides where MRC ends, as scapy's UDP does; what follows is ``Padding``.
+    Any bytes are accepted (a short or garbled stack dissects as far as it goes, then Raw).
+    """
+    pkt = first(data)
+    layer = pkt
+    while not isinstance(layer, NoPayload):
+        if isinstance(layer, UDP) and layer.dport in MRC_UDP_PORTS:
+            _read_as_mrc(layer)
+            break
+        layer = layer.payload
+    return pkt
+
+
+def _read_as_mrc(udp: UDP) -> None:
+    raw = bytes(udp.original[UDP_LEN:]) if udp.original else bytes(udp.payload)
+    body, pad = raw, b""
+    if udp.len is not None and UDP_LEN <= udp.len < UDP_LEN + len(raw):
+        body, pad = raw[:udp.len - UDP_LEN], raw[udp.len - UDP_LEN:]
+    udp.remove_payload()
+    if not body:
+        return
+    try:
+        mrc: Packet = MrcBTH(body, _underlayer=udp)
+    except Exception:  # a header cut short: Raw, as scapy's own payload dissection does
+        mrc = Raw(body, _underlayer=udp)
+    udp.add_payload(mrc)
+    if pad:
+        udp.lastlayer().add_payload(Padding(pad))

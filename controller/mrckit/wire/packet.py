@@ -17,7 +17,7 @@ from ._check import check_range
 from .constants import ETH_LEN, IPPROTO_IPV6, OUTER_HOP_LIMIT, UDP_PORT_ROCEV2, Dscp, Ecn, Opcode
 from .ev import ev_from_wire, ev_to_wire
 from .icrc import icrc_check
-from .layers import NETH, SETH, MrcBTH
+from .layers import NETH, SETH, MrcBTH, dissect
 from .stack import header_stack  # noqa: F401  (re-exported: part of this module's API)
 
 Address = str | int | ipaddress.IPv6Address
@@ -94,7 +94,7 @@ def parse_frame(data: bytes) -> Packet:
     if len(data) < ETH_LEN:
         raise ValueError(f"frame is {len(data)} bytes; an Ethernet header needs {ETH_LEN}")
     try:
-        return Ether(data)
+        return dissect(data)
     except struct.error as exc:  # scapy's own layers report short fields this way
         raise ValueError(f"malformed frame: {exc}") from exc
 

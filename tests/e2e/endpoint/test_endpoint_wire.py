@@ -9,12 +9,11 @@ import threading
 import pytest
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
-from scapy.layers.l2 import Ether
 
 from mrckit import netns
 from mrckit.wire.constants import Dscp, Ecn, Opcode
 from mrckit.wire.icrc import icrc_check
-from mrckit.wire.layers import METH, RETH, ImmDt, MrcBTH
+from mrckit.wire.layers import METH, RETH, ImmDt, MrcBTH, dissect
 
 from endpoint_pair import ADDR_A, ADDR_B, recv_reply as _recv, send_from_test as _send, responder_with_test_sockets
 
@@ -47,7 +46,7 @@ class Capture:
         self._stop.set()
         self._thread.join(5)
         self.sock.close()
-        return [Ether(f) for f in self.frames]
+        return [dissect(f) for f in self.frames]
 
 
 def test_wire_format_of_a_lossy_transfer(endpoints, netns_pair, impl):

@@ -15,7 +15,7 @@ from mrckit.endpoint.headers import (
 from mrckit.endpoint.icrc import ICRC, IcrcContext
 from mrckit.wire.constants import BTH_FLAG_ACKREQ, BTH_FLAG_RTX, BTH_FLAG_TS, Opcode
 from mrckit.wire.icrc import icrc_compute
-from mrckit.wire.layers import CCState, ImmDt, METH, MrcBTH, NETH, PETH, RETH, SETH, TSETH
+from mrckit.wire.layers import CCState, ImmDt, METH, MrcBTH, NETH, PETH, RETH, SETH, TSETH, dissect
 
 A, B = "2001:db8:100:1::1", "2001:db8:100:1::2"
 
@@ -39,7 +39,7 @@ def test_data_packet_struct_to_scapy(opcode, ts):
     payload = os.urandom(2048)
     body = bytes(buf[:hlen]) + payload
     crc = IcrcContext(A, B).compute(body, total=len(body) + 4)
-    pkt = IPv6(_inner(body + ICRC.pack(crc)))
+    pkt = dissect(_inner(body + ICRC.pack(crc)), IPv6)
     bth = pkt[MrcBTH]
     assert (bth.opcode, bth.dqpn, bth.psn, bth.ackreq, bth.rtx, bth.ts) == (opcode, 0xABCDEF, 0x123456, 1, 1, int(ts))
     assert (pkt[METH].rqmsn, pkt[METH].msn) == (7, 9)

@@ -4,7 +4,6 @@ them back to the same fields (design section 3)."""
 import ipaddress
 
 import pytest
-from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from mrckit.wire import (
@@ -12,7 +11,7 @@ from mrckit.wire import (
     un_shift, UsidRole, usid_pack,
 )
 from mrckit.wire.constants import Dscp, Ecn, EpOp, EpStatus, MultipathState, NackReason, Opcode
-from mrckit.wire.layers import CCState, EETH, ERTH, METH, MrcBTH, NETH, PETH, RETH, SETH
+from mrckit.wire.layers import CCState, EETH, ERTH, METH, MrcBTH, NETH, PETH, RETH, SETH, dissect
 from mrckit.wire.packet import mrc_frame
 
 from wire_golden import GOLDEN, frame
@@ -67,23 +66,23 @@ def test_build_matches_golden(name):
 
 @pytest.mark.parametrize("name", list(GOLDEN))
 def test_golden_dissects_and_rebuilds(name):
-    pkt = Ether(frame(GOLDEN[name]))
+    pkt = dissect(frame(GOLDEN[name]))
     assert Raw not in pkt or name == "WRITE_ONLY"
     assert pkt[MrcBTH].icrc == int.from_bytes(bytes.fromhex(GOLDEN[name]["icrc"]), "little")
     assert bytes(pkt) == frame(GOLDEN[name])
 
 
 def test_golden_fields_read_back():
-    data = Ether(frame(GOLDEN["WRITE_ONLY"]))
+    data = dissect(frame(GOLDEN["WRITE_ONLY"]))
     assert data[MrcBTH].opcode == Opcode.WRITE_ONLY and data[MrcBTH].psn == 0x456
     assert (data[RETH].va, data[RETH].rkey, data[RETH].dma_len) == (0x7F0000001000, 0xCAFE0001, 8)
     assert data[Raw].load == b"MRCdata!"
-    sack = Ether(frame(GOLDEN["SACK"]))
+    sack = dissect(frame(GOLDEN["SACK"]))
     assert (sack[SETH].ev, sack[SETH].m, sack[SETH].ack_psn_offset) == (FWD_EV, 1, -2)
     assert sack[SETH].sack_bitmap == 0xA000000000000001 and sack[CCState].rcv_cwnd_pen == 5
-    assert Ether(frame(GOLDEN["NACK_TRIMMED"]))[NETH].nack_reason == NackReason.TRIMMED
-    assert Ether(frame(GOLDEN["EP_REQ"]))[ERTH].resp_ev == RESP_EV
-    assert Ether(frame(GOLDEN["EP_RESP"]))[EETH].req_ev == FWD_EV
+    assert dissect(frame(GOLDEN["NACK_TRIMMED"]))[NETH].nack_reason == NackReason.TRIMMED
+    assert dissect(frame(GOLDEN["EP_REQ"]))[ERTH].resp_ev == RESP_EV
+    assert dissect(frame(GOLDEN["EP_RESP"]))[EETH].req_ev == FWD_EV
 
 
 def test_echoed_ev_sits_4_bytes_after_bth():

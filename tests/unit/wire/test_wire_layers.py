@@ -163,3 +163,25 @@ def test_header_lengths_without_scapy():
             "print(w.headers_len(0xC9, True), w.headers_len(0xCA), w.headers_len(0xDC), 'scapy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["28", "20", "36", "False"]  # METH+TSETH+RETH+ImmDt, METH+RETH, SETH+CC_STATE
+
+
+def test_importing_the_layers_leaves_scapys_dissection_alone():
+    """Other scapy users in the process keep scapy's own bindings: UDP's dissection rules and
+    what Ether() makes of port 4791 (RoCE's BTH) are the same before and after the import."""
+    import subprocess
+    import sys
+    code = (
+        "from scapy.layers.inet import UDP\n"
+        "from scapy.layers.l2 import Ether\n"
+        "import scapy.contrib.roce\n"
+        "frame = bytes.fromhex(%r)\n"
+        "before = (list(UDP.payload_guess), type(Ether(frame)[UDP].payload).__name__)\n"
+        "import mrckit.wire.layers\n"
+        "after = (list(UDP.payload_guess), type(Ether(frame)[UDP].payload).__name__)\n"
+        "assert before == after, (before, after)\n"
+        "assert type(mrckit.wire.layers.dissect(frame)[UDP].payload).__name__ == 'MrcBTH'\n"
+        "print(after[1])\n"
+    ) % bytes(mrc_frame(MrcBTH() / PETH(), ev=5, **NICS)).hex()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "BTH"
