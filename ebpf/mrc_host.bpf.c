@@ -31,7 +31,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
-#include "mrc_wire_gen.h"
+#include "mrc_wire.h"
+#include "mrc_parse.h"
 
 #define HOST_MAX_EVS 256
 /* Slot index bounded for the verifier: clang drops a plain mask after a range check, so the
@@ -40,10 +41,6 @@
 #define GROUP_IDX(x) ({ __u32 __v = (x); asm volatile("" : "+r"(__v)); __v & (MRC_MAX_PLANES - 1); })
 #define HOST_MAX_PEERS 256
 #define HOST_MAX_DENIED 1024
-
-/* Byte offsets of the headers in an Ethernet frame (design section 3). */
-#define OFF_IP6 MRC_ETH_LEN
-#define OFF_INNER_IP6 (MRC_ETH_LEN + MRC_IPV6_LEN)
 
 /* Why an EV changed state; mirrored by mrckit.host.maps.Reason. */
 enum ev_reason {
@@ -307,21 +304,37 @@ static __always_inline void emit(const __u8 *peer, struct ev_slot *s, __u8 new_s
 	s->reason = reason;
 }
 
-static __always_inline int addr_eq(const __u8 *a, const __u8 *b)
-{
-	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+/* An IPv6 address as words, for comparing and hashing it without byte loads. */
+struct addr_words {
+	__u32 w0, w1, w2, w3;
+};
 
-	return x[0] == y[0] && x[1] == y[1];
+struct addr_dwords {
+	__u64 hi, lo;
+};
+
+/* a and b must be 8-byte aligned when on the stack (the verifier's rule for stack access). */
+static __always_inline int addr_eq(const void *a, const void *b)
+{
+	const struct addr_dwords *x = a, *y = b;
+
+	return x->hi == y->hi && x->lo == y->lo;
+}
+
+static __always_inline __u32 addr_fold(const void *a)
+{
+	struct addr_words w;
+
+	__builtin_memcpy(&w, a, sizeof(w));
+	return w.w0 ^ w.w1 ^ w.w2 ^ w.w3;
 }
 
 /* The tx_records index of (peer, PSN); mirrored by mrckit.host.dataplane.tx_index. A QP's
  * consecutive PSNs land in consecutive entries. */
 static __always_inline __u32 tx_index(const __u8 *peer, __u32 psn)
 {
-	__u32 w[4], h;
+	__u32 h = addr_fold(peer);
 
-	__builtin_memcpy(w, peer, 16);
-	h = w[0] ^ w[1] ^ w[2] ^ w[3];
 	h = (h ^ (h >> 16)) * 0x9e3779b1u;
 	return (psn ^ h) & (HOST_TX_RECORDS - 1);
 }
@@ -345,29 +358,21 @@ static __always_inline __u16 usid(__u32 plane, __u32 role, __u32 index)
 	       (index & MRC_USID_INDEX_MASK);
 }
 
-/* The uSID container of design 3.3, written into da (network order). */
-static __always_inline void path_da(__u8 *da, __u32 locator, __u32 plane, __u32 t1,
-				    __u32 src_leaf, __u32 dst_leaf, __u32 dst_down)
+/* The uSID container of design 3.3, written into da (network order): the path's uSIDs in
+ * order, zero-filled. */
+static __always_inline void path_da(struct mrc_usid_container *da, __u32 locator, __u32 plane,
+				    __u32 t1, __u32 src_leaf, __u32 dst_leaf, __u32 dst_down)
 {
-	__u16 u[6] = {};
-	__be32 loc = bpf_htonl(locator);
-	int i;
+	__u16 *u = da->usid;
 
-	if (src_leaf == dst_leaf) {
-		u[0] = usid(plane, MRC_USID_ROLE_T0, dst_leaf);
-		u[1] = usid(plane, MRC_USID_ROLE_DOWN, dst_down);
-	} else {
-		u[0] = usid(plane, MRC_USID_ROLE_T0, src_leaf);
-		u[1] = usid(plane, MRC_USID_ROLE_T1, t1);
-		u[2] = usid(plane, MRC_USID_ROLE_T0, dst_leaf);
-		u[3] = usid(plane, MRC_USID_ROLE_DOWN, dst_down);
+	__builtin_memset(da, 0, sizeof(*da));
+	da->locator = bpf_htonl(locator);
+	if (src_leaf != dst_leaf) {
+		*u++ = bpf_htons(usid(plane, MRC_USID_ROLE_T0, src_leaf));
+		*u++ = bpf_htons(usid(plane, MRC_USID_ROLE_T1, t1));
 	}
-	__builtin_memcpy(da, &loc, 4);
-#pragma unroll
-	for (i = 0; i < 6; i++) {
-		da[4 + 2 * i] = u[i] >> 8;
-		da[5 + 2 * i] = u[i] & 0xff;
-	}
+	*u++ = bpf_htons(usid(plane, MRC_USID_ROLE_T0, dst_leaf));
+	*u = bpf_htons(usid(plane, MRC_USID_ROLE_DOWN, dst_down));
 }
 
 static __always_inline int link_denied(__u32 plane, __u32 leaf, __u8 kind, __u32 index)
@@ -407,7 +412,10 @@ static __always_inline __u32 gcd(__u32 a, __u32 b)
 
 /* A new scan order for rotation rot of group g: an affine permutation of 0..n-1 with a random
  * stride coprime to n and a random offset. */
-static __always_inline void new_rotation(struct plane_group *g, __u32 rot, __u32 n)
+/* A random stride in 1..n-1 coprime to n (1 when n <= 2). A global function: the verifier
+ * checks its loops once, not once per state of every caller (the EV pick calls it from inside
+ * its bpf_loop callbacks). */
+__noinline __u32 mrc_random_stride(__u32 n)
 {
 	__u32 stride = 1;
 	int i;
@@ -419,7 +427,12 @@ static __always_inline void new_rotation(struct plane_group *g, __u32 rot, __u32
 		if (gcd(n, stride) != 1)
 			stride = 1;
 	}
-	g->stride = stride;
+	return stride;
+}
+
+static __always_inline void new_rotation(struct plane_group *g, __u32 rot, __u32 n)
+{
+	g->stride = mrc_random_stride(n);
 	g->offset = bpf_get_prandom_u32() % n;
 	g->rot = rot;
 }
@@ -531,10 +544,8 @@ static __always_inline int pick_sprayed(struct pick_ctx *c)
 /* The slot of QP (peer, dqpn) in pinned-EV mode: a fixed hash, whatever the EV states. */
 static __always_inline __u32 pinned_slot(const __u8 *peer, __u32 dqpn, __u32 n)
 {
-	__u32 w[4], h;
+	__u32 h = addr_fold(peer) ^ (dqpn * 0x9e3779b1u);
 
-	__builtin_memcpy(w, peer, 16);
-	h = (w[0] ^ w[1] ^ w[2] ^ w[3] ^ (dqpn * 0x9e3779b1u));
 	h ^= h >> 15;
 	h *= 0x85ebca6bu;
 	h ^= h >> 13;
@@ -559,17 +570,16 @@ static __always_inline int pick_pinned(struct pick_ctx *c, __u32 dqpn, __u32 n)
 }
 
 /* dst is an mrckit NIC address 2001:db8:100:L::H (design 3.3)? Fills leaf and downlink. */
-static __always_inline int parse_nic(const __u8 *a, __u32 *leaf, __u32 *down)
+static __always_inline int parse_nic(const struct mrc_host_addr *a, __u32 *leaf, __u32 *down)
 {
 	__u32 h;
 
-	if (a[0] != 0x20 || a[1] != 0x01 || a[2] != 0x0d || a[3] != 0xb8 || a[4] != 0x01 ||
-	    a[5] != 0x00)
+	if (a->prefix != bpf_htonl(MRC_ADDR_PREFIX) || a->kind != bpf_htons(MRC_NIC_HEXTET))
 		return 0;
-	if (a[8] | a[9] | a[10] | a[11] | a[12] | a[13])
+	if (a->zero_hi | a->zero_lo)
 		return 0;
-	*leaf = (a[6] << 8) | a[7];
-	h = (a[14] << 8) | a[15];
+	*leaf = bpf_ntohs(a->leaf);
+	h = bpf_ntohs(a->host);
 	if (*leaf >= MRC_MAX_T0_PER_PLANE || h == 0 || h > MRC_MAX_DOWNLINKS_PER_T0 - 1)
 		return 0;
 	*down = h - 1;
@@ -611,23 +621,25 @@ static __always_inline __be32 tx_word0(__u32 ev, __u8 tclass)
 	return bpf_htonl((6u << 28) | ((__u32)tclass << 20) | (ev & MRC_EV_FLOW_LABEL_MASK));
 }
 
-/* Write the EV into the inner header (UDP sport, flow label) and set the inner class. */
+/* Write the EV into the inner header (UDP sport, flow label) and set the inner class. The
+ * frame is the plain one that mrc_host_egress parsed (Ethernet | IPv6 | UDP | BTH, pulled into
+ * the linear area); its view is taken again from skb->data here so that no packet pointer
+ * lives across the EV pick, whose loops the verifier would otherwise walk once per view. */
 static __always_inline int tx_mark_inner(struct __sk_buff *skb, __u32 ev, __be32 word)
 {
-	__be16 old_sport, csum, new_sport = bpf_htons(ev >> MRC_EV_SPORT_SHIFT);
+	__be16 old_sport, new_sport = bpf_htons(ev >> MRC_EV_SPORT_SHIFT);
 	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
-	__u8 *ip = data + OFF_IP6, *udp = data + OFF_IP6 + MRC_IPV6_LEN;
+	struct ipv6hdr *ip = data + sizeof(struct ethhdr);
+	struct udphdr *udp = (void *)(ip + 1);
 
-	/* Direct writes: the caller pulled TX_HDRS bytes into the linear area. */
-	if (data + TX_HDRS > data_end)
+	if ((void *)(udp + 1) > data_end)
 		return -1;
-	__builtin_memcpy(&old_sport, udp, 2);
-	__builtin_memcpy(&csum, udp + 6, 2);
-	__builtin_memcpy(ip, &word, 4);
-	__builtin_memcpy(udp, &new_sport, 2);
+	old_sport = udp->source;
+	__builtin_memcpy(ip, &word, sizeof(word));
+	udp->source = new_sport;
 	/* RoCEv2 sends a zero UDP checksum; an ordinary socket's checksum must stay valid. */
-	if (csum && bpf_l4_csum_replace(skb, OFF_IP6 + MRC_IPV6_LEN + 6, old_sport, new_sport,
-					sizeof(new_sport)))
+	if (udp->check && bpf_l4_csum_replace(skb, (void *)&udp->check - data, old_sport,
+					      new_sport, sizeof(new_sport)))
 		return -1;
 	return 0;
 }
@@ -636,7 +648,8 @@ static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_conf
 					 struct plane_port *pp, __u32 ev, __be32 w0,
 					 __u32 dst_leaf, __u32 dst_down, __u16 inner_plen)
 {
-	__u8 hdr[MRC_ETH_LEN + MRC_IPV6_LEN];
+	struct mrc_outer_hdr hdr;
+	struct mrc_usid_container da;
 	__u32 plane = (ev >> MRC_EV_PLANE_SHIFT) & MRC_EV_PLANE_MASK;
 	__u32 t1 = (ev >> MRC_EV_T1_SHIFT) & MRC_EV_T1_MASK;
 	__be16 plen = bpf_htons(inner_plen + MRC_IPV6_LEN);
@@ -644,21 +657,21 @@ static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_conf
 
 	if (bpf_skb_adjust_room(skb, MRC_IPV6_LEN, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6))
 		return -1;
-	__builtin_memcpy(hdr, pp->neigh_mac, 6);
-	__builtin_memcpy(hdr + 6, pp->mac, 6);
-	hdr[12] = MRC_ETHERTYPE_IPV6 >> 8;
-	hdr[13] = MRC_ETHERTYPE_IPV6 & 0xff;
-	__builtin_memcpy(hdr + 14, &w0, 4);
-	__builtin_memcpy(hdr + 18, &plen, 2);
-	hdr[20] = MRC_IPPROTO_IPV6;
-	hdr[21] = MRC_OUTER_HOP_LIMIT;
-	__builtin_memcpy(hdr + 22, pp->port_addr, 16);
-	path_da(hdr + 38, cfg->locator, plane, t1, cfg->leaf, dst_leaf, dst_down);
+	__builtin_memcpy(hdr.eth.h_dest, pp->neigh_mac, ETH_ALEN);
+	__builtin_memcpy(hdr.eth.h_source, pp->mac, ETH_ALEN);
+	hdr.eth.h_proto = bpf_htons(MRC_ETHERTYPE_IPV6);
+	__builtin_memcpy(&hdr.ip6, &w0, sizeof(w0));
+	hdr.ip6.payload_len = plen;
+	hdr.ip6.nexthdr = MRC_IPPROTO_IPV6;
+	hdr.ip6.hop_limit = MRC_OUTER_HOP_LIMIT;
+	__builtin_memcpy(&hdr.ip6.saddr, pp->port_addr, sizeof(hdr.ip6.saddr));
+	path_da(&da, cfg->locator, plane, t1, cfg->leaf, dst_leaf, dst_down);
+	__builtin_memcpy(&hdr.ip6.daddr, &da, sizeof(da));
 	data = (void *)(long)skb->data;
 	data_end = (void *)(long)skb->data_end;
 	if (data + sizeof(hdr) > data_end)
-		return bpf_skb_store_bytes(skb, 0, hdr, sizeof(hdr), 0);
-	__builtin_memcpy(data, hdr, sizeof(hdr));
+		return bpf_skb_store_bytes(skb, 0, &hdr, sizeof(hdr), 0);
+	__builtin_memcpy(data, &hdr, sizeof(hdr));
 	return 0;
 }
 
@@ -667,12 +680,12 @@ static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_conf
 static __always_inline int tx_set_eth(struct __sk_buff *skb, struct plane_port *pp)
 {
 	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
-	__u8 *eth = data;
+	struct ethhdr *eth = data;
 
-	if (data + MRC_ETH_LEN > data_end)
+	if ((void *)(eth + 1) > data_end)
 		return -1;
-	__builtin_memcpy(eth, pp->neigh_mac, 6);
-	__builtin_memcpy(eth + 6, pp->mac, 6);
+	__builtin_memcpy(eth->h_dest, pp->neigh_mac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, pp->mac, ETH_ALEN);
 	return 0;
 }
 
@@ -686,10 +699,6 @@ static __always_inline void tx_account(struct ev_slot *s, __u32 len, __u64 now)
 		s->pending_ns = now;
 }
 
-static __always_inline int is_data(__u8 opcode)
-{
-	return opcode >= MRC_OP_WRITE_FIRST && opcode <= MRC_OP_WRITE_ONLY_IMM;
-}
 
 static __always_inline int slot_active(const struct ev_slot *s)
 {
@@ -890,8 +899,11 @@ int mrc_host_egress(struct __sk_buff *skb)
 	struct plane_port *pp;
 	struct ev_set *set;
 	struct ev_slot *s;
-	__u8 src[16], dst[16], tclass, ecn;
-	__u8 *p, *data, *data_end;
+	struct mrc_host_addr dst __attribute__((aligned(8)));
+	struct mrc_pkt p;
+	struct ipv6hdr *ip;
+	struct mrc_bth *bth;
+	__u8 tclass, ecn, bth_flags;
 	__u16 inner_plen;
 	__u32 dqpn = 0, psn = 0, blamed_ev = 0;
 	__be32 word0;
@@ -903,46 +915,43 @@ int mrc_host_egress(struct __sk_buff *skb)
 		goto other;
 	if (bpf_skb_pull_data(skb, TX_HDRS))
 		goto other;
-	data = (void *)(long)skb->data;
-	data_end = (void *)(long)skb->data_end;
-	if (data + TX_HDRS > data_end)
+	mrc_parse(&p, (void *)(long)skb->data, (void *)(long)skb->data_end);
+	ip = p.outer;
+	if (!ip || ip->version != 6)
 		goto other;
-	p = data + OFF_IP6;
-	if ((p[0] >> 4) != 6)
-		goto other;
-	if (p[6] == MRC_IPPROTO_IPV6) {
+	if (ip->nexthdr == MRC_IPPROTO_IPV6) {
 		count(STAT_TX_PASS_ENCAPPED);
 		return TC_ACT_OK;
 	}
-	if (p[6] != MRC_IPPROTO_UDP || p[42] != (MRC_UDP_PORT_ROCEV2 >> 8) ||
-	    p[43] != (MRC_UDP_PORT_ROCEV2 & 0xff))
+	/* Not encapsulated: p.ip is p.outer when UDP follows it. */
+	bth = p.bth;
+	if (!bth || p.ip != ip || !mrc_is_rocev2(p.udp))
 		goto other;
 	cfg = bpf_map_lookup_elem(&host_config, &zero);
 	if (!cfg || !cfg->configured) {
 		count(STAT_TX_DROP_NOT_CONFIGURED);
 		return TC_ACT_SHOT;
 	}
-	__builtin_memcpy(src, p + 8, 16);
-	if (!addr_eq(src, cfg->nic_addr))
+	if (!addr_eq(&ip->saddr, cfg->nic_addr))
 		goto other;
-	__builtin_memcpy(dst, p + 24, 16);
-	inner_plen = (p[4] << 8) | p[5];
+	__builtin_memcpy(&dst, &ip->daddr, sizeof(dst));
+	inner_plen = bpf_ntohs(ip->payload_len);
 	if (inner_plen + MRC_ETH_LEN + MRC_IPV6_LEN > skb->len) {
 		count(STAT_TX_DROP_MALFORMED);
 		return TC_ACT_SHOT;
 	}
-	data_pkt = is_data(p[48]);
-	if (data_pkt) {
-		dqpn = ((__u32)p[53] << 16) | ((__u32)p[54] << 8) | p[55];
-		psn = ((__u32)p[57] << 16) | ((__u32)p[58] << 8) | p[59];
-	}
-	tclass = tx_dscp(p[48], p[56], &ecn);
+	bth_flags = bth->flags;
+	data_pkt = mrc_is_write(bth->opcode);
+	dqpn = mrc_get24(bth->dqpn);
+	if (data_pkt)
+		psn = mrc_get24(bth->psn);
+	tclass = tx_dscp(bth->opcode, bth_flags, &ecn);
 	tclass = (tclass << MRC_IPV6_DSCP_SHIFT) | ecn;
-	if (!parse_nic(dst, &dst_leaf, &dst_down)) {
+	if (!parse_nic(&dst, &dst_leaf, &dst_down)) {
 		count(STAT_TX_DROP_BAD_DST);
 		return TC_ACT_SHOT;
 	}
-	set = peer_set(dst);
+	set = peer_set((const __u8 *)&dst);
 	if (!set) {
 		count(STAT_TX_DROP_NOT_CONFIGURED);
 		return TC_ACT_SHOT;
@@ -956,15 +965,15 @@ int mrc_host_egress(struct __sk_buff *skb)
 	pinned = cfg->flags & MRC_HOST_FLAG_PINNED;
 	/* Before the pick, so the retransmission itself avoids the retired EV. Pinned mode
 	 * retires nothing. */
-	if (data_pkt && !pinned && (p[56] & MRC_BTH_FLAG_RTX))
-		blamed_ev = rtx_verdict(cfg, dst, psn, dqpn, set, dst_leaf, pc.now);
+	if (data_pkt && !pinned && (bth_flags & MRC_BTH_FLAG_RTX))
+		blamed_ev = rtx_verdict(cfg, (const __u8 *)&dst, psn, dqpn, set, dst_leaf, pc.now);
 	pc.set = set;
 	pc.cfg = cfg;
-	pc.peer = dst;
+	pc.peer = (const __u8 *)&dst;
 	pc.dst_leaf = dst_leaf;
 	pc.dst_down = dst_down;
 	if (pinned) {
-		if (!pick_pinned(&pc, ((__u32)p[53] << 16) | ((__u32)p[54] << 8) | p[55], n)) {
+		if (!pick_pinned(&pc, dqpn, n)) {
 			count(STAT_TX_DROP_PINNED_DOWN);
 			return TC_ACT_SHOT;
 		}
@@ -998,7 +1007,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 	}
 	tx_account(s, skb->len, pc.now);
 	if (data_pkt)
-		tx_record(dst, psn, dqpn, s, pc.slot, blamed_ev);
+		tx_record((const __u8 *)&dst, psn, dqpn, s, pc.slot, blamed_ev);
 	return bpf_redirect(pp->ifindex, 0);
 other:
 	count(STAT_TX_PASS_OTHER);
@@ -1007,12 +1016,6 @@ other:
 
 /* ---------------------------------------------------------------- XDP ingress -------- */
 
-/* Offsets from the IPv6 header that carries UDP: the inner one in SRv6 mode, the only one in
- * EV-hash mode. */
-#define RX_UDP MRC_IPV6_LEN
-#define RX_BTH (RX_UDP + MRC_UDP_LEN)
-#define RX_EXT (RX_BTH + MRC_BTH_LEN)
-#define RX_INNER (MRC_ETH_LEN + MRC_IPV6_LEN)
 
 struct find_ctx {
 	struct ev_set *set;
@@ -1063,9 +1066,9 @@ static __always_inline void skip_slot(const __u8 *peer, struct ev_set *set, stru
 /* A NACK names a PSN that reached the receiver (trimmed or refused): its EV did not lose it,
  * so the coming retransmission must not retire that EV. The echoed EV must match the record,
  * which keeps another QP's NACK for the same PSN from clearing it. */
-static __always_inline void mark_nacked(const __u8 *peer, const __u8 *neth, __u32 ev)
+static __always_inline void mark_nacked(const __u8 *peer, const struct mrc_neth *neth, __u32 ev)
 {
-	struct tx_rec *r = tx_find(peer, ((__u32)neth[13] << 16) | ((__u32)neth[14] << 8) | neth[15]);
+	struct tx_rec *r = tx_find(peer, mrc_get24(neth->nack_psn));
 
 	if (r && r->ev == ev) {
 		r->flags |= TXR_NACKED;
@@ -1113,11 +1116,11 @@ static __always_inline void undo_path(const __u8 *peer, struct ev_set *set, stru
  * is marked, so a retransmission that the endpoint sends before it has read this SACK does not
  * retire the EV; and if a retransmission already blamed this EV for that PSN, the original
  * arrived after all (reordered, or a spurious RTO) and the LOSS retirement is undone. */
-static __always_inline void sack_answers(const __u8 *peer, const __u8 *seth, struct ev_set *set,
-					 struct ev_slot *s, __u64 now)
+static __always_inline void sack_answers(const __u8 *peer, const struct mrc_seth *seth,
+					 struct ev_set *set, struct ev_slot *s, __u64 now)
 {
-	__s16 off = (__s16)(((__u16)seth[2] << 8) | seth[3]);
-	__u32 cack = ((__u32)seth[13] << 16) | ((__u32)seth[14] << 8) | seth[15];
+	__s16 off = (__s16)bpf_ntohs(seth->ack_psn_offset);
+	__u32 cack = mrc_get24(seth->cack_psn);
 	struct tx_rec *r = tx_find(peer, (cack + off) & (MRC_PSN_MOD - 1));
 
 	if (!r)
@@ -1134,29 +1137,34 @@ static __always_inline void sack_answers(const __u8 *peer, const __u8 *seth, str
 	undo_path(peer, set, s, now);
 }
 
-/* Apply a SACK or NACK's echoed EV to the sender's EV state (design 5). ip6 is the IPv6
+/* Apply a SACK or NACK's echoed EV to the sender's EV state (design 5). p->ip is the IPv6
  * header that carries the UDP header. */
-static __always_inline void feedback(__u8 *ip6, void *data_end, __u8 opcode)
+static __always_inline void feedback(const struct mrc_pkt *p, __u8 opcode)
 {
-	__u8 *peer = ip6 + 8;
-	__u8 *ext = ip6 + RX_EXT;
+	const __u8 *peer = (const __u8 *)&p->ip->saddr;
+	struct mrc_seth *seth = 0;
+	struct mrc_neth *neth = 0;
 	struct ev_set *set;
 	struct ev_slot *s;
 	__u64 now;
 	__u32 ev;
 
 	if (opcode == MRC_OP_SACK) {
-		if ((void *)(ext + MRC_SETH_LEN) > data_end) {
+		seth = mrc_ext(p, sizeof(*seth));
+		if (!seth) {
 			count(STAT_FB_SHORT);
 			return;
 		}
-	} else if ((void *)(ext + MRC_NETH_LEN) > data_end) {
-		count(STAT_FB_SHORT);
-		return;
+		ev = bpf_ntohl(seth->ev);
+	} else {
+		neth = mrc_ext(p, sizeof(*neth));
+		if (!neth) {
+			count(STAT_FB_SHORT);
+			return;
+		}
+		ev = bpf_ntohl(neth->ev);
+		mark_nacked(peer, neth, ev);
 	}
-	ev = ((__u32)ext[4] << 24) | ((__u32)ext[5] << 16) | ((__u32)ext[6] << 8) | ext[7];
-	if (opcode == MRC_OP_NACK)
-		mark_nacked(peer, ext, ev);
 	set = bpf_map_lookup_elem(&peer_evs, peer);
 	if (!set) {
 		count(STAT_FB_UNKNOWN_PEER);
@@ -1168,8 +1176,8 @@ static __always_inline void feedback(__u8 *ip6, void *data_end, __u8 opcode)
 		return;
 	}
 	now = bpf_ktime_get_ns();
-	if (opcode == MRC_OP_SACK) {
-		__u8 m = (ext[1] >> MRC_SETH_M_SHIFT) & MRC_SETH_M_MASK;
+	if (seth) {
+		__u8 m = (bpf_ntohs(seth->type_next_m_pr) >> MRC_SETH_M_SHIFT) & MRC_SETH_M_MASK;
 
 		count(STAT_FB_SACK);
 		__sync_fetch_and_add(&s->acked, 1);
@@ -1178,7 +1186,7 @@ static __always_inline void feedback(__u8 *ip6, void *data_end, __u8 opcode)
 			s->acked_sent_ns = s->pending_ns;
 		s->pending_ns = 0;
 		s->unacked_tx = 0;
-		sack_answers(peer, ext, set, s, now);
+		sack_answers(peer, seth, set, s, now);
 		if (m == MRC_M_SKIP_ONCE) {
 			count(STAT_FB_SKIP_ONCE);
 			skip_slot(peer, set, s, REASON_SACK_SKIP_ONCE, now);
@@ -1193,10 +1201,12 @@ static __always_inline void feedback(__u8 *ip6, void *data_end, __u8 opcode)
 	/* A NACK came back along the path, so the path carries packets: nothing is lost on it. */
 	s->pending_ns = 0;
 	s->unacked_tx = 0;
-	if (ext[2] == MRC_NACK_TRIMMED) {
+	if (!neth)
+		return;
+	if (neth->nack_reason == MRC_NACK_TRIMMED) {
 		count(STAT_FB_NACK_TRIMMED);
 		skip_slot(peer, set, s, REASON_NACK_TRIMMED, now);
-	} else if (ext[2] == MRC_NACK_TRIMMED_LASTHOP) {
+	} else if (neth->nack_reason == MRC_NACK_TRIMMED_LASTHOP) {
 		/* Trimmed at the last hop: the receiver's link, not the path, was congested. */
 		count(STAT_FB_NACK_LASTHOP);
 	} else {
@@ -1205,13 +1215,12 @@ static __always_inline void feedback(__u8 *ip6, void *data_end, __u8 opcode)
 }
 
 /* Rewrite the inner UDP destination port of QP 0x2 traffic to the agent's port. */
-static __always_inline void to_agent(__u8 *udp, __u16 agent_port)
+static __always_inline void to_agent(struct udphdr *udp, __u16 agent_port)
 {
-	__u16 old = (udp[2] << 8) | udp[3];
-	__u16 csum = (udp[6] << 8) | udp[7];
+	__u16 old = bpf_ntohs(udp->dest);
+	__u16 csum = bpf_ntohs(udp->check);
 
-	udp[2] = agent_port >> 8;
-	udp[3] = agent_port & 0xff;
+	udp->dest = bpf_htons(agent_port);
 	if (csum) {
 		/* RFC 1624 incremental update: HC' = ~(~HC + ~m + m'). */
 		__u32 sum = (__u16)~csum + (__u16)~old + agent_port;
@@ -1221,17 +1230,16 @@ static __always_inline void to_agent(__u8 *udp, __u16 agent_port)
 		csum = ~sum & 0xffff;
 		if (!csum)
 			csum = 0xffff;
-		udp[6] = csum >> 8;
-		udp[7] = csum & 0xff;
+		udp->check = bpf_htons(csum);
 	}
 }
 
 /* Copy the outer DSCP, flow label and CE mark into the inner header (design 3.1, RFC 6040).
  * Returns -1 when the packet must be dropped (CE on a not-ECT inner packet). */
-static __always_inline int copy_outer_fields(__u8 *outer, __u8 *inner)
+static __always_inline int copy_outer_fields(struct ipv6hdr *outer, struct ipv6hdr *inner)
 {
-	__u8 otc = (outer[0] << 4) | (outer[1] >> 4);
-	__u8 itc = (inner[0] << 4) | (inner[1] >> 4);
+	__u8 otc = mrc_ipv6_tclass(outer);
+	__u8 itc = mrc_ipv6_tclass(inner);
 	__u8 ecn = itc & MRC_IPV6_ECN_MASK;
 
 	if ((otc & MRC_IPV6_ECN_MASK) == MRC_ECN_CE) {
@@ -1240,54 +1248,50 @@ static __always_inline int copy_outer_fields(__u8 *outer, __u8 *inner)
 		ecn = MRC_ECN_CE;
 	}
 	itc = (otc & ~MRC_IPV6_ECN_MASK) | ecn;
-	inner[0] = 0x60 | (itc >> 4);
-	inner[1] = (itc << 4) | (outer[1] & 0x0f);
-	inner[2] = outer[2];
-	inner[3] = outer[3];
+	inner->version = 6;
+	mrc_ipv6_set_tclass(inner, itc);
+	mrc_ipv6_set_flow_label(inner, mrc_ipv6_flow_label(outer));
 	return 0;
 }
 
 /* What both modes do with an MRC packet for the local NIC address (ip6: the IPv6 header that
  * carries UDP, iplen its payload length, already checked against the frame): QP 0x2 traffic
  * to the agent's port, SACK/NACK feedback to the EV state. */
-static __always_inline void rx_mrc(__u8 *ip6, void *data_end, __u16 iplen, struct host_config *cfg)
+static __always_inline void rx_mrc(const struct mrc_pkt *p, __u16 iplen, struct host_config *cfg)
 {
-	__u8 *udp = ip6 + RX_UDP, *bth = ip6 + RX_BTH;
+	struct mrc_bth *bth = p->bth;
 
-	if (ip6[6] != MRC_IPPROTO_UDP || (void *)(ip6 + RX_EXT) > data_end ||
-	    iplen < MRC_UDP_LEN + MRC_BTH_LEN)
+	if (!bth || iplen < MRC_UDP_LEN + MRC_BTH_LEN || !mrc_is_rocev2(p->udp))
 		return;
-	if (udp[2] != (MRC_UDP_PORT_ROCEV2 >> 8) || udp[3] != (MRC_UDP_PORT_ROCEV2 & 0xff))
-		return;
-	if (bth[5] == 0 && bth[6] == 0 && bth[7] == MRC_QP_ENDPOINT_OPS) {
-		to_agent(udp, cfg->agent_port);
+	if (mrc_get24(bth->dqpn) == MRC_QP_ENDPOINT_OPS) {
+		to_agent(p->udp, cfg->agent_port);
 		count(STAT_RX_AGENT);
-	} else if (bth[0] == MRC_OP_SACK || bth[0] == MRC_OP_NACK) {
-		feedback(ip6, data_end, bth[0]);
+	} else if (bth->opcode == MRC_OP_SACK || bth->opcode == MRC_OP_NACK) {
+		feedback(p, bth->opcode);
 	}
 }
 
 /* EV-hash mode: an IPv6 packet with no outer header (next header 17). RoCEv2 packets for the
  * local NIC address get rx_mrc and go up as they are; anything else is not ours. Returns an
  * XDP verdict, or -1 for "pass as other". */
-static __always_inline int rx_plain(struct host_config *cfg, __u8 *d, void *data_end)
+static __always_inline int rx_plain(struct host_config *cfg, const struct mrc_pkt *p)
 {
-	__u8 *ip = d + MRC_ETH_LEN, *udp = ip + RX_UDP;
+	struct ipv6hdr *ip = p->outer;
+	struct udphdr *udp = p->udp;
 	__u16 plen;
 
-	if ((void *)(udp + MRC_UDP_LEN) > data_end || !addr_eq(ip + 24, cfg->nic_addr) ||
-	    udp[2] != (MRC_UDP_PORT_ROCEV2 >> 8) || udp[3] != (MRC_UDP_PORT_ROCEV2 & 0xff))
+	if (!udp || !addr_eq(&ip->daddr, cfg->nic_addr) || !mrc_is_rocev2(udp))
 		return -1;
 	if (!cfg->configured) {
 		count(STAT_RX_DROP_NOT_CONFIGURED);
 		return XDP_DROP;
 	}
-	plen = (ip[4] << 8) | ip[5];
-	if (plen < MRC_UDP_LEN || (void *)udp + plen > data_end) {
+	plen = bpf_ntohs(ip->payload_len);
+	if (plen < MRC_UDP_LEN || (void *)udp + plen > p->data_end) {
 		count(STAT_RX_DROP_MALFORMED);
 		return XDP_DROP;
 	}
-	rx_mrc(ip, data_end, plen, cfg);
+	rx_mrc(p, plen, cfg);
 	count(STAT_RX_PLAIN);
 	return XDP_PASS;
 }
@@ -1297,48 +1301,46 @@ int mrc_host_ingress(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u8 *d = data, *outer, *inner, eth[MRC_ETH_LEN];
+	struct ipv6hdr *outer, *inner;
+	struct ethhdr eth;
 	struct host_config *cfg;
+	struct mrc_pkt p;
 	__u32 zero = 0;
 	__u16 plen, iplen;
 
-	if (data + MRC_ETH_LEN + MRC_IPV6_LEN > data_end)
-		goto other;
-	if (d[12] != (MRC_ETHERTYPE_IPV6 >> 8) || d[13] != (MRC_ETHERTYPE_IPV6 & 0xff))
-		goto other;
-	outer = d + MRC_ETH_LEN;
-	if ((outer[0] >> 4) != 6)
+	mrc_parse(&p, data, data_end);
+	outer = p.outer;
+	if (!outer || outer->version != 6)
 		goto other;
 	cfg = bpf_map_lookup_elem(&host_config, &zero);
 	if (!cfg)
 		goto other;
 	if (cfg->mode == HOST_MODE_ECMP) {
 		/* No outer header in this mode: encapsulated frames are not this fabric's. */
-		int verdict = outer[6] == MRC_IPPROTO_UDP ? rx_plain(cfg, d, data_end) : -1;
+		int verdict = outer->nexthdr == MRC_IPPROTO_UDP ? rx_plain(cfg, &p) : -1;
 
 		if (verdict >= 0)
 			return verdict;
 		goto other;
 	}
-	if (outer[6] != MRC_IPPROTO_IPV6)
+	if (outer->nexthdr != MRC_IPPROTO_IPV6)
 		goto other;
 	if (!cfg->configured) {
 		count(STAT_RX_DROP_NOT_CONFIGURED);
 		return XDP_DROP;
 	}
-	inner = d + RX_INNER;
-	if ((void *)(inner + MRC_IPV6_LEN) > data_end || (inner[0] >> 4) != 6) {
+	inner = p.inner;
+	if (!inner || inner->version != 6) {
 		count(STAT_RX_DROP_MALFORMED);
 		return XDP_DROP;
 	}
-	plen = (outer[4] << 8) | outer[5];
-	iplen = (inner[4] << 8) | inner[5];
-	if (plen != iplen + MRC_IPV6_LEN ||
-	    (void *)(d + RX_INNER + MRC_IPV6_LEN) + iplen > data_end) {
+	plen = bpf_ntohs(outer->payload_len);
+	iplen = bpf_ntohs(inner->payload_len);
+	if (plen != iplen + MRC_IPV6_LEN || (void *)(inner + 1) + iplen > data_end) {
 		count(STAT_RX_DROP_MALFORMED);
 		return XDP_DROP;
 	}
-	if (!addr_eq(inner + 24, cfg->nic_addr)) {
+	if (!addr_eq(&inner->daddr, cfg->nic_addr)) {
 		count(STAT_RX_DROP_NOT_LOCAL);
 		return XDP_DROP;
 	}
@@ -1346,19 +1348,19 @@ int mrc_host_ingress(struct xdp_md *ctx)
 		count(STAT_RX_DROP_CE_NOT_ECT);
 		return XDP_DROP;
 	}
-	rx_mrc(inner, data_end, iplen, cfg);
-	__builtin_memcpy(eth, d, MRC_ETH_LEN);
+	rx_mrc(&p, iplen, cfg);
+	__builtin_memcpy(&eth, p.eth, sizeof(eth));
 	if (bpf_xdp_adjust_head(ctx, MRC_IPV6_LEN)) {
 		count(STAT_RX_DROP_DECAP_FAILED);
 		return XDP_DROP;
 	}
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
-	if (data + MRC_ETH_LEN > data_end) {
+	if (data + sizeof(eth) > data_end) {
 		count(STAT_RX_DROP_DECAP_FAILED);
 		return XDP_DROP;
 	}
-	__builtin_memcpy(data, eth, MRC_ETH_LEN);
+	__builtin_memcpy(data, &eth, sizeof(eth));
 	count(STAT_RX_DECAP);
 	return XDP_PASS;
 other:
