@@ -169,6 +169,17 @@ struct {
 	__type(value, struct fib_ref);
 } ipv6_fib SEC(".maps");
 
+/* Whether ipv6_fib may hold an entry; while it is 0 the switch skips the LPM lookup (most
+ * switches run in uN mode with the table empty). The manager sets it before and after every
+ * insert and clears it when a delete leaves the table empty (SwitchTables.write_route,
+ * delete_route), so the program never skips a route that is present. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ipv6_fib_state SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -455,8 +466,10 @@ static __always_inline int fib_route(const struct mrc_pkt *p, __u32 *port)
 	struct table_action *act;
 	struct ecmp_group *group;
 	struct fib_ref *ref;
-	__u32 member, idx;
+	__u32 member, idx, zero = 0, *routes = bpf_map_lookup_elem(&ipv6_fib_state, &zero);
 
+	if (!routes || !*routes)
+		return FIB_MISS;
 	__builtin_memcpy(key.addr, &p->outer->daddr, sizeof(key.addr));
 	ref = bpf_map_lookup_elem(&ipv6_fib, &key);
 	if (!ref)
