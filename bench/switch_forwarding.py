@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
-"""Benchmark of the eBPF switch (``ebpf/mrc_switch.bpf.c``), two ratios measured in one run:
+"""Benchmark of the eBPF switch (``ebpf/mrc_switch.bpf.c``), ratios measured in one run:
 
 1. ns/packet of the switch under BPF_PROG_TEST_RUN divided by that of a bare XDP_REDIRECT
-   program (goal <= 1.3x): the cost of uN, FIB, MAC rewrite, queue model and counters.
+   program, and by that of a minimal uN switch (goal <= 1.3x the minimal uN): the cost of the
+   FIB, MAC rewrite, queue model and counters beyond the uN work itself.
 2. packets/s through a 2-switch veth chain with our XDP switches, divided by the same chain
-   with kernel ``seg6local End flavors next-csid`` routers (goal >= 1.5x). The generator is
-   BPF_F_TEST_XDP_LIVE_FRAMES (an XDP_TX program in the generator namespace); the sink is an
-   XDP program that counts and drops, the same in both chains.
+   with kernel ``seg6local End flavors next-csid`` routers (goal >= 1.5x), with minimal uN
+   switches (goal >= 0.9x) and with bare XDP_REDIRECT programs (the ceiling of the chain). The
+   generator is BPF_F_TEST_XDP_LIVE_FRAMES (an XDP_TX program in the generator namespace); the
+   sink is an XDP program that counts and drops, the same in every chain.
+
+The minimal uN switch does the uN work and nothing else: compare the active uSID with its
+own (one array entry), shift the container when they match, look the 48-bit prefix up in a
+hash FIB and redirect through a DEVMAP. No counters, no MAC rewrite, no hop limit, no queue.
 
 Needs root and clang (the baseline, generator and sink programs are compiled here).
 Prints a table and exits 0. Takes about 30-60 s.
@@ -38,7 +44,10 @@ from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
 
 HELPERS_C = r"""
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ipv6.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 struct { __uint(type, BPF_MAP_TYPE_DEVMAP); __uint(max_entries, 512);
          __type(key, __u32); __type(value, __u32); } tx_ports SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, 1);
@@ -63,6 +72,30 @@ SEC("xdp") int sink_count(struct xdp_md *ctx) {
     __u32 k = 0; __u64 *v = bpf_map_lookup_elem(&seen, &k);
     if (v) *v += 1;
     return XDP_DROP;
+}
+/* Baseline: a minimal uN switch (module docstring). my_sid[0] holds the switch's own 48-bit
+ * prefix (locator and uSID, host order); un_fib maps a 48-bit prefix to a tx_ports key. */
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1);
+         __type(key, __u32); __type(value, __u64); } my_sid SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 1024);
+         __type(key, __u64); __type(value, __u32); } un_fib SEC(".maps");
+struct un_da { __be32 loc; __be16 u[6]; };
+SEC("xdp") int minimal_un(struct xdp_md *ctx) {
+    void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+    struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+    struct un_da *da = (void *)&ip6->daddr;
+    __u32 k = 0, *port; __u64 *my, key;
+    if ((void *)(ip6 + 1) > end) return XDP_DROP;
+    key = ((__u64)bpf_ntohl(da->loc) << 16) | bpf_ntohs(da->u[0]);
+    my = bpf_map_lookup_elem(&my_sid, &k);
+    if (my && *my == key) {
+        for (int i = 0; i < 5; i++) da->u[i] = da->u[i + 1];
+        da->u[5] = 0;
+        key = ((__u64)bpf_ntohl(da->loc) << 16) | bpf_ntohs(da->u[0]);
+    }
+    port = bpf_map_lookup_elem(&un_fib, &key);
+    if (!port) return XDP_DROP;
+    return bpf_redirect_map(&tx_ports, *port, 0);
 }
 char LICENSE[] SEC("license") = "GPL";
 """
@@ -107,9 +140,18 @@ def ns_per_packet(prog, data: bytes, ns: str) -> float:
                                  for _ in range(TEST_RUN_CALLS))
 
 
-def test_run_ratio(helpers: str, ns: str, threshold: int) -> tuple[float, float]:
-    """(switch ns/packet, bare redirect ns/packet) under BPF_PROG_TEST_RUN, with the egress
-    port's trim and ECN thresholds at ``threshold`` packets (0xFFFFFFFF: queue model off)."""
+def setup_minimal_un(h: BpfObject, my: int, nxt: int) -> None:
+    """Program the minimal uN switch of object ``h``: its own prefix LOC48 | ``my``, and a FIB
+    entry LOC48 | ``nxt`` -> tx_ports key 1 (which the caller points at the egress device)."""
+    h.map("my_sid", value_type=ctypes.c_uint64).update(0, LOC48 | my)
+    h.map("un_fib", key_type=ctypes.c_uint64, value_type=ctypes.c_uint32).update(LOC48 | nxt, 1)
+
+
+def test_run_ratio(helpers: str, ns: str, threshold: int) -> tuple[float, float, float]:
+    """(switch, bare redirect, minimal uN) ns/packet under BPF_PROG_TEST_RUN, with the egress
+    port's trim and ECN thresholds at ``threshold`` packets (0xFFFFFFFF: queue model off).
+    The minimal uN switch takes the same path as ours: the first run shifts, the others hit
+    the FIB."""
     data = bytearray(frame())
     data[21] = 255  # outer hop limit
     data = bytes(data)
@@ -123,19 +165,23 @@ def test_run_ratio(helpers: str, ns: str, threshold: int) -> tuple[float, float]
         t.write_entry("port_config", 1, "set_port", {"src_mac": 1, "dst_mac": 2, "faces_host": 0,
                                                      "trim_threshold": threshold, "ecn_threshold": threshold})
         t.set_queue_rate(1, 1_000_000_000)  # never congested: measure the forwarding path
+        setup_minimal_un(h, U1, U2)
         with netns.enter(ns):
             h.map("tx_ports").update(1, 1)
             t.bind_port(1, 1)  # lo: the ingress port of test runs, and a DEVMAP target
         ours = ns_per_packet(sw.program("mrc_switch"), data, ns)
         assert t.counter("drop_port", 0) == (0, 0), "the bench frame must stay on the forwarding path"
-        return ours, ns_per_packet(h.program("bare_redirect"), data, ns)
+        return (ours, ns_per_packet(h.program("bare_redirect"), data, ns),
+                ns_per_packet(h.program("minimal_un"), data, ns))
 
 
 def chain(kind: str, helpers: str) -> float:
-    """Packets/s delivered through gen -> S1 -> S2 -> sink, with ``kind`` "xdp" or "kernel"."""
+    """Packets/s delivered through gen -> S1 -> S2 -> sink, with ``kind`` "xdp" (mrc_switch),
+    "kernel" (seg6local), "minimal" (minimal uN switches) or "bare" (XDP_REDIRECT only)."""
     names = [netns.unique_name("mrcbench") for _ in range(4)]
     gen, s1, s2, sink = names
     switches: list[EbpfSwitch] = []
+    baselines: list[BpfObject] = []
     try:
         for n in names:
             netns.add(n)
@@ -156,6 +202,16 @@ def chain(kind: str, helpers: str) -> float:
                     "src_mac": mac_int(MAC[ports[1]]), "dst_mac": mac_int(MAC[peer]), "faces_host": 0,
                     "trim_threshold": 0xFFFFFFFF, "ecn_threshold": 0xFFFFFFFF})
                 sw.tables.set_queue_rate(1, 1_000_000_000)
+        elif kind in ("minimal", "bare"):
+            # One object per switch: each has its own tx_ports and FIB, in its own namespace.
+            for ns, inp, out, my, nxt in ((s1, "a0", "a1", U1, U2), (s2, "b0", "b1", U2, DST)):
+                b = BpfObject.open(helpers)
+                baselines.append(b)
+                b.load()
+                setup_minimal_un(b, my, nxt)
+                with netns.enter(ns):
+                    b.map("tx_ports").update(1, ifindex_of(out))
+                    xdp_attach(inp, b.program("minimal_un" if kind == "minimal" else "bare_redirect"))
         else:
             for ns, inp, out, my, nxt, peer in ((s1, "a0", "a1", U1, U2, "b0"), (s2, "b0", "b1", U2, DST, "k0")):
                 kernel_ref.enable_forwarding(ns)
@@ -186,6 +242,8 @@ def chain(kind: str, helpers: str) -> float:
             sw.teardown()
         for n in names:
             netns.delete(n)
+        for b in baselines:
+            b.close()
 
 
 def main() -> int:
@@ -196,17 +254,27 @@ def main() -> int:
         helpers = build_helpers(tmp)
         ns = netns.unique_name("mrcbench")
         with netns.Netns(ns):
-            ours_ns, bare_ns = test_run_ratio(helpers, ns, 64)
-            plain_ns, plain_bare_ns = test_run_ratio(helpers, ns, 0xFFFFFFFF)
+            ours_ns, bare_ns, un_ns = test_run_ratio(helpers, ns, 64)
+            plain_ns, plain_bare_ns, plain_un_ns = test_run_ratio(helpers, ns, 0xFFFFFFFF)
         xdp_pps = chain("xdp", helpers)
         kernel_pps = chain("kernel", helpers)
+        minimal_pps = chain("minimal", helpers)
+        bare_pps = chain("bare", helpers)
     rows = [
         ("test_run ns/pkt, queue model on", f"{ours_ns:.1f}", f"bare XDP_REDIRECT {bare_ns:.1f}",
          f"{ours_ns / bare_ns:.2f}x", "<= 1.3x"),
         ("test_run ns/pkt, thresholds off", f"{plain_ns:.1f}", f"bare XDP_REDIRECT {plain_bare_ns:.1f}",
          f"{plain_ns / plain_bare_ns:.2f}x", "<= 1.3x"),
+        ("test_run ns/pkt, queue model on", f"{ours_ns:.1f}", f"minimal uN {un_ns:.1f}",
+         f"{ours_ns / un_ns:.2f}x", "<= 1.3x"),
+        ("test_run ns/pkt, thresholds off", f"{plain_ns:.1f}", f"minimal uN {plain_un_ns:.1f}",
+         f"{plain_ns / plain_un_ns:.2f}x", "<= 1.15x"),
         ("2-switch veth chain pps", f"{xdp_pps / 1e6:.3f} M", f"kernel seg6local {kernel_pps / 1e6:.3f} M",
          f"{xdp_pps / kernel_pps:.2f}x", ">= 1.5x"),
+        ("2-switch veth chain pps", f"{xdp_pps / 1e6:.3f} M", f"minimal uN {minimal_pps / 1e6:.3f} M",
+         f"{xdp_pps / minimal_pps:.2f}x", ">= 0.9x"),
+        ("2-switch veth chain pps", f"{xdp_pps / 1e6:.3f} M", f"bare redirect {bare_pps / 1e6:.3f} M",
+         f"{xdp_pps / bare_pps:.2f}x", ""),
     ]
     print(f"{'measure':32} {'mrc_switch':>12} {'baseline':>28} {'ratio':>7} {'goal':>8}")
     for row in rows:
@@ -215,6 +283,10 @@ def main() -> int:
     result("switch BPF_PROG_TEST_RUN, thresholds off", plain_ns, "ns/pkt", "bare XDP_REDIRECT", plain_bare_ns,
            "<= 1.3x")
     result("2-switch veth chain", xdp_pps, "pkt/s", "kernel seg6local next-csid", kernel_pps, ">= 1.5x")
+    result("switch BPF_PROG_TEST_RUN vs minimal uN", ours_ns, "ns/pkt", "minimal uN switch", un_ns, "<= 1.3x")
+    result("2-switch veth chain vs minimal uN", xdp_pps, "pkt/s", "minimal uN switch chain", minimal_pps,
+           ">= 0.9x")
+    result("2-switch veth chain vs bare redirect", xdp_pps, "pkt/s", "bare XDP_REDIRECT chain", bare_pps)
     return 0
 
 

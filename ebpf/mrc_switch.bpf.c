@@ -27,6 +27,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "mrc_wire.h"
+#include "mrc_parse.h"
 #include "mrc_crc32.h"
 
 #define MAX_PORTS 512
@@ -34,15 +35,6 @@
 #define USID_SLOTS 4096   /* power of two: the low 12 bits of a uSID */
 #define NEVER 0xffffffffU  /* a threshold that is never reached */
 #define ECMP_MAX_GROUP_SIZE 256 /* members per group, the P4 @max_group_size */
-
-/* Fixed offsets of an encapsulated MRC frame (design section 3). */
-#define OFF_OUTER_IP6 MRC_ETH_LEN
-#define OFF_INNER_IP6 (OFF_OUTER_IP6 + MRC_IPV6_LEN)
-#define OFF_UDP (OFF_INNER_IP6 + MRC_IPV6_LEN)
-#define OFF_BTH (OFF_UDP + MRC_UDP_LEN)
-#define OFF_AFTER_BTH (OFF_BTH + MRC_BTH_LEN)
-/* The UDP header of an EV-hash mode frame, right after the only IPv6 header. */
-#define OFF_UDP_NOENCAP (OFF_OUTER_IP6 + MRC_IPV6_LEN)
 
 enum table_action_id {
 	ACTION_NOACTION = 0,
@@ -177,6 +169,17 @@ struct {
 	__type(value, struct fib_ref);
 } ipv6_fib SEC(".maps");
 
+/* Whether ipv6_fib may hold an entry; while it is 0 the switch skips the LPM lookup (most
+ * switches run in uN mode with the table empty). The manager sets it before and after every
+ * insert and clears it when a delete leaves the table empty (SwitchTables.write_route,
+ * delete_route), so the program never skips a route that is present. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ipv6_fib_state SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -274,32 +277,19 @@ static __always_inline int drop(__u32 port, __u32 reason, __u32 bytes)
 	return XDP_DROP;
 }
 
-static __always_inline __u8 get_tclass(const __u8 *ip6)
-{
-	return (__u8)(((ip6[0] & 0x0f) << 4) | (ip6[1] >> 4));
-}
-
-static __always_inline void set_tclass(__u8 *ip6, __u8 tclass)
-{
-	ip6[0] = (ip6[0] & 0xf0) | (tclass >> 4);
-	ip6[1] = (ip6[1] & 0x0f) | (__u8)(tclass << 4);
-}
-
 /* Shift the 96 bits after the 32-bit locator left by one 16-bit uSID, zero-filled. */
-static __always_inline void usid_shift(__u8 *da)
+static __always_inline void usid_shift(struct mrc_usid_container *da)
 {
 #pragma unroll
-	for (int i = 4; i < 14; i++)
-		da[i] = da[i + 2];
-	da[14] = 0;
-	da[15] = 0;
+	for (int i = 0; i < MRC_MAX_USIDS_IN_CONTAINER - 1; i++)
+		da->usid[i] = da->usid[i + 1];
+	da->usid[MRC_MAX_USIDS_IN_CONTAINER - 1] = 0;
 }
 
-static __always_inline void copy_prefix(struct usid_key *key, const __u8 *da)
+static __always_inline void copy_prefix(struct usid_key *key, const struct mrc_usid_container *da)
 {
-	__builtin_memcpy(key->prefix, da, 6);
-	key->pad[0] = 0;
-	key->pad[1] = 0;
+	__builtin_memset(key, 0, sizeof(*key));
+	__builtin_memcpy(key->prefix, da, sizeof(key->prefix));
 }
 
 /* Whether the queue, counting this packet, holds at least `threshold` packets (design section
@@ -328,79 +318,50 @@ static __always_inline void vqueue_enqueue(struct vqueue *q, __u64 service_ns, _
 		__sync_fetch_and_add(&q->busy_until_ns, service_ns);
 }
 
-/* Frame length up to the last header of an MRC write whose UDP header is at `udp_off`, or 0
- * when the frame is not an MRC write with complete headers. */
-static __always_inline __u32 write_headers_length(void *data, void *data_end, __u32 udp_off)
-{
-	__u8 *bth = data + udp_off + MRC_UDP_LEN;
-	__u16 *dport = data + udp_off + 2;
-	__u32 len;
-	__u8 op;
-
-	if ((void *)(bth + MRC_BTH_LEN) > data_end)
-		return 0;
-	if (*dport != bpf_htons(MRC_UDP_PORT_ROCEV2))
-		return 0;
-	op = bth[0];
-	if (op < MRC_OP_WRITE_FIRST || op > MRC_OP_WRITE_ONLY_IMM)
-		return 0;
-	len = udp_off + MRC_UDP_LEN + MRC_BTH_LEN + MRC_METH_LEN + MRC_RETH_LEN;
-	if (bth[8] & MRC_BTH_FLAG_TS)
-		len += MRC_TSETH_LEN;
-	if (op == MRC_OP_WRITE_LAST_IMM || op == MRC_OP_WRITE_ONLY_IMM)
-		len += MRC_IMMDT_LEN;
-	if (data + len > data_end)
-		return 0;
-	return len;
-}
-
 /* Frame length after trimming an MRC write to its last header (design section 4, step 5),
  * or 0 when the frame is not an MRC write with complete headers. The write is either
  * encapsulated (outer next header 41, inner 17) or, in EV-hash mode, a UDP header follows the
- * only IPv6 header (docs/ecmp-mode.md). */
-static __always_inline __u32 trim_length(void *data, void *data_end)
+ * only IPv6 header (docs/ecmp-mode.md): mrc_parse() found its BTH either way. */
+static __always_inline __u32 trim_length(const struct mrc_pkt *p)
 {
-	__u8 *outer = data + OFF_OUTER_IP6;
-	__u8 *inner = data + OFF_INNER_IP6;
+	struct mrc_bth *bth = p->bth;
+	__u32 ext;
+	__u8 op;
 
-	if (outer[6] == MRC_IPPROTO_UDP)
-		return write_headers_length(data, data_end, OFF_UDP_NOENCAP);
-	if (outer[6] != MRC_IPPROTO_IPV6 || (void *)(inner + MRC_IPV6_LEN) > data_end ||
-	    inner[6] != MRC_IPPROTO_UDP)
+	if (!bth || !mrc_is_rocev2(p->udp))
 		return 0;
-	return write_headers_length(data, data_end, OFF_UDP);
+	op = bth->opcode;
+	if (!mrc_is_write(op))
+		return 0;
+	ext = MRC_METH_LEN + MRC_RETH_LEN;
+	if (bth->flags & MRC_BTH_FLAG_TS)
+		ext += MRC_TSETH_LEN;
+	if (op == MRC_OP_WRITE_LAST_IMM || op == MRC_OP_WRITE_ONLY_IMM)
+		ext += MRC_IMMDT_LEN;
+	if (!mrc_ext(p, ext))
+		return 0;
+	return (void *)(bth + 1) - p->data + ext;
 }
 
-/* Cut the frame to `len` bytes and fix the IPv6 payload length(s) and the UDP length; `encap`:
- * the frame has an inner IPv6 header (else the UDP header follows the only one).
- * Returns 0 on success. */
-static __always_inline int trim_to(struct xdp_md *ctx, __u32 len, int encap)
+/* Cut the frame to `len` bytes (at least up to the BTH, as trim_length() gives) and fix the
+ * IPv6 payload length(s) and the UDP length. Returns 0 on success. */
+static __always_inline int trim_to(struct xdp_md *ctx, __u32 len)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 cur = data_end - data;
-	__u8 *outer, *inner, *udp;
+	struct mrc_pkt p;
 
 	if (cur > len && bpf_xdp_adjust_tail(ctx, (int)len - (int)cur))
 		return -1;
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	outer = data + OFF_OUTER_IP6;
-	if (!encap) {
-		udp = data + OFF_UDP_NOENCAP;
-		if ((void *)(udp + MRC_UDP_LEN) > data_end)
-			return -1;
-		*(__u16 *)(outer + 4) = bpf_htons(len - OFF_INNER_IP6);
-		*(__u16 *)(udp + 4) = bpf_htons(len - OFF_UDP_NOENCAP);
-		return 0;
-	}
-	if (data + OFF_BTH > data_end)
+	/* The tail moved: the view of the frame must be taken again. */
+	mrc_parse(&p, (void *)(long)ctx->data, (void *)(long)ctx->data_end);
+	if (!p.udp)
 		return -1;
-	*(__u16 *)(outer + 4) = bpf_htons(len - OFF_INNER_IP6);
-	inner = data + OFF_INNER_IP6;
-	udp = data + OFF_UDP;
-	*(__u16 *)(inner + 4) = bpf_htons(len - OFF_UDP);
-	*(__u16 *)(udp + 4) = bpf_htons(len - OFF_UDP);
+	p.outer->payload_len = bpf_htons(len - ((void *)(p.outer + 1) - p.data));
+	if (p.inner)
+		p.inner->payload_len = bpf_htons(len - ((void *)(p.inner + 1) - p.data));
+	p.udp->len = bpf_htons(len - ((void *)p.udp - p.data));
 	return 0;
 }
 
@@ -450,7 +411,7 @@ static __always_inline struct table_action *match(void *hash, void *slots, struc
 }
 
 /* Steps 2 and 3: the uN shift and the FIB. Returns the egress port or -1 for no route. */
-static __always_inline int route(__u8 *da)
+static __always_inline int route(struct mrc_usid_container *da)
 {
 	struct table_action *act;
 	struct usid_key key;
@@ -471,24 +432,16 @@ static __always_inline int route(__u8 *da)
  * packed MSB first, zero-padded: flow label (20 bits) | UDP source port (16 bits) | 0000, or
  * flow label | 0000 when the P4 parser would not have extracted a UDP header (the one after
  * the first IPv6, or after the inner one of an encapsulated frame, all 8 bytes in the frame). */
-static __always_inline __u32 ecmp_hash(void *data, void *data_end)
+static __always_inline __u32 ecmp_hash(const struct mrc_pkt *p)
 {
-	__u8 *ip6 = data + OFF_OUTER_IP6;
-	__u8 *inner = data + OFF_INNER_IP6;
-	__u8 *udp = 0;
-	__u32 fl = ((__u32)(ip6[1] & 0x0f) << 16) | ((__u32)ip6[2] << 8) | ip6[3];
+	__u32 fl = mrc_ipv6_flow_label(p->outer);
 	__u32 crc = MRC_CRC32_INIT;
 	__u32 sport;
 
-	if (ip6[6] == MRC_IPPROTO_UDP)
-		udp = data + OFF_UDP_NOENCAP;
-	else if (ip6[6] == MRC_IPPROTO_IPV6 && (void *)(inner + MRC_IPV6_LEN) <= data_end &&
-		 inner[6] == MRC_IPPROTO_UDP)
-		udp = data + OFF_UDP;
 	crc = mrc_crc32_byte(crc, (__u8)(fl >> 12));
 	crc = mrc_crc32_byte(crc, (__u8)(fl >> 4));
-	if (udp && (void *)(udp + MRC_UDP_LEN) <= data_end) {
-		sport = ((__u32)udp[0] << 8) | udp[1];
+	if (p->udp) {
+		sport = bpf_ntohs(p->udp->source);
 		crc = mrc_crc32_byte(crc, (__u8)((fl << 4) | (sport >> 12)));
 		crc = mrc_crc32_byte(crc, (__u8)(sport >> 4));
 		crc = mrc_crc32_byte(crc, (__u8)(sport << 4));
@@ -507,15 +460,17 @@ enum fib_result {
 /* ipv6_fib and its action selector (docs/ecmp-mode.md): LPM on the full DA of the
  * first IPv6 header, then the member named, or the member at hash % count of the group named
  * (members ascending by id). */
-static __always_inline int fib_route(void *data, void *data_end, __u32 *port)
+static __always_inline int fib_route(const struct mrc_pkt *p, __u32 *port)
 {
 	struct ipv6_lpm_key key = { .prefixlen = 128 };
 	struct table_action *act;
 	struct ecmp_group *group;
 	struct fib_ref *ref;
-	__u32 member, idx;
+	__u32 member, idx, zero = 0, *routes = bpf_map_lookup_elem(&ipv6_fib_state, &zero);
 
-	__builtin_memcpy(key.addr, data + OFF_OUTER_IP6 + 24, 16);
+	if (!routes || !*routes)
+		return FIB_MISS;
+	__builtin_memcpy(key.addr, &p->outer->daddr, sizeof(key.addr));
 	ref = bpf_map_lookup_elem(&ipv6_fib, &key);
 	if (!ref)
 		return FIB_MISS;
@@ -524,7 +479,7 @@ static __always_inline int fib_route(void *data, void *data_end, __u32 *port)
 		group = bpf_map_lookup_elem(&ecmp_group, &member);
 		if (!group || group->count == 0 || group->count > ECMP_MAX_GROUP_SIZE)
 			return FIB_DROP;
-		idx = ecmp_hash(data, data_end) % group->count;
+		idx = ecmp_hash(p) % group->count;
 		/* idx < count <= 256 already; the barrier keeps clang from dropping the mask the
 		 * verifier needs to bound the index. */
 		asm volatile("" : "+r"(idx));
@@ -546,11 +501,13 @@ int mrc_switch(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 len = data_end - data;
 	struct port_config *pc;
-	struct ethhdr *eth = data;
+	struct mrc_pkt p;
+	struct ethhdr *eth;
+	struct ipv6hdr *ip6;
 	__u32 in_port, out_port, trim_len = 0;
 	__u64 now = 0, service_ns = 0;
 	struct queue_rate *rate;
-	__u8 *ip6, tclass, dscp, ecn;
+	__u8 tclass, dscp, ecn;
 	struct vqueue *q = 0;
 	int known, egress, fib, trim_congested = 0, ecn_congested = 0;
 
@@ -561,21 +518,23 @@ int mrc_switch(struct xdp_md *ctx)
 
 	if (port_down(in_port))
 		return drop(in_port, MRC_DROP_PORT_DOWN, len);
-	if ((void *)(eth + 1) > data_end)
+	mrc_parse(&p, data, data_end);
+	eth = p.eth;
+	if (!eth)
 		return drop(in_port, MRC_DROP_MALFORMED, len);
-	if (eth->h_proto != bpf_htons(ETH_P_IPV6))
+	if (eth->h_proto != bpf_htons(MRC_ETHERTYPE_IPV6))
 		return drop(in_port, MRC_DROP_NOT_IPV6, len);
-	ip6 = data + OFF_OUTER_IP6;
-	if ((void *)(ip6 + MRC_IPV6_LEN) > data_end)
+	ip6 = p.outer;
+	if (!ip6)
 		return drop(in_port, MRC_DROP_MALFORMED, len);
-	if (ip6[7] <= 1)
+	if (ip6->hop_limit <= 1)
 		return drop(in_port, MRC_DROP_HOP_LIMIT, len);
 
-	fib = fib_route(data, data_end, &out_port);
+	fib = fib_route(&p, &out_port);
 	if (fib == FIB_DROP)
 		return drop(in_port, MRC_DROP_NO_ROUTE, len);
 	if (fib == FIB_MISS) {
-		egress = route(ip6 + 24);
+		egress = route((struct mrc_usid_container *)&ip6->daddr);
 		if (egress < 0)
 			return drop(in_port, MRC_DROP_NO_ROUTE, len);
 		out_port = (__u32)egress;
@@ -586,7 +545,7 @@ int mrc_switch(struct xdp_md *ctx)
 	if (port_down(out_port))
 		return drop(out_port, MRC_DROP_PORT_DOWN, len);
 
-	ip6[7] -= 1;
+	ip6->hop_limit -= 1;
 	pc = bpf_map_lookup_elem(&port_config, &out_port);
 	if (pc && pc->valid) {
 		__builtin_memcpy(eth->h_source, pc->src_mac, ETH_ALEN);
@@ -605,13 +564,13 @@ int mrc_switch(struct xdp_md *ctx)
 		ecn_congested = vqueue_reaches(q, service_ns, now, pc->ecn_threshold);
 	}
 
-	tclass = get_tclass(ip6);
+	tclass = mrc_ipv6_tclass(ip6);
 	dscp = tclass >> 2;
 	ecn = tclass & 3;
 	if (trim_congested && dscp != MRC_DSCP_CONTROL && dscp != MRC_DSCP_TRIMMED &&
 	    dscp != MRC_DSCP_TRIMMED_LASTHOP) {
 		if (dscp == MRC_DSCP_TRIMMABLE || dscp == MRC_DSCP_TRIMMABLE_RETX)
-			trim_len = trim_length(data, data_end);
+			trim_len = trim_length(&p);
 		if (!trim_len)
 			return drop(out_port, MRC_DROP_CONGESTION, len);
 		dscp = pc->faces_host ? MRC_DSCP_TRIMMED_LASTHOP : MRC_DSCP_TRIMMED;
@@ -620,10 +579,10 @@ int mrc_switch(struct xdp_md *ctx)
 		ecn = MRC_ECN_CE;
 		count(&ecn_port, out_port, trim_len ? trim_len : len);
 	}
-	set_tclass(ip6, (__u8)(dscp << 2 | ecn));
+	mrc_ipv6_set_tclass(ip6, (__u8)(dscp << MRC_IPV6_DSCP_SHIFT | ecn));
 
 	if (trim_len) {
-		if (trim_to(ctx, trim_len, ip6[6] == MRC_IPPROTO_IPV6))
+		if (trim_to(ctx, trim_len))
 			return drop(out_port, MRC_DROP_MALFORMED, len);
 		count(&trim_port, out_port, trim_len);
 		len = trim_len;

@@ -147,6 +147,30 @@ struct mrc_eeth {
 	__be32 resv12;
 } MRC_PACKED;
 
+/* The uSID container of design 3.3: an IPv6 DA read as a 32-bit locator and six 16-bit
+ * uSIDs, active one first. Overlays a struct in6_addr. */
+struct mrc_usid_container {
+	__be32 locator;
+	__be16 usid[MRC_MAX_USIDS_IN_CONTAINER];
+};
+
+/* The outer headers that SRv6 mode pushes (design section 3.1): Ethernet and IPv6. */
+struct mrc_outer_hdr {
+	struct ethhdr eth;
+	struct ipv6hdr ip6;
+} MRC_PACKED;
+
+/* An mrckit host address (design 3.3): 2001:db8:K:L::H, K = MRC_NIC_HEXTET for a NIC,
+ * MRC_PORT_HEXTET_BASE + plane for a port; H = downlink + 1. Overlays a struct in6_addr. */
+struct mrc_host_addr {
+	__be32 prefix;          /* MRC_ADDR_PREFIX */
+	__be16 kind;            /* K */
+	__be16 leaf;            /* L */
+	__be32 zero_hi;
+	__be16 zero_lo;
+	__be16 host;            /* H */
+};
+
 /* Offsets in an encapsulated frame: Ethernet | outer IPv6 | inner IPv6 | UDP | BTH
  * (design section 3.1). Without the outer header, subtract MRC_ENCAP_LEN. */
 #define MRC_OFF_OUTER MRC_ETH_LEN
@@ -219,6 +243,9 @@ _Static_assert(sizeof(struct mrc_peth) == MRC_PETH_LEN, "PETH size");
 _Static_assert(sizeof(struct mrc_erth) == MRC_ERTH_LEN, "ERTH size");
 _Static_assert(sizeof(struct mrc_eeth) == MRC_EETH_LEN, "EETH size");
 _Static_assert(sizeof(struct ipv6hdr) == MRC_IPV6_LEN, "IPv6 size");
+_Static_assert(sizeof(struct mrc_usid_container) == 16, "uSID container size");
+_Static_assert(sizeof(struct mrc_host_addr) == 16, "host address size");
+_Static_assert(sizeof(struct mrc_outer_hdr) == MRC_ETH_LEN + MRC_IPV6_LEN, "outer headers size");
 _Static_assert(sizeof(struct udphdr) == MRC_UDP_LEN, "UDP size");
 _Static_assert(sizeof(struct ethhdr) == MRC_ETH_LEN, "Ethernet size");
 _Static_assert(__builtin_offsetof(struct mrc_seth, ev) == MRC_ECHO_EV_OFFSET, "SETH EV offset");

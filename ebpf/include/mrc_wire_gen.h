@@ -165,6 +165,11 @@
 #define MRC_USID_ROLE_T1 2
 #define MRC_USID_ROLE_DOWN 3
 
+/* Addressing plan (design 3.3): host addresses are 2001:db8:K:L::H */
+#define MRC_ADDR_PREFIX 0x20010db8  /* first 32 bits of a host address */
+#define MRC_NIC_HEXTET 0x100  /* K of a NIC address */
+#define MRC_PORT_HEXTET_BASE 0x200  /* K of plane 0's port address */
+
 /* Limits */
 #define MRC_MAX_PLANES 16
 #define MRC_MAX_T1_PER_PLANE 256

@@ -66,6 +66,7 @@ MAP_TYPES: dict[str, tuple[type, type]] = {
     "vqueue": (_u32, T.VQueue),
     "queue_rate": (_u32, T.QueueRate),
     "ipv6_fib": (T.Ipv6LpmKey, T.FibRef),
+    "ipv6_fib_state": (_u32, _u32),
     "ecmp_member": (_u32, T.TableAction),
     "ecmp_group": (_u32, T.EcmpGroup),
 }
@@ -352,7 +353,11 @@ class SwitchTables:
             raise UnknownReference(f"table {T.IPV6_FIB}, prefix {prefix}: no {kind} {ref_id} in "
                                    f"{T.ECMP_SELECTOR}; write it first")
         ref = T.FibRef(T.FIB_REF_MEMBER if kind == "member" else T.FIB_REF_GROUP, ref_id)
+        # Flag before the write, so the program never skips a route that is present, and after
+        # it, so a concurrent delete that found the table empty cannot leave the flag clear.
+        self._set_routes_present(True)
         self._write_once("ipv6_fib", T.lpm_key(prefix), ref, modify, f"prefix {prefix}", table=T.IPV6_FIB)
+        self._set_routes_present(True)
 
     def delete_route(self, prefix: ipaddress.IPv6Network | str) -> None:
         """Delete the ``ipv6_fib`` entry of exactly ``prefix``.
@@ -363,6 +368,24 @@ class SwitchTables:
         prefix = T.ipv6_prefix(prefix)
         if not self.maps["ipv6_fib"].delete(T.lpm_key(prefix)):
             raise EntryNotFound(f"table {T.IPV6_FIB}: no entry for prefix {prefix}")
+        self.sync_routes_present()
+
+    def _set_routes_present(self, on: bool) -> None:
+        self.maps["ipv6_fib_state"].update(0, 1 if on else 0)
+
+    def _routes_empty(self) -> bool:
+        return next(iter(self.maps["ipv6_fib"].keys()), None) is None
+
+    def sync_routes_present(self) -> None:
+        """Set ``ipv6_fib_state`` from ``ipv6_fib``: the switch skips its LPM lookup while the
+        table is empty. Cleared only after a look finds it empty, then looked at again, so an
+        insert running at the same time (which sets the flag after its write) always wins."""
+        if self._routes_empty():
+            self._set_routes_present(False)
+            if not self._routes_empty():
+                self._set_routes_present(True)
+        else:
+            self._set_routes_present(True)
 
     def read_routes(self) -> dict[ipaddress.IPv6Network, tuple[str, int]]:
         """Every ``ipv6_fib`` entry: prefix -> ("member" | "group", id)."""
@@ -632,6 +655,7 @@ class EbpfSwitch:
         self.tables = SwitchTables.from_object(obj)
         if fresh:
             self.tables.init_defaults()
+        self.tables.sync_routes_present()  # pins from an older object may hold routes already
 
     def _in_netns(self):
         import contextlib

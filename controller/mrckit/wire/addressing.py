@@ -19,7 +19,8 @@ from .usid import DEFAULT_LOCATOR, container_pack, usid_pack
 
 NIC_HEXTET = 0x100
 PORT_HEXTET_BASE = 0x200
-_PREFIX = 0x20010DB8  # 2001:db8::/32
+ADDR_PREFIX = 0x20010DB8  # 2001:db8::/32, the first 32 bits of every host address
+_PREFIX = ADDR_PREFIX
 
 
 class HostLocation(NamedTuple):

@@ -19,8 +19,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import NamedTuple
 
+from . import addressing, ev, usid
 from . import constants as k
-from . import ev, usid
 
 
 class Const(NamedTuple):
@@ -120,6 +120,11 @@ def _build() -> list[tuple[str, list[Const]]]:
             Const("MRC_ACTIVE_PREFIX_BITS", usid.ACTIVE_PREFIX_BITS, 8),
             Const("MRC_LOCATOR_DEFAULT", usid.DEFAULT_LOCATOR, 32, "fcbb:bb00::/32", True),
         ] + _enum("USID_ROLE", k.UsidRole, 2, "uSID role(11..10)")),
+        ("Addressing plan (design 3.3): host addresses are 2001:db8:K:L::H", [
+            Const("MRC_ADDR_PREFIX", addressing.ADDR_PREFIX, 32, "first 32 bits of a host address", True),
+            Const("MRC_NIC_HEXTET", addressing.NIC_HEXTET, 16, "K of a NIC address", True),
+            Const("MRC_PORT_HEXTET_BASE", addressing.PORT_HEXTET_BASE, 16, "K of plane 0's port address", True),
+        ]),
         ("Limits", _plain(_LIMITS, k, 16)),
     ]
 

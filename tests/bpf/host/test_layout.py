@@ -1,5 +1,5 @@
-"""The ctypes views of mrckit.host.maps equal the C structs of mrc_host.bpf.c (from its BTF),
-and the counter/reason enums equal the C enums."""
+"""The ctypes views of mrckit.host.maps equal the C structs of the mrc_host object (from its
+BTF), and the counter/reason enums equal the C enums (ebpf/host/maps.h)."""
 
 import ctypes
 import re
@@ -10,7 +10,7 @@ import pytest
 from mrckit.bpf.btf import btf_struct_layout, layout_mismatches
 from mrckit.host import maps
 
-SRC = Path(__file__).resolve().parents[3] / "ebpf" / "mrc_host.bpf.c"
+SRC = Path(__file__).resolve().parents[3] / "ebpf" / "host" / "maps.h"
 
 
 @pytest.mark.parametrize("ctype, cname", [

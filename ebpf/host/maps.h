@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ebpf/host/maps.h: the host dataplane's limits, state structs and maps, mirrored by
+ *   mrckit.host.maps with ctypes (the agent owns the maps).
+ * Part of the mrc_host object (ebpf/mrc_host.bpf.c includes every file of ebpf/host/).
+ */
+#ifndef MRC_HOST_MAPS_H
+#define MRC_HOST_MAPS_H
+
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "mrc_wire.h"
+
+#define HOST_MAX_EVS 256
+/* Slot index bounded for the verifier: clang drops a plain mask after a range check, so the
+ * empty asm hides the value from the optimiser first. */
+#define SLOT_IDX(x) ({ __u32 __v = (x); asm volatile("" : "+r"(__v)); __v & (HOST_MAX_EVS - 1); })
+#define GROUP_IDX(x) ({ __u32 __v = (x); asm volatile("" : "+r"(__v)); __v & (MRC_MAX_PLANES - 1); })
+#define HOST_MAX_PEERS 256
+#define HOST_MAX_DENIED 1024
+
+/* Why an EV changed state; mirrored by mrckit.host.maps.Reason. */
+enum ev_reason {
+	REASON_NONE = 0,
+	REASON_SACK_SKIP_ONCE = 1,
+	REASON_NACK_TRIMMED = 2,
+	REASON_SACK_ALWAYS_SKIP = 3,
+	REASON_SKIP_EXPIRED = 4,
+	REASON_LOSS = 5,
+	REASON_LOSS_UNDONE = 6,
+	REASON_PATH_LOSS = 7,    /* a sibling on the same path was retired for LOSS */
+	REASON_FLOOR = 8,        /* brought back: the set fell below host_config.min_active */
+};
+
+/* Counter indexes of host_stats; mirrored by mrckit.host.maps.Stat. Every XDP_DROP and
+ * TC_ACT_SHOT is counted under exactly one DROP_* index. */
+enum host_stat {
+	STAT_TX_ENCAP = 0,
+	STAT_TX_PASS_ENCAPPED,
+	STAT_TX_PASS_OTHER,
+	STAT_TX_DROP_NO_GOOD_EV,
+	STAT_TX_DROP_BAD_DST,
+	STAT_TX_DROP_NOT_CONFIGURED,
+	STAT_TX_DROP_ENCAP_FAILED,
+	STAT_TX_DROP_MALFORMED,
+	STAT_RX_DECAP,
+	STAT_RX_PASS_OTHER,
+	STAT_RX_DROP_MALFORMED,
+	STAT_RX_DROP_NOT_LOCAL,
+	STAT_RX_DROP_CE_NOT_ECT,
+	STAT_RX_DROP_NOT_CONFIGURED,
+	STAT_RX_DROP_DECAP_FAILED,
+	STAT_RX_AGENT,
+	STAT_FB_SACK,
+	STAT_FB_SKIP_ONCE,
+	STAT_FB_ALWAYS_SKIP,
+	STAT_FB_NACK_TRIMMED,
+	STAT_FB_NACK_LASTHOP,
+	STAT_FB_NACK_OTHER,
+	STAT_FB_UNKNOWN_PEER,
+	STAT_FB_UNKNOWN_EV,
+	STAT_FB_SHORT,
+	STAT_EVENTS_LOST,
+	STAT_RTX_SEEN,          /* data retransmissions that tc egress looked up */
+	STAT_RTX_UNKNOWN_PSN,   /* ... with no record (evicted, or another QP's PSN) */
+	STAT_RTX_AFTER_NACK,    /* ... whose original was NACKed: reached the receiver, no penalty */
+	STAT_LOSS_RETIRED,      /* ... whose original EV became ASSUMED_BAD (reason LOSS) */
+	STAT_LOSS_EV_GONE,      /* ... whose original EV was already replaced, not GOOD/SKIP */
+	STAT_NACK_MARKED,       /* NACKs that matched a tx record (PSN and echoed EV) */
+	STAT_LOSS_UNDONE,       /* LOSS retirements undone: a SACK showed the original arrived */
+	STAT_RTX_AFTER_ACK,     /* rtx whose original a SACK had already acked: spurious, no penalty */
+	STAT_TX_PLAIN,          /* EV-hash mode: sent with the EV written in, no outer header */
+	STAT_RX_PLAIN,          /* EV-hash mode: MRC packets for the NIC address, passed up as is */
+	STAT_PATH_RETIRED,      /* siblings retired with a LOSS EV (path-aware retirement) */
+	STAT_FLOOR_RESTORED,    /* retired EVs made GOOD again to keep min_active GOOD */
+	STAT_TX_PINNED,         /* pinned-EV mode: packets sent on their QP's fixed EV */
+	STAT_TX_DROP_PINNED_DOWN, /* pinned-EV mode: the QP's EV is on a down port or denied path */
+	STAT_MAX,
+};
+
+/* Host-wide settings, written by the agent. Index 0 of host_config. */
+struct host_config {
+	__u8 nic_addr[16];   /* local NIC address, network order */
+	__u32 locator;       /* uSID block, host order (e.g. 0xfcbbbb00) */
+	__u16 leaf;          /* T0 index of this host (same in every plane) */
+	__u16 downlink;      /* downlink index D on that T0 */
+	__u32 n_planes;
+	__u16 agent_port;    /* UDP port that QP 0x2 traffic is rewritten to, host order */
+	__u16 configured;    /* 0 until the agent has written every map */
+	__u32 n_denied;      /* entries in denied_links; 0 skips the lookups */
+	__u32 mode;          /* HOST_MODE_SRV6 or HOST_MODE_ECMP */
+	__u32 flags;         /* MRC_HOST_FLAG_*: path-aware retirement, pinned-EV mode */
+	__u32 min_active;    /* ev_min_active: GOOD/SKIP EVs a peer set keeps; 0 = no floor */
+};
+
+/* host_config.mode; mirrored by mrckit.host.maps.HOST_MODES. */
+#define HOST_MODE_SRV6 0
+#define HOST_MODE_ECMP 1
+
+/* One plane port, index = plane. */
+struct plane_port {
+	__u32 ifindex;
+	__u8 up;
+	__u8 pad;
+	__u8 mac[6];         /* the port's own MAC */
+	__u8 neigh_mac[6];   /* the T0 port it faces */
+	__u8 pad2[2];
+	__u8 port_addr[16];  /* outer SA on this plane, network order */
+};
+
+/* One EV of a set, with its path state and counters. Times are bpf_ktime_get_ns(). */
+struct ev_slot {
+	__u32 ev;
+	__u8 state;          /* MRC_EV_STATE_* */
+	__u8 reason;         /* enum ev_reason of the last dataplane transition */
+	__u16 group;         /* index of the set's plane group that holds this slot */
+	__u32 skip_until_rot;/* SKIP ends once the set's rotation exceeds this */
+	__u32 unacked_tx;    /* packets sent since the last SACK or NACK on this EV */
+	__u64 tx_packets;
+	__u64 tx_bytes;      /* encapsulated frame bytes */
+	__u64 last_tx_ns;
+	__u64 pending_ns;    /* first send after the last ack; 0 = nothing outstanding */
+	__u64 last_ack_ns;
+	__u64 acked_sent_ns; /* pending_ns when the last SACK came: a send time that got acked */
+	__u64 acked;         /* SACKs that echoed this EV */
+	__u64 skips;         /* SKIP_ONCE and NACK TRIMMED feedback */
+	__u64 nacks;
+	__u64 bad_ns;        /* when the EV last became ASSUMED_BAD: the floor restores oldest first */
+};
+
+/* One plane's run of slots in a set, with its own scan order (equal planes, docs/host.md):
+ * slots base..base+n-1 hold the plane's EVs. */
+struct plane_group {
+	__u64 seq;           /* scan positions consumed; rotation = seq / n */
+	__u32 rot;           /* rotation that stride/offset belong to */
+	__u32 stride;        /* scan order of this rotation: slot = base + (pos*stride + offset) % n */
+	__u32 offset;
+	__u16 base;
+	__u16 n;
+	__u32 plane;
+	__u32 pad;
+};
+
+/* An EV set: the template (ev_template[0]) or one peer's copy (peer_evs). */
+struct ev_set {
+	__u32 n;             /* active slots, 1..HOST_MAX_EVS */
+	__u32 n_groups;      /* plane groups, 1..MRC_MAX_PLANES */
+	__u64 plane_seq;     /* plane draws consumed: group = plane_seq % n_groups */
+	struct plane_group groups[MRC_MAX_PLANES];
+	struct ev_slot slots[HOST_MAX_EVS];
+};
+
+/* Key of denied_links: the fields of a link name (design 3.3). kind 1 = t1, 2 = down. */
+struct link_key {
+	__u8 plane;
+	__u8 kind;
+	__u16 leaf;
+	__u16 index;
+	__u16 pad;
+};
+#define LINK_T1 1
+#define LINK_DOWN 2
+
+/* One entry of tx_records: which EV carried the last transmission of one data PSN to one
+ * peer. The table is direct-mapped (index = PSN mixed with a hash of the peer), so recording
+ * costs an inlined array lookup and a few stores, no allocation; an entry that another
+ * (peer, PSN) overwrote simply does not match. The QP cannot be part of the key: the data
+ * packet's BTH names the responder's QP, the NACK's and SACK's BTH the requestor's own. */
+struct tx_rec {
+	__u8 peer[16];       /* peer NIC address, network order */
+	__u32 psn;           /* BTH PSN (24 bits), host order */
+	__u32 ev;
+	__u16 slot;          /* slot of the peer's EV set that held ev */
+	__u8 flags;          /* TXR_*: a NACK or SACK answered this PSN on this EV */
+	__u8 pad;
+	__u32 dqpn;          /* the data packet's destination QP: guards against another QP's PSN */
+	__u32 blamed_ev;     /* the EV this PSN's retransmission retired (LOSS); 0 = none */
+	__u32 pad2;
+};
+#define HOST_TX_RECORDS 65536 /* a power of two */
+#define TXR_NACKED 1         /* a NACK echoed this PSN and EV: reached the receiver */
+#define TXR_ACKED 2          /* a SACK triggered by this PSN echoed this EV: delivered */
+
+/* A dataplane EV state change, pushed to the agent through ev_events. */
+struct ev_event {
+	__u8 peer[16];
+	__u32 ev;
+	__u8 old_state;
+	__u8 new_state;
+	__u8 reason;
+	__u8 pad;
+	__u64 ts_ns;
+};
+/* Only a pointer to it reaches BTF, so its layout is pinned here and in test_layout.py. */
+_Static_assert(sizeof(struct ev_event) == 32 && __builtin_offsetof(struct ev_event, ts_ns) == 24,
+	       "struct ev_event layout");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct host_config);
+} host_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MRC_MAX_PLANES);
+	__type(key, __u32);
+	__type(value, struct plane_port);
+} plane_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ev_set);
+} ev_template SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, HOST_MAX_PEERS);
+	__type(key, __u8[16]);
+	__type(value, struct ev_set);
+} peer_evs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HOST_MAX_DENIED);
+	__type(key, struct link_key);
+	__type(value, __u8);
+} denied_links SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} host_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HOST_TX_RECORDS);
+	__type(key, __u32);
+	__type(value, struct tx_rec);
+} tx_records SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} ev_events SEC(".maps");
+
+/* An IPv6 address as words, for comparing and hashing it without byte loads. */
+struct addr_words {
+	__u32 w0, w1, w2, w3;
+};
+
+struct addr_dwords {
+	__u64 hi, lo;
+};
+
+/* a and b must be 8-byte aligned when on the stack (the verifier's rule for stack access). */
+static __always_inline int addr_eq(const void *a, const void *b)
+{
+	const struct addr_dwords *x = a, *y = b;
+
+	return x->hi == y->hi && x->lo == y->lo;
+}
+
+static __always_inline __u32 addr_fold(const void *a)
+{
+	struct addr_words w;
+
+	__builtin_memcpy(&w, a, sizeof(w));
+	return w.w0 ^ w.w1 ^ w.w2 ^ w.w3;
+}
+
+#endif /* MRC_HOST_MAPS_H */

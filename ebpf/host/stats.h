@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ebpf/host/stats.h: host_stats counters, EV state-change events to the agent,
+ *   and the per-EV transmit accounting.
+ * Part of the mrc_host object (ebpf/mrc_host.bpf.c includes every file of ebpf/host/).
+ */
+#ifndef MRC_HOST_STATS_H
+#define MRC_HOST_STATS_H
+
+#include "maps.h"
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&host_stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void emit(const __u8 *peer, struct ev_slot *s, __u8 new_state,
+				 __u8 reason, __u64 now)
+{
+	struct ev_event *e;
+
+	if (s->state == new_state)
+		return;
+	e = bpf_ringbuf_reserve(&ev_events, sizeof(*e), 0);
+	if (e) {
+		__builtin_memcpy(e->peer, peer, 16);
+		e->ev = s->ev;
+		e->old_state = s->state;
+		e->new_state = new_state;
+		e->reason = reason;
+		e->pad = 0;
+		e->ts_ns = now;
+		bpf_ringbuf_submit(e, 0);
+	} else {
+		count(STAT_EVENTS_LOST);
+	}
+	s->state = new_state;
+	s->reason = reason;
+}
+
+static __always_inline void tx_account(struct ev_slot *s, __u32 len, __u64 now)
+{
+	__sync_fetch_and_add(&s->tx_packets, 1);
+	__sync_fetch_and_add(&s->tx_bytes, len);
+	s->last_tx_ns = now;
+	__sync_fetch_and_add(&s->unacked_tx, 1);
+	if (!s->pending_ns)
+		s->pending_ns = now;
+}
+
+#endif /* MRC_HOST_STATS_H */
