@@ -470,10 +470,18 @@ static void *run(void *arg)
 		struct timespec ts;
 		int worked = turn(ep, now, &deadline);
 		yield_to_callers(ep);
-		/* Busy-polling, the next turn's recvmmsg(MSG_DONTWAIT) is the wait: no ppoll, no
-		 * wake-up pipe, timers checked every turn. */
-		if (worked || ep->busy_poll)
+		if (worked)
 			continue;
+		/* Busy-polling, the next turn's recvmmsg(MSG_DONTWAIT) is the wait: no ppoll, no
+		 * wake-up pipe, timers checked every turn. An idle turn yields the core, which costs
+		 * nothing when the core is ours alone, and on a shared one lets the peer and the
+		 * softirq that carry our next datagram run instead of this spin. */
+		if (ep->busy_poll) {
+			pthread_mutex_unlock(&ep->mu);
+			sched_yield();
+			pthread_mutex_lock(&ep->mu);
+			continue;
+		}
 		now = mono_ns();
 		wait = deadline < 0 ? MRCEP_IDLE_POLL_NS : deadline - now;
 		if (wait > MRCEP_IDLE_POLL_NS)
