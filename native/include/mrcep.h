@@ -215,12 +215,18 @@ struct mrc_ep_event {
 #define MRCEP_EV_RECV 2
 #define MRCEP_RX_BUDGET 256   /* datagrams read per loop turn before sending again */
 #define MRCEP_TX_BUDGET 32    /* packets each QP may send per loop turn */
+#define MRCEP_RX_BATCH 64     /* datagrams per recvmmsg */
+#define MRCEP_TX_BATCH 64     /* datagrams per sendmmsg */
+/* One receive slot: more than any MRC packet (MRCEP_MAX_PACKET) and a 9000 B jumbo frame. */
+#define MRCEP_RX_SLOT_BYTES 9216
 #define MRCEP_IDLE_POLL_NS 50000000LL
 #define MRCEP_SOCKET_BUFFER_BYTES (32 << 20)
 
 struct mrc_ep;
+/* busy_poll: the thread spins on recvmmsg(MSG_DONTWAIT) between turns instead of sleeping
+ * in ppoll (lower latency, one core kept busy). */
 struct mrc_ep *mrcep_ep_new(const uint8_t local[16], uint16_t port, uint16_t peer_port,
-			    uint32_t sack_coalesce_bytes, char *err, int errlen);
+			    uint32_t sack_coalesce_bytes, int busy_poll, char *err, int errlen);
 int mrcep_ep_start(struct mrc_ep *ep);
 void mrcep_ep_stop(struct mrc_ep *ep);
 void mrcep_ep_free(struct mrc_ep *ep);

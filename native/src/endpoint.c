@@ -4,13 +4,17 @@
  * class set per packet and read back with the flow label (DSCP/ECN and EV bits 15..0), and
  * one thread that receives, runs the responder, the requestors' timers (CLOCK_MONOTONIC, ns)
  * and their pumps, then sends what they produced. API calls take the endpoint's mutex; the
- * thread holds it while it works and drops it while it sleeps in ppoll. One packet per
- * sendmsg/recvmsg for now; the outbox is the seam for batching (sendmmsg/recvmmsg). */
+ * thread holds it while it works and drops it while it sleeps in ppoll (or, busy-polling,
+ * between turns). Datagrams come in by recvmmsg, MRCEP_RX_BATCH per call, each slot with its
+ * own cmsg buffer; the turn's outbox leaves by sendmmsg, MRCEP_TX_BATCH per call, each message
+ * with its own IPV6_TCLASS cmsg. One syscall then moves a batch, which is what a socket path
+ * costs per packet otherwise. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +34,39 @@
 #define IPV6_FLOWINFO 11      /* <linux/in6.h>: enables, and names, the received flowinfo cmsg */
 #endif
 
+/* Per-slot control buffer: IPV6_TCLASS and IPV6_FLOWINFO (an int each), with room to spare. */
+#define RX_CMSG_BYTES (CMSG_SPACE(sizeof(int)) * 4)
+#define TX_CMSG_BYTES CMSG_SPACE(sizeof(int))
+
+struct rx_batch {
+	struct mmsghdr msg[MRCEP_RX_BATCH];
+	struct iovec iov[MRCEP_RX_BATCH];
+	struct sockaddr_in6 sa[MRCEP_RX_BATCH];
+	char cbuf[MRCEP_RX_BATCH][RX_CMSG_BYTES];
+	uint8_t buf[MRCEP_RX_BATCH][MRCEP_RX_SLOT_BYTES];
+};
+
+struct tx_batch {
+	struct mmsghdr msg[MRCEP_TX_BATCH];
+	struct iovec iov[MRCEP_TX_BATCH];
+	struct sockaddr_in6 sa[MRCEP_TX_BATCH];
+	union { char buf[TX_CMSG_BYTES]; struct cmsghdr align; } cmsg[MRCEP_TX_BATCH];
+};
+
+/* The low bit of a requestor's value in ep->reqs: it is on ep->active. Requestors are
+ * malloc'ed, so that bit of their address is always 0. */
+#define REQ_ACTIVE 1ULL
+
 struct mrc_ep {
-	int fd, wake_r, wake_w, started, stop;
+	int fd, wake_r, wake_w, started, stop, busy_poll;
+	int waiters;              /* API callers blocked on mu (atomic): the loop yields to them */
 	uint8_t local[16];
 	uint16_t peer_port;
 	pthread_t thread;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_mutex_t evmu;     /* the event queue's own lock, so that waiting for a completion
+				   * never competes with the loop for mu */
+	pthread_cond_t cv;        /* with evmu: an event was queued, or the endpoint stopped */
 	struct mrc_outbox *out;
 	struct mrc_resp *resp;
 	struct mrc_map reqs;      /* qpn -> struct mrc_req * */
@@ -46,7 +76,8 @@ struct mrc_ep {
 	uint32_t nevents, capevents, evread;
 	uint64_t send_errors;
 	char error[MRCEP_ERROR_LEN];
-	uint8_t rx[65536];
+	struct rx_batch rx;
+	struct tx_batch tx;
 };
 
 static int64_t mono_ns(void)
@@ -88,8 +119,28 @@ fail:
 	return -1;
 }
 
+static void init_batches(struct mrc_ep *ep)
+{
+	for (int i = 0; i < MRCEP_RX_BATCH; i++) {
+		ep->rx.iov[i] = (struct iovec){ep->rx.buf[i], MRCEP_RX_SLOT_BYTES};
+		ep->rx.msg[i].msg_hdr = (struct msghdr){.msg_iov = &ep->rx.iov[i], .msg_iovlen = 1};
+	}
+	for (int i = 0; i < MRCEP_TX_BATCH; i++) {
+		struct msghdr *mh = &ep->tx.msg[i].msg_hdr;
+		struct cmsghdr *c;
+		ep->tx.sa[i] = (struct sockaddr_in6){.sin6_family = AF_INET6, .sin6_port = htons(ep->peer_port)};
+		*mh = (struct msghdr){.msg_name = &ep->tx.sa[i], .msg_namelen = sizeof(ep->tx.sa[i]),
+				      .msg_iov = &ep->tx.iov[i], .msg_iovlen = 1,
+				      .msg_control = ep->tx.cmsg[i].buf, .msg_controllen = TX_CMSG_BYTES};
+		c = CMSG_FIRSTHDR(mh);
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_TCLASS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+	}
+}
+
 struct mrc_ep *mrcep_ep_new(const uint8_t local[16], uint16_t port, uint16_t peer_port,
-			    uint32_t sack_coalesce_bytes, char *err, int errlen)
+			    uint32_t sack_coalesce_bytes, int busy_poll, char *err, int errlen)
 {
 	struct mrc_ep *ep = calloc(1, sizeof(*ep));
 	int pipefd[2];
@@ -99,7 +150,9 @@ struct mrc_ep *mrcep_ep_new(const uint8_t local[16], uint16_t port, uint16_t pee
 	}
 	memcpy(ep->local, local, 16);
 	ep->peer_port = peer_port;
+	ep->busy_poll = !!busy_poll;
 	ep->fd = -1;
+	init_batches(ep);
 	if (open_socket(ep, port, err, errlen)) {
 		free(ep);
 		return NULL;
@@ -113,13 +166,20 @@ struct mrc_ep *mrcep_ep_new(const uint8_t local[16], uint16_t port, uint16_t pee
 	ep->wake_r = pipefd[0];
 	ep->wake_w = pipefd[1];
 	pthread_mutex_init(&ep->mu, NULL);
+	pthread_mutex_init(&ep->evmu, NULL);
 	pthread_cond_init(&ep->cv, NULL);
 	ep->out = mrcep_outbox_new();
 	ep->resp = mrcep_resp_new(local, sack_coalesce_bytes, ep->out);
 	return ep;
 }
 
-void mrcep_ep_lock(struct mrc_ep *ep) { pthread_mutex_lock(&ep->mu); }
+void mrcep_ep_lock(struct mrc_ep *ep)
+{
+	__atomic_add_fetch(&ep->waiters, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&ep->mu);
+	__atomic_sub_fetch(&ep->waiters, 1, __ATOMIC_SEQ_CST);
+}
+
 void mrcep_ep_unlock(struct mrc_ep *ep) { pthread_mutex_unlock(&ep->mu); }
 struct mrc_resp *mrcep_ep_resp(struct mrc_ep *ep) { return ep->resp; }
 struct mrc_outbox *mrcep_ep_outbox(struct mrc_ep *ep) { return ep->out; }
@@ -129,7 +189,7 @@ uint64_t mrcep_ep_send_errors(struct mrc_ep *ep) { return ep->send_errors; }
 static struct mrc_req *req_of(struct mrc_ep *ep, uint32_t qpn)
 {
 	uint64_t v;
-	return mrc_map_get(&ep->reqs, qpn, &v) ? (struct mrc_req *)(uintptr_t)v : NULL;
+	return mrc_map_get(&ep->reqs, qpn, &v) ? (struct mrc_req *)(uintptr_t)(v & ~REQ_ACTIVE) : NULL;
 }
 
 int mrcep_ep_add_req(struct mrc_ep *ep, uint32_t qpn, struct mrc_req *req)
@@ -144,17 +204,16 @@ static void wake(struct mrc_ep *ep)
 		ep->send_errors++;
 }
 
-/* Caller holds the lock. */
+/* Caller holds the lock. The active bit in ep->reqs says whether the QP is already listed,
+ * so a kick costs one hash lookup whatever the number of busy QPs. */
 void mrcep_ep_kick(struct mrc_ep *ep, uint32_t qpn)
 {
-	struct mrc_req *r = req_of(ep, qpn);
-	uint32_t i;
-	if (!r)
+	uint64_t v;
+	struct mrc_req *r;
+	if (!mrc_map_get(&ep->reqs, qpn, &v))
 		return;
-	for (i = 0; i < ep->nactive; i++)
-		if (ep->active[i] == r)
-			break;
-	if (i == ep->nactive) {
+	r = (struct mrc_req *)(uintptr_t)(v & ~REQ_ACTIVE);
+	if (!(v & REQ_ACTIVE)) {
 		if (ep->nactive == ep->capactive) {
 			uint32_t cap = ep->capactive ? ep->capactive * 2 : 16;
 			struct mrc_req **a = realloc(ep->active, cap * sizeof(*a));
@@ -164,22 +223,28 @@ void mrcep_ep_kick(struct mrc_ep *ep, uint32_t qpn)
 			ep->capactive = cap;
 		}
 		ep->active[ep->nactive++] = r;
+		mrc_map_put(&ep->reqs, qpn, v | REQ_ACTIVE);
 	}
-	wake(ep);
+	if (!ep->busy_poll)
+		wake(ep);
 }
 
 static void push_event(struct mrc_ep *ep, const struct mrc_ep_event *ev)
 {
+	pthread_mutex_lock(&ep->evmu);
 	if (ep->nevents == ep->capevents) {
 		uint32_t cap = ep->capevents ? ep->capevents * 2 : 64;
 		struct mrc_ep_event *e = realloc(ep->events, cap * sizeof(*e));
-		if (!e)
+		if (!e) {
+			pthread_mutex_unlock(&ep->evmu);
 			return;
+		}
 		ep->events = e;
 		ep->capevents = cap;
 	}
 	ep->events[ep->nevents++] = *ev;
 	pthread_cond_broadcast(&ep->cv);
+	pthread_mutex_unlock(&ep->evmu);
 }
 
 int mrcep_ep_wait(struct mrc_ep *ep, struct mrc_ep_event *ev, int64_t timeout_ns)
@@ -193,19 +258,19 @@ int mrcep_ep_wait(struct mrc_ep *ep, struct mrc_ep_event *ev, int64_t timeout_ns
 		dl.tv_sec++;
 		dl.tv_nsec -= 1000000000L;
 	}
-	pthread_mutex_lock(&ep->mu);
-	while (ep->evread == ep->nevents && !ep->stop)
-		if (pthread_cond_timedwait(&ep->cv, &ep->mu, &dl) == ETIMEDOUT)
+	pthread_mutex_lock(&ep->evmu);
+	while (ep->evread == ep->nevents && !__atomic_load_n(&ep->stop, __ATOMIC_SEQ_CST))
+		if (pthread_cond_timedwait(&ep->cv, &ep->evmu, &dl) == ETIMEDOUT)
 			break;
 	if (ep->evread < ep->nevents) {
 		*ev = ep->events[ep->evread++];
 		if (ep->evread == ep->nevents)
 			ep->evread = ep->nevents = 0;
 		got = 1;
-	} else if (ep->stop) {
+	} else if (__atomic_load_n(&ep->stop, __ATOMIC_SEQ_CST)) {
 		got = -1;
 	}
-	pthread_mutex_unlock(&ep->mu);
+	pthread_mutex_unlock(&ep->evmu);
 	return got;
 }
 
@@ -224,65 +289,97 @@ void mrcep_ep_dispatch(struct mrc_ep *ep, const uint8_t *buf, uint32_t n, uint8_
 		mrcep_req_on_reply(r, buf, n, now);
 }
 
-static int receive_one(struct mrc_ep *ep, int64_t now)
+static void slot_meta(struct msghdr *mh, uint32_t *tclass, uint32_t *flow)
 {
-	struct sockaddr_in6 sa;
-	struct iovec iov = {ep->rx, sizeof(ep->rx)};
-	char cbuf[CMSG_SPACE(sizeof(int)) * 4];
-	struct msghdr mh = {.msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1,
-			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	uint32_t tclass = 0, flow = 0;
-	ssize_t n = recvmsg(ep->fd, &mh, MSG_DONTWAIT);
-	if (n < 0)
-		return 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+	*tclass = *flow = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		if (c->cmsg_level != IPPROTO_IPV6 || c->cmsg_len < CMSG_LEN(4))
 			continue;
 		if (c->cmsg_type == IPV6_TCLASS) {
 			int v;
 			memcpy(&v, CMSG_DATA(c), 4);
-			tclass = (uint32_t)v;
+			*tclass = (uint32_t)v;
 		} else if (c->cmsg_type == IPV6_FLOWINFO) {
 			uint32_t v;
 			memcpy(&v, CMSG_DATA(c), 4);
-			flow = ntohl(v) & MRC_IPV6_FLOW_LABEL_MASK;
+			*flow = ntohl(v) & MRC_IPV6_FLOW_LABEL_MASK;
 		}
 	}
-	mrcep_ep_dispatch(ep, ep->rx, (uint32_t)n, (uint8_t)tclass, flow, ntohs(sa.sin6_port),
-			  (const uint8_t *)&sa.sin6_addr, now);
-	return 1;
+}
+
+/* One recvmmsg of up to `max` datagrams (<= MRCEP_RX_BATCH), each dispatched in arrival
+ * order. A datagram longer than a slot arrives truncated to it (no MRC packet is: see
+ * MRCEP_RX_SLOT_BYTES), and the responder rejects it as it would any malformed packet.
+ * Returns the number received (0: none waiting, or an error). */
+static int receive_batch(struct mrc_ep *ep, int max, int64_t now)
+{
+	struct rx_batch *b = &ep->rx;
+	int n;
+	for (int i = 0; i < max; i++) {
+		struct msghdr *mh = &b->msg[i].msg_hdr;
+		mh->msg_name = &b->sa[i];
+		mh->msg_namelen = sizeof(b->sa[i]);
+		mh->msg_control = b->cbuf[i];
+		mh->msg_controllen = RX_CMSG_BYTES;
+		mh->msg_flags = 0;
+	}
+	n = recvmmsg(ep->fd, b->msg, (unsigned)max, MSG_DONTWAIT, NULL);
+	if (n <= 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		uint32_t tclass, flow;
+		slot_meta(&b->msg[i].msg_hdr, &tclass, &flow);
+		mrcep_ep_dispatch(ep, b->buf[i], b->msg[i].msg_len, (uint8_t)tclass, flow, ntohs(b->sa[i].sin6_port),
+				  (const uint8_t *)&b->sa[i].sin6_addr, now);
+	}
+	return n;
 }
 
 /* --- send ----------------------------------------------------------------------------- */
+/* The packet the socket refused with errno `e`: counted as lost, and EMSGSIZE also fails the
+ * QP that sent it, since every retransmission would be refused the same way. */
+static void send_failed(struct mrc_ep *ep, const struct mrc_out_pkt *o, int e)
+{
+	if (e == EMSGSIZE && o->qpn) {
+		struct mrc_req *r = req_of(ep, o->qpn);
+		char why[MRCEP_ERROR_LEN];
+		snprintf(why, sizeof(why), "cannot send: a %u B packet (IPv6 + UDP + MRC) does not fit the MTU "
+			 "of the interface toward the peer: raise that MTU or lower the payload per packet",
+			 o->len + MRC_IPV6_LEN + MRC_UDP_LEN);
+		if (r)
+			mrcep_req_fail(r, why);
+	}
+	/* ENOBUFS, an unreachable peer...: the packet counts as lost; the sender recovers. */
+	ep->send_errors++;
+}
+
+/* The outbox by sendmmsg, MRCEP_TX_BATCH at a time, in order. sendmmsg stops at the first
+ * message the socket refuses: it returns the count sent before it, or -1 with that message's
+ * errno when it is the first. So a short count resends from the refused message, whose error
+ * then comes back alone, and each packet meets the fate one sendmsg would have given it. */
 static void send_all(struct mrc_ep *ep)
 {
-	for (uint32_t i = 0; i < ep->out->count; i++) {
-		struct mrc_out_pkt *o = &ep->out->pkts[i];
-		struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons(ep->peer_port)};
-		struct iovec iov = {o->data, o->len};
-		char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-		struct msghdr mh = {.msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1,
-				    .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		int tc = o->tclass;
-		memcpy(&sa.sin6_addr, o->peer, 16);
-		c->cmsg_level = IPPROTO_IPV6;
-		c->cmsg_type = IPV6_TCLASS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &tc, sizeof(int));
-		if (sendmsg(ep->fd, &mh, 0) >= 0)
-			continue;
-		if (errno == EMSGSIZE && o->qpn) {
-			struct mrc_req *r = req_of(ep, o->qpn);
-			char why[MRCEP_ERROR_LEN];
-			snprintf(why, sizeof(why), "cannot send: a %u B packet (IPv6 + UDP + MRC) does not fit the MTU "
-				 "of the interface toward the peer: raise that MTU or lower the payload per packet",
-				 o->len + MRC_IPV6_LEN + MRC_UDP_LEN);
-			if (r)
-				mrcep_req_fail(r, why);
+	struct tx_batch *b = &ep->tx;
+	uint32_t i = 0, count = ep->out->count;
+	while (i < count) {
+		uint32_t k = count - i < MRCEP_TX_BATCH ? count - i : MRCEP_TX_BATCH;
+		int n;
+		for (uint32_t j = 0; j < k; j++) {
+			struct mrc_out_pkt *o = &ep->out->pkts[i + j];
+			int tc = o->tclass;
+			memcpy(&b->sa[j].sin6_addr, o->peer, 16);
+			b->iov[j] = (struct iovec){o->data, o->len};
+			memcpy(CMSG_DATA((struct cmsghdr *)b->cmsg[j].buf), &tc, sizeof(int));
 		}
-		/* ENOBUFS, an unreachable peer...: the packet counts as lost; the sender recovers. */
-		ep->send_errors++;
+		n = sendmmsg(ep->fd, b->msg, k, 0);
+		if (n > 0) {
+			i += (uint32_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		send_failed(ep, &ep->out->pkts[i], n < 0 ? errno : EIO);
+		i++;
 	}
 	mrcep_outbox_clear(ep->out);
 }
@@ -313,10 +410,13 @@ static void collect_events(struct mrc_ep *ep)
  * Returns packets received + sent; *deadline is left at the earliest timer. */
 static int turn(struct mrc_ep *ep, int64_t now, int64_t *deadline)
 {
-	int got = 0, sent = 0;
+	int got = 0, sent = 0, n;
 	uint32_t i, j;
-	while (got < MRCEP_RX_BUDGET && receive_one(ep, now))
-		got++;
+	do {
+		int want = MRCEP_RX_BUDGET - got < MRCEP_RX_BATCH ? MRCEP_RX_BUDGET - got : MRCEP_RX_BATCH;
+		n = receive_batch(ep, want, now);
+		got += n;
+	} while (n == MRCEP_RX_BATCH && got < MRCEP_RX_BUDGET);
 	mrcep_resp_flush(ep->resp);
 	now = mono_ns();
 	for (i = 0; i < ep->nactive; i++) {
@@ -330,9 +430,13 @@ static int turn(struct mrc_ep *ep, int64_t now, int64_t *deadline)
 	}
 	send_all(ep);
 	collect_events(ep);
-	for (i = j = 0; i < ep->nactive; i++)
-		if (mrcep_req_busy(ep->active[i]))
-			ep->active[j++] = ep->active[i];
+	for (i = j = 0; i < ep->nactive; i++) {
+		struct mrc_req *r = ep->active[i];
+		if (mrcep_req_busy(r))
+			ep->active[j++] = r;
+		else
+			mrc_map_put(&ep->reqs, mrcep_req_qpn(r), (uint64_t)(uintptr_t)r);
+	}
 	ep->nactive = j;
 	return got + sent;
 }
@@ -341,6 +445,18 @@ int mrcep_ep_turn(struct mrc_ep *ep, int64_t now)
 {
 	int64_t deadline = -1;
 	return turn(ep, now, &deadline);
+}
+
+/* Let API callers blocked on the mutex in: glibc's mutex is not fair, and a loop that
+ * unlocks and relocks at once would keep it from them while traffic flows. */
+static void yield_to_callers(struct mrc_ep *ep)
+{
+	if (!__atomic_load_n(&ep->waiters, __ATOMIC_SEQ_CST))
+		return;
+	pthread_mutex_unlock(&ep->mu);
+	while (__atomic_load_n(&ep->waiters, __ATOMIC_SEQ_CST))
+		sched_yield();
+	pthread_mutex_lock(&ep->mu);
 }
 
 static void *run(void *arg)
@@ -352,8 +468,20 @@ static void *run(void *arg)
 	while (!ep->stop) {
 		int64_t deadline = -1, now = mono_ns(), wait;
 		struct timespec ts;
-		if (turn(ep, now, &deadline))
+		int worked = turn(ep, now, &deadline);
+		yield_to_callers(ep);
+		if (worked)
 			continue;
+		/* Busy-polling, the next turn's recvmmsg(MSG_DONTWAIT) is the wait: no ppoll, no
+		 * wake-up pipe, timers checked every turn. An idle turn yields the core, which costs
+		 * nothing when the core is ours alone, and on a shared one lets the peer and the
+		 * softirq that carry our next datagram run instead of this spin. */
+		if (ep->busy_poll) {
+			pthread_mutex_unlock(&ep->mu);
+			sched_yield();
+			pthread_mutex_lock(&ep->mu);
+			continue;
+		}
 		now = mono_ns();
 		wait = deadline < 0 ? MRCEP_IDLE_POLL_NS : deadline - now;
 		if (wait > MRCEP_IDLE_POLL_NS)
@@ -368,8 +496,10 @@ static void *run(void *arg)
 				;
 		pthread_mutex_lock(&ep->mu);
 	}
-	pthread_cond_broadcast(&ep->cv);
 	pthread_mutex_unlock(&ep->mu);
+	pthread_mutex_lock(&ep->evmu);
+	pthread_cond_broadcast(&ep->cv);
+	pthread_mutex_unlock(&ep->evmu);
 	return NULL;
 }
 
@@ -385,10 +515,12 @@ int mrcep_ep_start(struct mrc_ep *ep)
 
 void mrcep_ep_stop(struct mrc_ep *ep)
 {
-	pthread_mutex_lock(&ep->mu);
-	ep->stop = 1;
+	mrcep_ep_lock(ep);
+	__atomic_store_n(&ep->stop, 1, __ATOMIC_SEQ_CST);
+	mrcep_ep_unlock(ep);
+	pthread_mutex_lock(&ep->evmu);
 	pthread_cond_broadcast(&ep->cv);
-	pthread_mutex_unlock(&ep->mu);
+	pthread_mutex_unlock(&ep->evmu);
 	wake(ep);
 	if (ep->started) {
 		pthread_join(ep->thread, NULL);
@@ -410,6 +542,7 @@ void mrcep_ep_free(struct mrc_ep *ep)
 	free(ep->active);
 	free(ep->events);
 	pthread_mutex_destroy(&ep->mu);
+	pthread_mutex_destroy(&ep->evmu);
 	pthread_cond_destroy(&ep->cv);
 	free(ep);
 }

@@ -17,6 +17,11 @@ int64_t mrcep_tuning(const char *name)
 		{"SACK_MIN_PACKET_BYTES", MRCEP_SACK_MIN_PACKET_BYTES},
 		{"ALWAYS_SKIP_HISTORY_MASK", MRCEP_ALWAYS_SKIP_HISTORY_MASK},
 		{"MAX_MTU", MRCEP_MAX_MTU},
+		{"RX_BUDGET", MRCEP_RX_BUDGET},
+		{"TX_BUDGET", MRCEP_TX_BUDGET},
+		{"RX_BATCH", MRCEP_RX_BATCH},
+		{"TX_BATCH", MRCEP_TX_BATCH},
+		{"RX_SLOT_BYTES", MRCEP_RX_SLOT_BYTES},
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (!strcmp(table[i].name, name))

@@ -66,6 +66,15 @@ def _endpoint(addr: str, ns: str | None = None, impl: str = "python", **kw):
                        f"interface of {where}, and the port free?)") from None
 
 
+def _busy_poll(impl: str, busy_poll: bool) -> dict:
+    """The endpoint keywords for ``--busy-poll``; MrcError if the endpoint cannot busy-poll."""
+    if not busy_poll:
+        return {}
+    if impl != "native":
+        raise MrcError("--busy-poll: only the native endpoint busy-polls (add --endpoint native)")
+    return {"busy_poll": True}
+
+
 def _host(ref: str, fabric: str | None, what: str):
     """``ref`` (NIC address or fabric host name) as ``(NIC address, namespace or None,
     fabric or None)``; MrcError naming ``what`` (SRC, DST, ADDR) if it is neither."""
@@ -151,8 +160,10 @@ def _counter(c) -> str:
               "(default: the one fabric that has them).")
 @click.option("--endpoint", "impl", type=click.Choice(ENDPOINTS), default="python", show_default=True,
               help="Which MRC endpoint runs: the Python reference or the native (C) one.")
+@click.option("--busy-poll", is_flag=True, help="Native endpoint only: its thread spins on the socket "
+              "instead of sleeping (lower latency, one core kept busy).")
 def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp, linear_retries, exp_retries,
-              timeout, fabric, impl):
+              timeout, fabric, impl, busy_poll):
     """Write SIZE random bytes (e.g. 64M) from SRC into the region of the MRC listener at DST,
     as one WRITE_WITH_IMM, and print a summary. SRC and DST are NIC addresses
     (2001:db8:100:L::H; SRC must be on this namespace) or host names of a running fabric
@@ -174,7 +185,7 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
     config = QpConfig(mtu=mtu, mpr=mpr, retry=RetryConfig(rto_exp, linear_retries, exp_retries))
     data = _allocate(size, nbytes, os.urandom)
     console = Console(stderr=True)
-    ep = _endpoint(src, ns, impl)
+    ep = _endpoint(src, ns, impl, **_busy_poll(impl, busy_poll))
     try:
         qp = ep.create_qp(dst, qpn=qpn, remote_qpn=remote_qpn, config=config)
         t0 = time.monotonic()
@@ -217,7 +228,9 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
               "(default: the one fabric that has it).")
 @click.option("--endpoint", "impl", type=click.Choice(ENDPOINTS), default="python", show_default=True,
               help="Which MRC endpoint runs: the Python reference or the native (C) one.")
-def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabric, impl):
+@click.option("--busy-poll", is_flag=True, help="Native endpoint only: its thread spins on the socket "
+              "instead of sleeping (lower latency, one core kept busy).")
+def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabric, impl, busy_poll):
     """Run an MRC responder on ADDR with one memory region, until COUNT WRITE_WITH_IMM
     completions arrive; print a summary with the region's SHA-256. ADDR is a NIC address of
     this namespace, or a host name of a running fabric (h1-0: it listens inside its namespace)."""
@@ -232,7 +245,7 @@ def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabr
     if peer != "::":
         peer, _, _ = _host(peer, fabric, "--peer")
     console = Console(stderr=True)
-    ep = _endpoint(addr, ns, impl)
+    ep = _endpoint(addr, ns, impl, **_busy_poll(impl, busy_poll))
     got = []
     try:
         mr = _allocate(size, nbytes, lambda n: ep.register_mr(n, base_va=va, rkey=rkey))

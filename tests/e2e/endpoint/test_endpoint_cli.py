@@ -47,6 +47,24 @@ def test_listen_and_write(netns_pair, writer_impl, listener_impl):
     assert "bytes placed" in l_out and "4194304" in l_out
 
 
+@_NATIVE
+def test_listen_and_write_busy_polling(netns_pair):
+    listener = _mrc(netns_pair.ns_b, "listen", ADDR_B, "--size", "4M", "--timeout", "60", "--endpoint", "native",
+                    "--busy-poll")
+    try:
+        assert "listening on" in listener.stderr.readline()
+        writer = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "4M", "--endpoint", "native", "--busy-poll",
+                      "--exp-retries", "25")
+        w_out, w_err = writer.communicate(timeout=90)
+        l_out, _ = listener.communicate(timeout=90)
+    finally:
+        listener.kill()
+    assert writer.returncode == 0, w_err
+    assert listener.returncode == 0
+    sha_w = re.search(r"^sha256 ([0-9a-f]{64})$", w_out, re.M).group(1)
+    assert sha_w == re.search(r"^sha256 ([0-9a-f]{64})$", l_out, re.M).group(1)
+
+
 @pytest.mark.parametrize("args,message", [
     (["write", ADDR_A, ADDR_B, "12X"], "size '12X'"),
     (["write", ADDR_A, "not-an-address", "1M"], "not an IPv6 NIC address"),
@@ -57,6 +75,8 @@ def test_listen_and_write(netns_pair, writer_impl, listener_impl):
     (["write", ADDR_A, ADDR_B, "1M", "--timeout", "0"], "--timeout 0.0: must be a positive number"),
     (["write", ADDR_A, ADDR_B, "1M", "--endpoint", "rust"], "'rust' is not one of 'python', 'native'"),
     (["listen", "2001:db8:ffff::1", "--endpoint", "native"], "cannot bind"),
+    (["write", ADDR_A, ADDR_B, "1M", "--busy-poll"], "--busy-poll: only the native endpoint busy-polls"),
+    (["listen", ADDR_A, "--busy-poll"], "--busy-poll: only the native endpoint busy-polls"),
 ])
 def test_user_mistakes_are_one_line(netns_pair, args, message):
     proc = _mrc(netns_pair.ns_a, *args)

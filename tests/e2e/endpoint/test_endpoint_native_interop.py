@@ -46,14 +46,18 @@ def test_many_qps_and_writes_in_flight(endpoints, impl_a, impl_b):
 @pytest.mark.parametrize("impl_a,impl_b", PAIRS, ids=[f"{a}-to-{b}" for a, b in PAIRS])
 def test_four_qps_on_one_endpoint_pair(endpoints, impl_a, impl_b):
     """QPs 0x101..0x104 besides the fixture's 0x100, each writing its own region slice."""
-    from mrckit.endpoint import QpConfig
+    from mrckit.endpoint import QpConfig, RetryConfig
+    from mrckit.endpoint.native import NATIVE_TIMEOUT_EXP
 
     size = 4 << 20
     ep_a, ep_b, _qp, mr = endpoints(size, impl_a=impl_a, impl_b=impl_b)
+    # As the fixture's QP: a native requestor gets no retry limit, or its 262 µs RTO fails
+    # the QP after ~70 ms without a SACK, which a loaded machine's descheduled peer exceeds.
+    a_cfg = QpConfig(retry=RetryConfig(timeout_exp=NATIVE_TIMEOUT_EXP, exp_retries=25)) if impl_a == "native" else None
     qps = []
     for i in range(1, 5):
         ep_b.create_qp(ep_a.nic_addr, qpn=0x200 + i, remote_qpn=0x100 + i, config=QpConfig())
-        qps.append(ep_a.create_qp(ep_b.nic_addr, qpn=0x100 + i, remote_qpn=0x200 + i))
+        qps.append(ep_a.create_qp(ep_b.nic_addr, qpn=0x100 + i, remote_qpn=0x200 + i, config=a_cfg))
     data = os.urandom(size)
     part = size // 4
     comps = [ep_a.write(q, data[i * part:(i + 1) * part], i * part, 0x1000, imm=0x10 + i) for i, q in enumerate(qps)]

@@ -118,7 +118,7 @@ _SIGNATURES = {
     "mrcep_resp_qp_ooo": (C.c_int64, [_P, C.c_uint32]),
     "mrcep_req_outstanding": (C.c_int, [_P, C.c_int64]),
     "mrcep_req_set_cwnd": (None, [_P, C.c_double]),
-    "mrcep_ep_new": (_P, [C.c_char_p, C.c_uint16, C.c_uint16, C.c_uint32, C.c_char_p, C.c_int]),
+    "mrcep_ep_new": (_P, [C.c_char_p, C.c_uint16, C.c_uint16, C.c_uint32, C.c_int, C.c_char_p, C.c_int]),
     "mrcep_ep_start": (C.c_int, [_P]),
     "mrcep_ep_stop": (None, [_P]),
     "mrcep_ep_free": (None, [_P]),
