@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .report import (
-    ByteCounts, Check, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultEffect, FaultInfo,
+    ByteCounts, Check, DeadEvMark, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultEffect, FaultInfo,
     PathStats,
     SwitchCounts, TimelineEvent, path_name,
 )
@@ -137,6 +137,11 @@ class RunRecord:
     link_packets_lost: int | None = None
     dead_evs: frozenset[int] = frozenset()
     fault_program_drops: int | None = None
+    endpoint_name: str = "python"
+    t_fault_injected_ns: int | None = None
+    t_first_drop_ns: int | None = None
+    agent_rto_ns: int | None = None
+    writer_rto_ns: int | None = None
 
 
 def analyze(run: RunRecord) -> DemoReport:
@@ -152,7 +157,8 @@ def analyze(run: RunRecord) -> DemoReport:
     paths = _paths(run, failover)
     duration = (run.t_end_ns - rec.t0_ns) / 1e9
     report = DemoReport(
-        target=run.target, mode=run.mode, topology=run.topology, sender=run.sender, receiver=run.receiver,
+        target=run.target, mode=run.mode, endpoint_name=run.endpoint_name, agent_rto_ns=run.agent_rto_ns,
+        writer_rto_ns=run.writer_rto_ns, topology=run.topology, sender=run.sender, receiver=run.receiver,
         duration_s=duration, goodput_gbps=_gbps(run.bytes.sent, duration), bytes=run.bytes,
         endpoint=run.endpoint, fault=run.fault, failover=failover,
         ev_transitions=_transitions(run.events), ev_cycles=_cycles(run), paths=paths,
@@ -250,7 +256,46 @@ def _failover(run: RunRecord) -> Failover:
         goodput_before_gbps=_window_gbps(rec.samples[0], b_fault, rec.t0_ns),
         goodput_during_gbps=_window_gbps(b_fault, b_restore),
         goodput_after_gbps=_window_gbps(b_restore, end, end_bytes=run.bytes.placed, end_ns=run.t_end_ns),
-        dead_path_packets_failover_to_restore=silent)
+        dead_path_packets_failover_to_restore=silent, **_dataplane(run))
+
+
+def dead_ev_out_times(events: list[AgentEvent], dead_evs: frozenset[int], t_from_ns: int,
+                      t_until_ns: int) -> dict[int, tuple[int, str]]:
+    """For each dead EV, its first ASSUMED_BAD or DENIED transition within [t_from_ns,
+    t_until_ns] among the sender's ``events`` (dataplane ktime ns; a dataplane retirement's
+    timestamp is the slot's ``bad_ns``): EV -> (t_ns, new state). EVs never taken out are absent."""
+    out: dict[int, tuple[int, str]] = {}
+    for e in sorted(events, key=lambda e: e.t_ns):
+        if e.ev in dead_evs and e.ev not in out and e.new_state in OUT_OF_SERVICE and t_from_ns <= e.t_ns <= t_until_ns:
+            out[e.ev] = (e.t_ns, e.new_state)
+    return out
+
+
+def dataplane_failover_ns(first_drop_ns: int | None, out: dict[int, tuple[int, str]],
+                          dead_evs: frozenset[int]) -> int | None:
+    """Failover time from the dataplane's own clock: the last dead EV's retirement minus the
+    fault program's first drop (ns). None without a first drop, without dead EVs, or when one
+    of them was never taken out (``out`` from :func:`dead_ev_out_times`)."""
+    if first_drop_ns is None or not dead_evs or not dead_evs <= out.keys():
+        return None
+    return max(out[ev][0] for ev in dead_evs) - first_drop_ns
+
+
+def _dataplane(run: RunRecord) -> dict:
+    """The Failover fields that come from the dataplane's timestamps."""
+    t0 = run.t_first_drop_ns
+    out = dead_ev_out_times(_sender_events(run), run.dead_evs, t0 if t0 is not None else run.t_fault_ns,
+                            run.t_restore_ns)
+    fo = dataplane_failover_ns(t0, out, run.dead_evs)
+    last_tx = {r["ev"]: r["last_tx_ns"] for r in run.restore_rows if r.get("last_tx_ns")}
+    ref = t0 if t0 is not None else run.t_fault_ns
+    us = lambda t: None if t is None else (t - ref) / 1e3  # noqa: E731
+    marks = [DeadEvMark(ev=ev, out_us=us(out[ev][0]) if ev in out else None, how=out.get(ev, (0, ""))[1],
+                        last_tx_us=us(last_tx.get(ev))) for ev in sorted(run.dead_evs)]
+    return dict(fault_time_source="fault program" if t0 is not None else "demo",
+                t_fault_injected_s=run.recorder.seconds(run.t_fault_injected_ns),
+                dataplane_failover_us=None if fo is None else fo / 1e3,
+                dead_evs=len(run.dead_evs), dead_evs_out=len(out), dead_ev_marks=marks)
 
 
 def _t_out_of_service(run: RunRecord, deny: ControllerEvent | None) -> int | None:
