@@ -25,8 +25,9 @@ from bench_result import parse  # noqa: E402
 
 SKIP = {"run_all.py", "bench_result.py"}
 TIMEOUT_S = 180
-LONG_TIMEOUT_S = {"fabric_scale.py": 900}
-"""Scripts that need more than ``--timeout``: fabric_scale brings up a 64-host fabric."""
+LONG_TIMEOUT_S = {"fabric_scale.py": 900, "failover.py": 1200}
+"""Scripts that need more than ``--timeout``: fabric_scale brings up a 64-host fabric; failover
+runs the demo 5 times."""
 
 
 def scripts(only: list[str]) -> list[Path]:

@@ -22,7 +22,7 @@ def _ms_after(t: float | None, ref: float) -> str:
 
 def _ms_after_fine(t: float | None, ref: float) -> str:
     """Like _ms_after with µs resolution: the dataplane's times resolve sub-millisecond events."""
-    return "-" if t is None else f"{t:.6f} s  (+{(t - ref) * 1e3:.3f} ms)"
+    return "-" if t is None else f"{t:.6f} s  ({(t - ref) * 1e3:+.3f} ms)"
 
 
 def duration_text(us: float | None) -> str:

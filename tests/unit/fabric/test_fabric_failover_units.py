@@ -39,7 +39,7 @@ def test_no_first_drop_or_no_dead_evs_gives_no_figure():
 
 
 def test_duration_sizes_the_write_at_the_endpoints_rate():
-    assert write_size_for(3.0, 48 * MIB) == 144 * MIB
+    assert write_size_for(3.0, 12 * MIB) == 36 * MIB
     assert write_size_for(2.0, 1.3 * MIB) == 3 * MIB  # whole MiB
     assert write_size_for(0.5, 100) == MIB and write_size_for(120, 1e12) == 1 << 30  # clamped
     native, python = DemoOptions(duration_s=3.0), DemoOptions(endpoint="python", duration_s=3.0)
