@@ -20,7 +20,7 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.option("--timeout-exp", type=int, default=None,
               help="The writer's RTO, 1.024 us x 2^N (default: the endpoint's own, native 8 = 262 us, "
               "python 16 = 67 ms).")
-@click.option("--duration", type=float, default=3.0, show_default=True,
+@click.option("--duration", type=float, default=8.0, show_default=True,
               help="Seconds the write should last; its size follows from the endpoint's expected rate.")
 @click.option("--size", default=None, help="Bytes to write, e.g. 16M, 64MiB, 1G (overrides --duration).")
 @click.option("--fail", "fail", type=click.Choice(["down", "flap", "loss", "blackhole"]), default="down",

@@ -33,8 +33,10 @@ from .scenario import Phases, RunRecord, analyze
 from .series import Recorder
 from .state import check_name
 
-DEFAULT_DURATION_S = 3.0
-"""How long the write should last by default: the size follows from the endpoint's rate."""
+DEFAULT_DURATION_S = 8.0
+"""How long the write should last by default; the size follows from the endpoint's rate. Longer
+than the few seconds the phases need, because applying the fault and reading the switch counters
+before it take up to seconds on this loaded machine, and a write that ends first proves nothing."""
 ENDPOINTS = ("native", "python")
 RATE_ESTIMATE = {"native": 12 << 20, "python": 4 << 20}
 """Bytes per second the demo expects across the default fabric on this 2-core machine, per
