@@ -142,12 +142,17 @@ def zoom_window_us(marks: list[float], floor_us: float = 200.0) -> tuple[float, 
 def _zoom_panel(ax, report: DemoReport) -> None:
     f = report.failover
     marks = sorted(f.dead_ev_marks, key=lambda m: (m.out_us is None, m.out_us or 0.0, m.ev))
-    scale, unit = (1e3, "ms") if max([abs(m.out_us or 0) for m in marks] + [abs(m.last_tx_us or 0) for m in marks]) > 5e3 \
-        else (1.0, "µs")
+    # The window follows the retirements; a last send long before (the EV table is read every
+    # 50 ms, slower when the agent is busy) would squash them, so those are counted, not drawn.
+    lo, hi = zoom_window_us([m.out_us for m in marks if m.out_us is not None])
+    scale, unit = (1e3, "ms") if hi - lo > 10e3 else (1.0, "µs")
     rows = range(len(marks))
     tx = [(i, m.last_tx_us) for i, m in zip(rows, marks) if m.last_tx_us is not None]
-    ax.plot([t / scale for _, t in tx], [i for i, _ in tx], "o", ms=3.5, color="tab:blue",
-            label="last data packet on the EV (dataplane last_tx_ns)")
+    shown = [(i, t) for i, t in tx if lo <= t <= hi]
+    earlier = sum(1 for _, t in tx if t < lo)
+    ax.plot([t / scale for _, t in shown], [i for i, _ in shown], "o", ms=3.5, color="tab:blue",
+            label="last data packet on the EV (dataplane last_tx_ns, last EV-table read before the restore)"
+                  + (f"; {earlier} earlier, off the left edge" if earlier else ""))
     for how, colour, label in (("ASSUMED_BAD", "red", "EV retired (ASSUMED_BAD, bad_ns)"),
                                ("DENIED", "saddlebrown", "EV denied (controller)")):
         pts = [(i, m.out_us) for i, m in zip(rows, marks) if m.how == how and m.out_us is not None]
@@ -158,18 +163,18 @@ def _zoom_panel(ax, report: DemoReport) -> None:
     ax.axvline(0, color="red", ls="--", lw=1.3, label=first)
     if f.t_fault_injected_s is not None and f.fault_time_source == "fault program":
         t = (f.t_fault_injected_s - f.t_fault_s) * 1e6
-        ax.axvline(t / scale, color="grey", ls=":", lw=1.2, label=f"demo applied the fault ({t / scale:+.1f} {unit})")
+        ax.axvline(max(t, lo) / scale, color="grey", ls=":", lw=1.2,
+                   label=f"demo began applying the fault ({t / scale:+.1f} {unit}"
+                         + (", off the left edge)" if t < lo else ")"))
     if f.dataplane_failover_us is not None:
         ax.axvline(f.dataplane_failover_us / scale, color="purple", ls="-.", lw=1.3,
                    label=f"last dead EV retired: failover {f.dataplane_failover_us / scale:.1f} {unit}")
-    everything = [t for m in marks for t in (m.out_us, m.last_tx_us) if t is not None]
-    lo, hi = zoom_window_us(everything)
     ax.set_xlim(lo / scale, hi / scale)
     ax.set_ylim(-1, len(marks))
     ax.set_ylabel(f"dead EVs ({len(marks)}),\nby retirement time")
     ax.set_xlabel(f"{unit} since the first drop (the dataplane's clock, bpf_ktime_get_ns)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7.5, loc="lower right", framealpha=0.85)
+    ax.legend(fontsize=7.5, loc="best", framealpha=0.85)
 
 
 _MODE_STYLE = {"srv6": ("tab:blue", "srv6 (hosts source-route)"), "ecmp": ("tab:red", "ecmp (switches hash the EV)")}
