@@ -14,6 +14,7 @@ report. Prints a table per run and two BENCH lines (``bench/bench_result.py``):
   fault, of the run with the median ratio.
 
     .venv/bin/python bench/failover.py [--runs 5] [--fail down] [--endpoint native] [--timeout-exp N]
+                                       [--duration S] [--keep DIR]
 
 A run whose dead EVs were not all taken out has no failover time; it counts as missing (the
 median is over the runs that have one) and the table says so. Needs root.
@@ -44,6 +45,7 @@ def main() -> int:
     ap.add_argument("--endpoint", choices=["native", "python"], default=DemoOptions.endpoint)
     ap.add_argument("--timeout-exp", type=int, default=None, help="the writer's RTO, 1.024 us x 2^N")
     ap.add_argument("--duration", type=float, default=DemoOptions.duration_s)
+    ap.add_argument("--keep", default="", help="write each run's JSON report into this folder")
     args = ap.parse_args()
     rows = []
     for i in range(args.runs):
@@ -54,6 +56,9 @@ def main() -> int:
         except MrcError as exc:
             print(f"run {i + 1}: {exc}", flush=True)
             continue
+        if args.keep:
+            Path(args.keep).mkdir(parents=True, exist_ok=True)
+            r.write_json(Path(args.keep) / f"run{i + 1}.json")
         f = r.failover
         kept = f.goodput_during_gbps / f.goodput_before_gbps if f.goodput_before_gbps else None
         rows.append((f.dataplane_failover_us, kept, f, r))

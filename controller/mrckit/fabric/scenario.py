@@ -263,14 +263,20 @@ def _failover(run: RunRecord) -> Failover:
 
 
 def dead_ev_out_times(events: list[AgentEvent], dead_evs: frozenset[int], t_from_ns: int,
-                      t_until_ns: int) -> dict[int, tuple[int, str]]:
+                      t_until_ns: int, link: str = "") -> dict[int, tuple[int, str]]:
     """For each dead EV, its first ASSUMED_BAD or DENIED transition within [t_from_ns,
     t_until_ns] among the sender's ``events`` (dataplane ktime ns; a dataplane retirement's
-    timestamp is the slot's ``bad_ns``): EV -> (t_ns, new state). EVs never taken out are absent."""
+    timestamp is the slot's ``bad_ns``): EV -> (t_ns, new state). The sender agent's denial of
+    ``link`` (a link event, EV 0, stamped when the agent wrote the dataplane's denied-links map)
+    takes out every dead EV not out before it. EVs never taken out are absent."""
     out: dict[int, tuple[int, str]] = {}
     for e in sorted(events, key=lambda e: e.t_ns):
-        if e.ev in dead_evs and e.ev not in out and e.new_state in OUT_OF_SERVICE and t_from_ns <= e.t_ns <= t_until_ns:
+        if not t_from_ns <= e.t_ns <= t_until_ns or e.new_state not in OUT_OF_SERVICE:
+            continue
+        if e.ev in dead_evs and e.ev not in out:
             out[e.ev] = (e.t_ns, e.new_state)
+        elif link and not e.ev and e.link == link and e.new_state == "DENIED":
+            out.update({ev: (e.t_ns, "DENIED") for ev in dead_evs if ev not in out})
     return out
 
 
@@ -288,7 +294,7 @@ def _dataplane(run: RunRecord) -> dict:
     """The Failover fields that come from the dataplane's timestamps."""
     t0 = run.t_first_drop_ns
     out = dead_ev_out_times(_sender_events(run), run.dead_evs, t0 if t0 is not None else run.t_fault_ns,
-                            run.t_restore_ns)
+                            run.t_restore_ns, run.fault.link)
     fo = dataplane_failover_ns(t0, out, run.dead_evs)
     last_tx = {r["ev"]: r["last_tx_ns"] for r in run.restore_rows if r.get("last_tx_ns")}
     ref = t0 if t0 is not None else run.t_fault_ns

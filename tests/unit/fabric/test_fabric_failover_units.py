@@ -32,6 +32,15 @@ def test_transitions_outside_the_fault_window_do_not_count():
     assert dataplane_failover_ns(500, out, dead) is None  # EV 2 stayed in service until the restore
 
 
+def test_the_senders_denial_of_the_link_takes_out_the_dead_evs_left():
+    dead = frozenset({1, 2, 3})
+    deny = AgentEvent("h0-0", 2_000, "", 0, "GOOD", "DENIED", "LINK_DENIED", link="p0/t0-1/t1-1")
+    other = AgentEvent("h0-0", 1_500, "", 0, "GOOD", "DENIED", "LINK_DENIED", link="p1/t0-1/t1-1")
+    out = dead_ev_out_times([ev(1_000, 1), other, deny, ev(3_000, 2)], dead, 900, 10_000, "p0/t0-1/t1-1")
+    assert out == {1: (1_000, "ASSUMED_BAD"), 2: (2_000, "DENIED"), 3: (2_000, "DENIED")}
+    assert dataplane_failover_ns(900, out, dead) == 1_100
+
+
 def test_no_first_drop_or_no_dead_evs_gives_no_figure():
     out = {1: (1_000, "ASSUMED_BAD")}
     assert dataplane_failover_ns(None, out, frozenset({1})) is None
