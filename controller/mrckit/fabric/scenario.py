@@ -479,7 +479,7 @@ def _silent_detail(path: str, n: int | None, f: Failover) -> str:
             f"restore ({_fmt_s(f.t_restore_s)}): no data packet count to judge")
 
 
-LARGER_SIZE = "the write was too short for the fault to hit it: use a larger --size (e.g. 96M)"
+LARGER_SIZE = "the write was too short for the fault to hit it: use a longer --duration or a larger --size (e.g. 96M)"
 
 
 def fault_took_effect(report: DemoReport) -> Check:
