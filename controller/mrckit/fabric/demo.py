@@ -28,7 +28,7 @@ from ..wire.addressing import t1_link_name
 from ..wire.constants import TIME_UNIT_NS
 from .report import FAIL_KINDS, ByteCounts, DemoReport, EndpointCounts, FaultInfo, SwitchCounts
 from .demo_worker import WorkerProcess, demo_data
-from .observe import EventWatcher, EvTableSampler, controller_events, link_counters, switch_counts
+from .observe import EventWatcher, EvTableSampler, controller_events, dataplane_rows, link_counters, switch_counts
 from .scenario import Phases, RunRecord, analyze
 from .series import Recorder
 from .state import check_name
@@ -288,6 +288,7 @@ class _Run:
         sampler = EvTableSampler(self.a, self.b.nic_address, rec, lambda: rx.state.get("placed", 0), self.path_of)
         self.say(f"RDMA WRITE of {size} B ({self.opts.endpoint} endpoint) from {SENDER} [{self.a.nic_address}] to {RECEIVER} "
                  f"[{self.b.nic_address}], sprayed over every plane and spine")
+        self._snapshot(sampler)  # the first read opens libbpf's handles: not at the fault
         tx.send("go")
         marks = dict(t_fault=None, t_restore=None, fault_rows=[], restore_rows=[])
         try:
@@ -361,7 +362,7 @@ class _Run:
     def _step(self, sampler, placed: int, phases: Phases, marks: dict) -> None:
         self.obs.progress(min(placed, self.size), self.size)
         action = phases.due(placed, time.monotonic_ns())
-        rows = sampler.last_rows
+        rows = self._snapshot(sampler) if action else sampler.last_rows
         if action == "fail":
             self.link_before = self._link_counts()
             marks["fault_rows"] = rows
@@ -375,6 +376,19 @@ class _Run:
         elif action == "restore":
             self._restore(marks, rows)
             self.say(f"fault restored at {placed * 100 // self.size} % of the bytes")
+
+    def _snapshot(self, sampler) -> list[dict]:
+        """The sender's EV set toward the receiver now, read from its dataplane's map (the
+        agent's gRPC can lag by seconds when EV events pour in); the sampler's last rows if the
+        map cannot be read."""
+        try:
+            rows = dataplane_rows(self.a, self.b.nic_address)
+        except MrcError:
+            return sampler.last_rows
+        if self.path_of:
+            for r in rows:
+                r["t1"] = self.path_of(r["ev"])[1]
+        return rows or sampler.last_rows
 
     def _links_down(self) -> list[str]:
         """Links a carrier-down fault holds down now (none in the demo before its fault)."""

@@ -85,7 +85,8 @@ def _title(r: DemoReport) -> str:
     f = r.fault
     how = f.describe()
     verdict = "verified" if r.bytes.hash_match and r.bytes.verified == r.bytes.sent else "NOT verified"
-    return (f"mrc demo ({r.target}, {r.endpoint_name} endpoint): {r.bytes.sent / 2**20:.0f} MiB RDMA write {r.sender} -> {r.receiver}, "
+    return (f"mrc demo ({r.target}, {r.endpoint_name} endpoint): {r.bytes.sent / 2**20:.0f} MiB RDMA write "
+            f"{r.sender} -> {r.receiver}, "
             f"link {f.link} {how}; every byte {verdict}")
 
 
