@@ -25,9 +25,10 @@ from bench_result import parse  # noqa: E402
 
 SKIP = {"run_all.py", "bench_result.py"}
 TIMEOUT_S = 180
-LONG_TIMEOUT_S = {"fabric_scale.py": 900, "endpoint.py": 900}
-"""Scripts that need more than ``--timeout``: fabric_scale brings up a 64-host fabric, endpoint
-brings up the default one and moves some GB through it and a veth."""
+LONG_TIMEOUT_S = {"fabric_scale.py": 900, "endpoint.py": 900, "failover.py": 1200}
+"""Scripts that need more than ``--timeout``: fabric_scale brings up a 64-host fabric; endpoint
+brings up the default one and moves some GB through it and a veth; failover runs the demo 5
+times."""
 
 
 def scripts(only: list[str]) -> list[Path]:

@@ -28,6 +28,12 @@
  * passed, dropped_loss, dropped_blackhole, duplicated, reordered (held) or clone_failed.
  * no_next is the part of passed that XDP handed to the stack because `next` was empty;
  * released counts held packets sent on, release_failed those lost on the way.
+ *
+ * `fault_mark` holds the bpf_ktime_get_ns() of the FIRST packet dropped (loss or blackhole)
+ * since it was last zeroed: a fresh attach starts at 0 and faults.configure() zeroes it when a
+ * fault is (re)applied. It is the fault's start as the dataplane saw it; a timestamp taken in
+ * userspace before applying the fault would count the injection's latency. One entry shared by
+ * every CPU (not per CPU): the first drop wins with a compare-and-swap, later ones leave it.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -94,6 +100,17 @@ struct {
 	__type(value, __u32);
 } next SEC(".maps");
 
+struct fault_mark {
+	__u64 first_drop_ns; /* 0: nothing dropped since the fault was (re)applied */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fault_mark);
+} fault_mark SEC(".maps");
+
 enum verdict { V_PASS, V_LOSS, V_BLACKHOLE, V_DUP, V_REORDER };
 
 static __always_inline int chance(__u32 ppm)
@@ -131,6 +148,16 @@ static __always_inline struct fault_cfg *cfg(void)
 	return bpf_map_lookup_elem(&fault_cfg, &key);
 }
 
+/* Stamp the first drop; the read first keeps later drops from contending on the line. */
+static __always_inline void mark_drop(void)
+{
+	__u32 key = 0;
+	struct fault_mark *m = bpf_map_lookup_elem(&fault_mark, &key);
+
+	if (m && !m->first_drop_ns)
+		__sync_val_compare_and_swap(&m->first_drop_ns, 0, bpf_ktime_get_ns());
+}
+
 static __always_inline int fault_xdp(struct xdp_md *ctx)
 {
 	struct fault_stats *s = stats();
@@ -141,10 +168,12 @@ static __always_inline int fault_xdp(struct xdp_md *ctx)
 	s->seen++;
 	if (v == V_BLACKHOLE) {
 		s->dropped_blackhole++;
+		mark_drop();
 		return XDP_DROP;
 	}
 	if (v == V_LOSS) {
 		s->dropped_loss++;
+		mark_drop();
 		return XDP_DROP;
 	}
 	s->passed++;
@@ -269,9 +298,11 @@ static __always_inline int fault_tc(struct __sk_buff *skb, int ingress)
 	switch (v) {
 	case V_BLACKHOLE:
 		s->dropped_blackhole++;
+		mark_drop();
 		return TC_ACT_SHOT;
 	case V_LOSS:
 		s->dropped_loss++;
+		mark_drop();
 		return TC_ACT_SHOT;
 	case V_DUP:
 		if (copy_to_same_hook(skb, ingress)) {

@@ -150,6 +150,7 @@ _PROTOS = {
     "bpf_obj_get": (c_int, [c_char_p]),
     "bpf_obj_get_info_by_fd": (c_int, [c_int, c_void_p, POINTER(c_uint32)]),
     "bpf_prog_get_fd_by_id": (c_int, [c_uint32]),
+    "bpf_map_get_fd_by_id": (c_int, [c_uint32]),
     "bpf_prog_test_run_opts": (c_int, [c_int, POINTER(TestRunOpts)]),
     "bpf_xdp_attach": (c_int, [c_int, c_int, c_uint32, POINTER(XdpAttachOpts)]),
     "bpf_xdp_detach": (c_int, [c_int, c_uint32, POINTER(XdpAttachOpts)]),

@@ -15,7 +15,14 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.option("--mode", type=click.Choice(["srv6", "ecmp"]), default="srv6", show_default=True,
               help="srv6: the demo on an SRv6 fabric. ecmp: the same write and fault on an EV-hash "
               "(ECMP) fabric and then on an SRv6 fabric, compared (the cost of opaque paths).")
-@click.option("--size", default="96M", show_default=True, help="Bytes to write, e.g. 16M, 64MiB, 1G.")
+@click.option("--endpoint", type=click.Choice(["native", "python"]), default="native", show_default=True,
+              help="The MRC endpoint at both ends: the C one or the Python reference.")
+@click.option("--timeout-exp", type=int, default=None,
+              help="The writer's RTO, 1.024 us x 2^N (default: the endpoint's own, native 8 = 262 us, "
+              "python 16 = 67 ms).")
+@click.option("--duration", type=float, default=8.0, show_default=True,
+              help="Seconds the write should last; its size follows from the endpoint's expected rate.")
+@click.option("--size", default=None, help="Bytes to write, e.g. 16M, 64MiB, 1G (overrides --duration).")
 @click.option("--fail", "fail", type=click.Choice(["down", "flap", "loss", "blackhole"]), default="down",
               show_default=True, help="How the link p0/t0-1/t1-1 fails at a third of the transfer.")
 @click.option("--loss-percent", type=float, default=10.0, show_default=True, help="--fail loss: drop rate.")
@@ -24,7 +31,7 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.option("--plot", "plot_path", default=DEFAULT_PLOT, show_default=True, help="Where to write the PNG plot.")
 @click.option("--name", default="", help="Fabric name (default demo<pid>).")
 @click.option("--logs", default="", help="Copy every fabric process's log into this folder before teardown.")
-def demo(target, mode, size, fail, loss_percent, flap_hz, json_path, plot_path, name, logs):
+def demo(target, mode, endpoint, timeout_exp, duration, size, fail, loss_percent, flap_hz, json_path, plot_path, name, logs):
     """Bring up the default fabric, run one RDMA write across it, fail a spine link at a third
     of the bytes and restore it at two thirds, verify every byte, tear down, and print the
     report. With --mode ecmp, do it in EV-hash mode and then in SRv6 mode, and compare the
@@ -36,7 +43,8 @@ def demo(target, mode, size, fail, loss_percent, flap_hz, json_path, plot_path, 
     from ..fabric.render import render
     from .endpoint import parse_size
 
-    opts = DemoOptions(target=target, mode=mode, size=parse_size(size), fail=fail, loss_percent=loss_percent,
+    opts = DemoOptions(target=target, mode=mode, endpoint=endpoint, timeout_exp=timeout_exp, duration_s=duration,
+                       size=parse_size(size) if size is not None else None, fail=fail, loss_percent=loss_percent,
                        flap_hz=flap_hz, name=name, logs=logs)
     opts.check()
     console = Console()

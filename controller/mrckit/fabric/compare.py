@@ -181,7 +181,7 @@ def run_comparison(opts, observer=None) -> ComparisonReport:
     seed = opts.seed if opts.seed is not None else random.getrandbits(32)
     reports = {}
     for mode in MODES:
-        run_opts = dataclasses.replace(opts, mode=mode, seed=seed, name=f"{base}{mode[0]}",
+        run_opts = dataclasses.replace(opts, mode=mode, seed=seed, name=f"{base}{mode[0]}", size=opts.write_size(),
                                        logs=str(Path(opts.logs) / mode) if opts.logs else "")
         run_opts.check()
         obs.phase(f"run {MODES.index(mode) + 1} of 2: {mode} mode"

@@ -25,15 +25,26 @@ from ..host.config import Settings
 from ..topology import Role, generate_clos
 from ..topology.plan import switch_name
 from ..wire.addressing import t1_link_name
+from ..wire.constants import TIME_UNIT_NS
 from .report import FAIL_KINDS, ByteCounts, DemoReport, EndpointCounts, FaultInfo, SwitchCounts
 from .demo_worker import WorkerProcess, demo_data
-from .observe import EventWatcher, EvTableSampler, controller_events, link_counters, switch_counts
+from .observe import EventWatcher, EvTableSampler, controller_events, dataplane_rows, link_counters, switch_counts
 from .scenario import Phases, RunRecord, analyze
 from .series import Recorder
 from .state import check_name
 
-DEFAULT_SIZE = 96 << 20
-"""Bytes written by default: a few seconds for the pure-Python endpoint on a small machine."""
+DEFAULT_DURATION_S = 8.0
+"""How long the write should last by default; the size follows from the endpoint's rate. Longer
+than the few seconds the phases need, because applying the fault and reading the switch counters
+before it take up to seconds on this loaded machine, and a write that ends first proves nothing."""
+ENDPOINTS = ("native", "python")
+RATE_ESTIMATE = {"native": 12 << 20, "python": 4 << 20}
+"""Bytes per second the demo expects across the default fabric on this 2-core machine, per
+endpoint: the write is sized to last ``--duration`` at that rate (``--size`` overrides). From
+this demo's own goodput (JSON ``goodput_gbps``): native 9 MB/s at load 10-20 with its 8.4 ms
+RTO, Python 4 MB/s. A faster or slower run only stretches the phases, which follow the bytes
+(the fault at a third, the restore at two thirds)."""
+MIN_SIZE, MAX_SIZE = 1 << 20, 1 << 30
 SENDER, RECEIVER = "h0-0", "h1-0"
 FAILED_PLANE, FAILED_LEAF, FAILED_SPINE = 0, 1, 1
 """The failed link p0/t0-1/t1-1: spine 1 of plane 0 to the receiver's leaf."""
@@ -44,6 +55,14 @@ BMV2_TIMEOUT_EXP = 18
 """The writer's RTO on bmv2: 1.024 us x 2^18 = 268 ms. Ten bmv2 processes on two cores delay
 some packets by tens of ms; a spurious RTO retransmits a packet that was only late, and the
 host dataplane then retires the healthy EV that carried it (LOSS)."""
+NATIVE_TIMEOUT_EXP = 13
+"""The native writer's RTO in the demo: 1.024 us x 2^13 = 8.4 ms, not the endpoint's own 2^8
+(262 us). The host dataplane retires an EV for LOSS on each retransmission (docs/host.md), and
+with path-aware retirement takes its path's 32 EVs with it; on this shared 2-core machine at
+load 10-20 a 262 us or 1-2 ms timer fires on ACKs that are only late, and the EV set thrashed
+(tens of thousands of retirements, the agents too busy to answer the sampler, writes of 40-60
+s). ``--timeout-exp 8`` runs the endpoint's default on a quieter machine. The failover the
+demo measures is detection by this timer, so it is about one RTO."""
 MIN_FAULT_S = 1.5
 """The fault lasts at least this long (unless 80 % of the bytes are placed first): the flap
 process must start, the agents detect and the controller deny, whatever the write's speed."""
@@ -54,7 +73,7 @@ WRITE_TIMEOUT_S = 600.0
 LIFT_WAIT_S = 3.0
 """After the write, how long to wait for the controller to lift its DENY (for the report)."""
 QPN_SENDER, QPN_RECEIVER, RKEY, IMM = 0x100, 0x200, 0x1000, 0xD3E0
-AGENT_SETTINGS = Settings(rto_ns=50_000_000, probe_interval_ns=20_000_000, backups_per_plane=8, min_unacked=4,
+PYTHON_AGENT_SETTINGS = Settings(rto_ns=50_000_000, probe_interval_ns=20_000_000, backups_per_plane=8, min_unacked=4,
                           seed=10)
 """Host agents: an RTO of 50 ms, above the pure-Python endpoint's SACK delays on a busy
 2-core machine (2 ms retires healthy EVs); a probe every 20 ms per probed EV; 8 backups per
@@ -65,7 +84,14 @@ An EV is retired after 4 unacked sends (the agent's default is 8): the receiver'
 cross the failed link, so 1 or 2 retire healthy EVs whose SACKs were lost, while 8 sends on
 one EV take most of a second at the pure-Python endpoint's rate."""
 
-BMV2_AGENT_SETTINGS = dataclasses.replace(AGENT_SETTINGS, rto_ns=400_000_000)
+AGENT_SETTINGS = Settings(backups_per_plane=8, seed=10)
+"""Host agents with the native endpoint: the agent's own RTO (2 ms), probe interval (1 ms) and
+retirement after 8 unacked sends. The native endpoint SACKs within microseconds and sends
+thousands of packets per second on each path, so 8 unacked sends on an EV take well under a
+millisecond of a dead path and a 2 ms RTO is far above its SACK delay. 8 backups per plane as
+with the Python endpoint (the path comes back after the restore)."""
+
+BMV2_AGENT_SETTINGS = dataclasses.replace(PYTHON_AGENT_SETTINGS, rto_ns=400_000_000)
 """On bmv2 the agents' RTO is 400 ms: bmv2's delays on this machine exceed 50 ms now and then,
 and an EV that is only slow must not look failed to the agents and then to the controller."""
 
@@ -90,13 +116,32 @@ class DemoOptions:
     target: str = "ebpf"
     mode: str = "srv6"
     seed: int | None = None
-    size: int = DEFAULT_SIZE
+    size: int | None = None
+    duration_s: float = DEFAULT_DURATION_S
+    endpoint: str = "native"
+    timeout_exp: int | None = None
     fail: str = "down"
     loss_percent: float = DEFAULT_LOSS_PERCENT
     flap_hz: float = DEFAULT_FLAP_HZ
     name: str = ""
-    settings: Settings = field(default_factory=lambda: AGENT_SETTINGS)
+    settings: Settings | None = None
     logs: str = ""
+
+    def write_size(self) -> int:
+        """Bytes to write: ``size`` when given, else ``duration_s`` at the endpoint's
+        expected rate (``RATE_ESTIMATE``), rounded to MiB, within 1 MiB .. 1 GiB."""
+        if self.size is not None:
+            return self.size
+        return write_size_for(self.duration_s, RATE_ESTIMATE[self.endpoint])
+
+    def agent_settings(self) -> Settings:
+        """The host agents' settings: ``settings`` when given, else the ones tuned for this
+        endpoint and target (bmv2: a long RTO whatever the endpoint)."""
+        if self.settings is not None:
+            return self.settings
+        if self.target == "bmv2":
+            return BMV2_AGENT_SETTINGS
+        return AGENT_SETTINGS if self.endpoint == "native" else PYTHON_AGENT_SETTINGS
 
     def check(self) -> None:
         """Raises MrcError naming the bad option."""
@@ -104,9 +149,15 @@ class DemoOptions:
             raise MrcError(f"--target {self.target!r}: use ebpf or bmv2")
         if self.mode not in ("srv6", "ecmp"):
             raise MrcError(f"--mode {self.mode!r}: use srv6 or ecmp")
+        if self.endpoint not in ENDPOINTS:
+            raise MrcError(f"--endpoint {self.endpoint!r}: use native or python")
+        if self.timeout_exp is not None and not 0 <= self.timeout_exp <= 24:
+            raise MrcError(f"--timeout-exp {self.timeout_exp}: use 0 .. 24 (RTO = 1.024 us x 2^N)")
+        if not 0.5 <= self.duration_s <= 120:
+            raise MrcError(f"--duration {self.duration_s:g}: use 0.5 .. 120 s")
         if self.fail not in FAIL_KINDS:
             raise MrcError(f"--fail {self.fail!r}: use one of {', '.join(FAIL_KINDS)}")
-        if not 1 << 20 <= self.size <= 1 << 30:
+        if self.size is not None and not MIN_SIZE <= self.size <= MAX_SIZE:
             raise MrcError(f"--size {self.size}: use 1 MiB .. 1 GiB (the data and the responder's region "
                            "are held in memory)")
         if not 0 < self.loss_percent <= 100:
@@ -115,6 +166,23 @@ class DemoOptions:
             raise MrcError(f"--flap-hz {self.flap_hz}: must be within (0, 50]")
         if self.name:  # "" and None: the default name, demo<pid>
             check_name(self.name)  # before anything is printed or built
+
+
+def write_size_for(duration_s: float, rate_bps: float) -> int:
+    """Bytes that last ``duration_s`` seconds at ``rate_bps`` bytes/s, rounded to whole MiB and
+    held within 1 MiB .. 1 GiB (the data and the responder's region are held in memory)."""
+    mib = round(duration_s * rate_bps / (1 << 20))
+    return min(max(mib << 20, MIN_SIZE), MAX_SIZE)
+
+
+def endpoint_check(name: str) -> None:
+    """Raises MrcError when endpoint ``name`` cannot run here (the native library not built)."""
+    from ..endpoint import implementation
+
+    try:
+        implementation(name)
+    except ValueError as exc:
+        raise MrcError(f"--endpoint {name}: {exc}") from None
 
 
 def fault_info(opts: DemoOptions) -> FaultInfo:
@@ -139,6 +207,7 @@ def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
 
     opts.check()
     check_target(opts.target)  # bmv2 needs simple_switch_grpc: say so before anything starts
+    endpoint_check(opts.endpoint)
     obs = observer or Observer()
     topo = generate_clos()
     in_mode = " in EV-hash (ecmp) mode" if opts.mode == "ecmp" else ""
@@ -147,7 +216,7 @@ def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
     name = opts.name or f"demo{os.getpid() % 100000}"
     p4info, device_config = pipeline_files(opts.target)
     args = ("--name", name, "--p4info", str(p4info), "--device-config", str(device_config))
-    settings = BMV2_AGENT_SETTINGS if opts.target == "bmv2" and opts.settings == AGENT_SETTINGS else opts.settings
+    settings = opts.agent_settings()
     fab = Fabric.up(topo, name=name, target=opts.target, mode=opts.mode, settings=settings,
                     controller_args=args)
     try:
@@ -180,6 +249,8 @@ class _Run:
         self.fault_log: list[tuple[int, str]] = []
         self.dead_evs: frozenset[int] = frozenset()
         self.fault_drops: int | None = None
+        self.first_drop_ns: int | None = None
+        self.size = opts.write_size()
 
     def say(self, text: str) -> None:
         self.demo_log.append((time.monotonic_ns(), text))
@@ -197,15 +268,16 @@ class _Run:
                 w.stop()
 
     def _transfer(self, watchers, workers) -> RunRecord:
-        size = self.opts.size
+        size = self.size
         seed = self.opts.seed if self.opts.seed is not None else random.getrandbits(32)
-        common = ["--size", str(size), "--seed", str(seed), "--rkey", str(RKEY)]
+        common = ["--size", str(size), "--seed", str(seed), "--rkey", str(RKEY), "--endpoint", self.opts.endpoint]
         rx = WorkerProcess(self.b, ["respond", "--nic", self.b.nic_address, "--peer", self.a.nic_address,
                                     "--qpn", str(QPN_RECEIVER), "--remote-qpn", str(QPN_SENDER), *common])
         workers.append(rx)
         tx = WorkerProcess(self.a, ["write", "--nic", self.a.nic_address, "--peer", self.b.nic_address,
                                     "--qpn", str(QPN_SENDER), "--remote-qpn", str(QPN_RECEIVER),
-                                    "--imm", str(IMM), *common, *self._bmv2_args()])
+                                    "--imm", str(IMM), "--timeout-exp", str(self._timeout_exp()), *common,
+                                    *self._bmv2_args()])
         workers.append(tx)
         rx.wait("ready", 60)
         tx.wait("ready", 60)
@@ -214,8 +286,9 @@ class _Run:
         rec = Recorder(time.monotonic_ns(), [(p, s) for p in range(self.fab.topology.planes)
                                              for s in range(_spines(self.fab.topology, p))])
         sampler = EvTableSampler(self.a, self.b.nic_address, rec, lambda: rx.state.get("placed", 0), self.path_of)
-        self.say(f"RDMA WRITE of {size} B from {SENDER} [{self.a.nic_address}] to {RECEIVER} "
+        self.say(f"RDMA WRITE of {size} B ({self.opts.endpoint} endpoint) from {SENDER} [{self.a.nic_address}] to {RECEIVER} "
                  f"[{self.b.nic_address}], sprayed over every plane and spine")
+        self._snapshot(sampler)  # the first read opens libbpf's handles: not at the fault
         tx.send("go")
         marks = dict(t_fault=None, t_restore=None, fault_rows=[], restore_rows=[])
         try:
@@ -228,7 +301,7 @@ class _Run:
             self._step(sampler, rx.state["placed"], phases, marks)
             if marks["t_restore"] is None:
                 raise MrcError(f"the write of {size} B finished before the fault could be injected and "
-                               "restored; use a larger --size")
+                               "restored; use a longer --duration or a larger --size")
             self.say(f"write complete: {rx.state['placed']} B placed in {(t_end - rec.t0_ns) / 1e9:.2f} s")
         finally:
             if marks["t_fault"] is not None and marks["t_restore"] is None:
@@ -244,16 +317,27 @@ class _Run:
         return RunRecord(
             target=self.opts.target, topology=_topology_sizes(self.fab.topology), sender=SENDER,
             receiver=RECEIVER, receiver_nic=self.b.nic_address, fault=self.fault, recorder=rec,
-            t_fault_ns=marks["t_fault"], t_restore_ns=marks["t_restore"], t_end_ns=t_end,
+            t_fault_ns=self.first_drop_ns or marks["t_fault"], t_restore_ns=marks["t_restore"], t_end_ns=t_end,
             bytes=ByteCounts(sent=size, placed=rs["placed_bytes"], verified=verified,
                              sha256_sent=sha_sent, sha256_received=sha_got, hash_match=sha_got == sha_sent),
             endpoint=_endpoint_counts(rq, rs), switches=SwitchCounts(),
             events=events, controller=controller_events(self.fab), fault_log=self.fault_log,
             demo_log=self.demo_log, fault_rows=marks["fault_rows"], restore_rows=marks["restore_rows"],
             mode=self.opts.mode, **({"path_of": self.path_of} if self.path_of else {}),
-            rx_sent=rx.ev_rx_sent,
+            rx_sent=rx.ev_rx_sent, endpoint_name=self.opts.endpoint, t_fault_injected_ns=marks["t_fault"],
+            t_first_drop_ns=self.first_drop_ns, agent_rto_ns=self.opts.agent_settings().rto_ns,
+            writer_rto_ns=TIME_UNIT_NS << self._timeout_exp(),
             packets_sent=rq["packets"] + rq["probes"], packets_received=rx.state["stats"]["packets"],
             link_packets_lost=link_lost, dead_evs=self.dead_evs, fault_program_drops=self.fault_drops)
+
+    def _timeout_exp(self) -> int:
+        from .demo_worker import timeout_exp
+
+        if self.opts.timeout_exp is not None:
+            return self.opts.timeout_exp
+        if self.opts.target == "bmv2":
+            return BMV2_TIMEOUT_EXP
+        return NATIVE_TIMEOUT_EXP if self.opts.endpoint == "native" else timeout_exp("python", None)
 
     def _bmv2_args(self) -> list[str]:
         """bmv2 reads its ports through libpcap rings; a window it cannot forward at once is
@@ -262,7 +346,7 @@ class _Run:
         longer (``BMV2_TIMEOUT_EXP``)."""
         if self.opts.target != "bmv2":
             return []
-        return ["--max-cwnd", str(BMV2_MAX_CWND), "--timeout-exp", str(BMV2_TIMEOUT_EXP)]
+        return ["--max-cwnd", str(BMV2_MAX_CWND)]
 
     def _drive(self, tx, rx, sampler, phases: Phases, marks: dict) -> None:
         """Until the writer reports, fire the fault and the restore as the bytes come in."""
@@ -271,14 +355,14 @@ class _Run:
             tx.check_alive()
             if time.monotonic() > deadline:
                 raise MrcError(f"the write did not complete in {WRITE_TIMEOUT_S:.0f} s "
-                               f"({rx.state.get('placed', 0)} of {self.opts.size} B placed)")
+                               f"({rx.state.get('placed', 0)} of {self.size} B placed)")
             self._step(sampler, rx.state.get("placed", 0), phases, marks)
             time.sleep(PHASE_POLL_S)
 
     def _step(self, sampler, placed: int, phases: Phases, marks: dict) -> None:
-        self.obs.progress(min(placed, self.opts.size), self.opts.size)
+        self.obs.progress(min(placed, self.size), self.size)
         action = phases.due(placed, time.monotonic_ns())
-        rows = sampler.last_rows
+        rows = self._snapshot(sampler) if action else sampler.last_rows
         if action == "fail":
             self.link_before = self._link_counts()
             marks["fault_rows"] = rows
@@ -287,11 +371,24 @@ class _Run:
             line = self._fail()
             self.fault_log.append((marks["t_fault"], line))
             self.dead_evs = self._dead_evs(rows, down_before)
-            self.say(f"fault injected at {placed * 100 // self.opts.size} % of the bytes: "
+            self.say(f"fault injected at {placed * 100 // self.size} % of the bytes: "
                      f"{self.fault.describe()} on {self.fault.link}")
         elif action == "restore":
             self._restore(marks, rows)
-            self.say(f"fault restored at {placed * 100 // self.opts.size} % of the bytes")
+            self.say(f"fault restored at {placed * 100 // self.size} % of the bytes")
+
+    def _snapshot(self, sampler) -> list[dict]:
+        """The sender's EV set toward the receiver now, read from its dataplane's map (the
+        agent's gRPC can lag by seconds when EV events pour in); the sampler's last rows if the
+        map cannot be read."""
+        try:
+            rows = dataplane_rows(self.a, self.b.nic_address)
+        except MrcError:
+            return sampler.last_rows
+        if self.path_of:
+            for r in rows:
+                r["t1"] = self.path_of(r["ev"])[1]
+        return rows or sampler.last_rows
 
     def _links_down(self) -> list[str]:
         """Links a carrier-down fault holds down now (none in the demo before its fault)."""
@@ -323,6 +420,14 @@ class _Run:
             return None
         return sum(c.dropped_loss + c.dropped_blackhole for c in stats)
 
+    def _first_drop(self) -> int | None:
+        """ktime of the fault program's first drop on the failed link (None: no program, e.g.
+        flap or bmv2 down, or nothing dropped)."""
+        try:
+            return self.fab.first_drop_ns(*self._link_nodes())
+        except MrcError:
+            return None
+
     def _link_counts(self) -> dict | None:
         """The failed link's port counters at both ends (None if a switch did not answer)."""
         try:
@@ -346,6 +451,7 @@ class _Run:
     def _restore(self, marks: dict, rows: list[dict]) -> None:
         if self.opts.fail in ("loss", "blackhole"):
             self.fault_drops = self._fault_drops()  # before the restore removes the program
+        self.first_drop_ns = self._first_drop()  # before the restore removes the program
         marks["restore_rows"] = rows
         marks["t_restore"] = time.monotonic_ns()
         self.fault_log.append((marks["t_restore"], self.fab.restore(*self._link_nodes())))

@@ -17,6 +17,9 @@ The processes talk JSON lines on stdout; the demo writes commands on stdin:
   WRITE_WITH_IMM of the ``--seed`` data, and prints ``{"done": ..., "started_ns": ...,
   "finished_ns": ..., "stats": {...}}`` or ``{"error": TEXT}``.
 
+Both run ``--endpoint`` (``native`` or ``python``, ``mrckit.endpoint.implementation``); only the
+Python responder can tally packets per EV (``ev_rx_sent`` is empty with the native one).
+
 The data is ``random.Random(seed).randbytes(size)``: both sides and the demo derive it.
 :class:`WorkerProcess` is the demo's side: it starts one of these in a host's namespace and
 follows its lines.
@@ -108,11 +111,34 @@ def _send_time(buf, n: int, arrival_ns: int) -> int:
     return (now - ((now - ts) & 0xFFFF)) * TIME_UNIT_NS
 
 
-def respond(args) -> int:
-    from ..endpoint import Endpoint
+def timeout_exp(endpoint: str, exp: int | None) -> int:
+    """The writer's RTO exponent (RTO = 1.024 us x 2^exp): ``exp`` when given, else the
+    endpoint's own default (native 2^8 = 262 us, Python 2^16 = 67 ms)."""
+    if exp is not None:
+        return exp
+    if endpoint == "native":
+        from ..endpoint.native import NATIVE_TIMEOUT_EXP
 
-    ep = Endpoint(args.nic, sack_coalesce_bytes=SACK_EVERY_PACKET)
-    tally = EvTally(ep.responder)
+        return NATIVE_TIMEOUT_EXP
+    from ..endpoint.requestor import RetryConfig
+
+    return RetryConfig().timeout_exp
+
+
+def _endpoint(args):
+    from ..endpoint import implementation
+
+    try:
+        return implementation(args.endpoint)
+    except ValueError as exc:
+        _say(error=f"cannot start the {args.endpoint} endpoint: {exc}")
+        sys.exit(1)
+
+
+def respond(args) -> int:
+    ep = _endpoint(args)(args.nic, sack_coalesce_bytes=SACK_EVERY_PACKET)
+    # The native responder handles packets in C, where no Python wrapper sees them: no tally.
+    tally = EvTally(ep.responder) if args.endpoint == "python" else None
     try:
         mr = ep.register_mr(args.size, rkey=args.rkey)
         ep.create_qp(args.peer, qpn=args.qpn, remote_qpn=args.remote_qpn)
@@ -131,22 +157,26 @@ def respond(args) -> int:
                      stats=_stats(ep.responder.stats))
             elif done:
                 closed.wait(args.every)
-        _say(final=True, t_ns=time.monotonic_ns(), stats=_stats(ep.responder.stats), ev_rx_sent=tally.snapshot())
+        _say(final=True, t_ns=time.monotonic_ns(), stats=_stats(ep.responder.stats), ev_rx_sent=tally.snapshot() if tally else {})
     finally:
         ep.close()
     return 0
 
 
 def write(args) -> int:
-    from ..endpoint import Endpoint, QpError
+    from ..endpoint import QpError
     from ..endpoint.cc import NsccConfig
     from ..endpoint.endpoint import QpConfig
-    from ..endpoint.requestor import RetryConfig
+    from ..endpoint.requestor import INFINITE_RETRIES, RetryConfig
     from ..wire.constants import DEFAULT_PAYLOAD_LEN
 
-    ep = Endpoint(args.nic)
+    ep = _endpoint(args)(args.nic)
     try:
-        config = QpConfig(retry=RetryConfig(timeout_exp=args.timeout_exp))
+        # The QP never gives up by itself (as in ``mrc traffic``): at the native RTO (262 us) its
+        # 14 retries last ~70 ms, which a loaded 2-core machine can stall the endpoint for; the
+        # demo's WRITE_TIMEOUT_S bounds the write anyway.
+        config = QpConfig(retry=RetryConfig(timeout_exp=timeout_exp(args.endpoint, args.timeout_exp),
+                                            exp_retries=INFINITE_RETRIES))
         if args.max_cwnd:
             config.cc = NsccConfig(initial_cwnd=args.max_cwnd * DEFAULT_PAYLOAD_LEN,
                                    max_cwnd=args.max_cwnd * DEFAULT_PAYLOAD_LEN)
@@ -251,8 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=float, default=0.02)
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--max-cwnd", type=int, default=0, help="cap of the writer's window in packets (0: none)")
-    ap.add_argument("--timeout-exp", type=int, default=16,  # RetryConfig's default
-                    help="the writer's RTO is 1.024 us x 2^N")
+    ap.add_argument("--timeout-exp", type=int, default=None,
+                    help="the writer's RTO is 1.024 us x 2^N (default: the endpoint's own)")
+    ap.add_argument("--endpoint", choices=["native", "python"], default="native")
     args = ap.parse_args(argv)
     return respond(args) if args.role == "respond" else write(args)
 

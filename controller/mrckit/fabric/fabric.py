@@ -367,6 +367,12 @@ class Fabric:
         with self._fresh_state() as st:
             return faultctl.fail_link(st, a, b, kind, value)
 
+    def first_drop_ns(self, a: str, b: str) -> int | None:
+        """ktime (ns) of the first packet the fault on link a–b dropped, None if none; see
+        :func:`mrckit.fabric.faultctl.first_drop_ns`."""
+        with self._fresh_state() as st:
+            return faultctl.first_drop_ns(st, a, b)
+
     def fail_switch(self, name: str) -> str:
         """Detach switch ``name``'s dataplane. Returns the fault-log line."""
         with self._fresh_state() as st:

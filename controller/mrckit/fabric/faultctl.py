@@ -3,7 +3,10 @@
 This kernel has no netem (design section 9), so:
 
 - ``down``: both ends of the veth pair ``ip link set down`` (the host agents see the carrier go);
-  a bmv2 port drops every frame instead (``mrckit.fabric.linkstate`` says why);
+  a bmv2 port drops every frame instead (``mrckit.fabric.linkstate`` says why). On the eBPF
+  target a blackhole fault program is put on both ends first, as a cut link stops frames
+  before any PHY notices: its first drop stamps when the link died in the dataplane's clock
+  (:func:`first_drop_ns`), and restore removes it;
 - ``flap HZ``: a small process (``python -m mrckit.fabric.flap``) toggles both ends, down for
   half a period and up for the other half, until restored;
 - ``loss PCT`` and ``blackhole``: the fault XDP program of ``mrckit.fabric.faults`` in front
@@ -95,6 +98,9 @@ def fail_link(state: FabricState, a: str, b: str, kind: str, value: float | None
         _attach_faults(ends, faults.Fault(loss_ppm=faults.percent_to_ppm(value)) if kind == "loss"
                        else faults.Fault(blackhole=True))
     elif kind == "down":
+        armed = state.target == "ebpf" and not any(f"switch:{n}" in state.faults for n in (na, nb))
+        if armed:
+            _attach_faults(ends, faults.Fault(blackhole=True))
         _set_links(ends, up=False)
         _report(state, key, up=False)
     else:
@@ -105,6 +111,8 @@ def fail_link(state: FabricState, a: str, b: str, kind: str, value: float | None
         state.flappers[key] = info
     link = state.link_names.get(key, "")
     state.faults[key] = {"kind": kind, "value": value, "a": na, "b": nb, "link": link, "since": now_iso()}
+    if kind == "down":
+        state.faults[key]["armed"] = armed
     line = state.log_fault(f"fail link {na} {nb} {_describe(state.faults[key])} [{link}]")
     state.save()
     return line
@@ -183,6 +191,9 @@ def restore_link(state: FabricState, a: str, b: str) -> str:
     else:
         if key in state.flappers:
             procs.stop(state.flappers.pop(key))
+        if fault.get("armed"):  # before the carrier comes back, so nothing drops after
+            for ns, ifname in ends:
+                faults.detach(ns, ifname)
         _set_links(ends, up=True)
         del state.faults[key]
         if not _still_down(state, key):  # a failed switch at one end keeps it down
@@ -191,6 +202,26 @@ def restore_link(state: FabricState, a: str, b: str) -> str:
     line = state.log_fault(f"restore link {na} {nb} ({_describe(fault)}) [{fault.get('link', '')}]")
     state.save()
     return line
+
+
+def first_drop_ns(state: FabricState, a: str, b: str) -> int | None:
+    """When the fault on link a–b dropped its first packet, in ``bpf_ktime_get_ns()`` ns
+    (CLOCK_MONOTONIC, the clock of the host dataplane's EV timestamps): the earlier of its two
+    ends' fault programs. None when nothing was dropped yet, or the fault has no program (flap,
+    a down fault on bmv2 or on a failed switch's link).
+
+    Raises:
+        MrcError: no such link.
+    """
+    na, ia, nb, ib = find_link(state, a, b)
+    stamps = []
+    for node, ifname in ((na, ia), (nb, ib)):
+        try:
+            stamps.append(faults.first_drop_ns(state.nodes[node], ifname))
+        except MrcError:
+            continue  # no program on this end
+    stamps = [t for t in stamps if t]
+    return min(stamps) if stamps else None
 
 
 def fail_switch(state: FabricState, compiled, name: str) -> str:

@@ -64,6 +64,12 @@ class FaultStatsC(ctypes.Structure):
         "clone_failed", "no_next", "released", "release_failed")]
 
 
+class FaultMarkC(ctypes.Structure):
+    """Mirror of ``struct fault_mark``: the ktime of the first drop (0: none yet)."""
+
+    _fields_ = [("first_drop_ns", ctypes.c_uint64)]
+
+
 def percent_to_ppm(percent: float) -> int:
     """A probability in percent (0..100) as parts per million.
 
@@ -170,6 +176,7 @@ def _pin_common(obj: bpf.BpfObject, prog: bpf.Program, fault: Fault, folder: str
     obj.map("fault_cfg").update(0, fault.to_c())
     obj.map("fault_cfg").pin(os.path.join(folder, "cfg"))
     obj.map("fault_stats").pin(os.path.join(folder, "stats"))
+    obj.map("fault_mark").pin(os.path.join(folder, "mark"))
     prog.pin(os.path.join(folder, "prog"))
 
 
@@ -235,6 +242,28 @@ def configure(ns: str, ifname: str, fault: Fault, *, hook: str = "xdp") -> None:
     fault.check(hook)
     with _pinned(ns, ifname, hook, "cfg", value_type=FaultCfg) as cfg:
         cfg.update(0, fault.to_c())
+    # Zeroed after the new configuration is in place, so the next stamp is a drop under it
+    # (at worst one drop of the new fault, microseconds, goes unstamped).
+    reset_first_drop(ns, ifname, hook=hook)
+
+
+def first_drop_ns(ns: str, ifname: str, *, hook: str = "xdp") -> int | None:
+    """``bpf_ktime_get_ns()`` (CLOCK_MONOTONIC, ns; every namespace shares the kernel's clock)
+    of the first packet the fault at (ns, ifname, hook) dropped since it was attached or last
+    configured; None when it has dropped nothing yet.
+
+    Raises:
+        MrcError: no fault attached there.
+    """
+    with _pinned(ns, ifname, hook, "mark", value_type=FaultMarkC) as mark:
+        return mark.lookup(0).first_drop_ns or None
+
+
+def reset_first_drop(ns: str, ifname: str, *, hook: str = "xdp") -> None:
+    """Forget the first drop: the next dropped packet stamps it again. Raises MrcError if no
+    fault is attached there."""
+    with _pinned(ns, ifname, hook, "mark", value_type=FaultMarkC) as mark:
+        mark.update(0, FaultMarkC(0))
 
 
 def clear(ns: str, ifname: str, *, hook: str = "xdp") -> None:

@@ -109,6 +109,64 @@ class EventWatcher:
         self.channel.close()
 
 
+def dataplane_rows(host, peer: str) -> list[dict]:
+    """The sender's EV set toward ``peer`` read straight from its host dataplane's
+    ``peer_evs`` map (found through the tc egress program on the host's NIC device), as rows
+    like :meth:`EvTableSampler.rows` (slots only; the agent's retired EVs are not in the map).
+    A read of the map never waits for the agent, which a storm of EV events can keep busy for
+    seconds; the demo uses it for its snapshots at the fault and the restore. Raises MrcError
+    when the program or map cannot be found."""
+    import ctypes
+    import ipaddress
+
+    from .. import netns
+    from ..bpf import _libbpf as L
+    from ..bpf.attach import tc_query
+    from ..bpf.maps import Map
+    from ..host.maps import EvSet, PeerKey, state_name
+    from ..wire.ev import ev_unpack
+    from .nodes import NIC_DEVICE
+
+    try:
+        with netns.enter(host.ns):
+            prog_id = tc_query(NIC_DEVICE, "egress")
+        if not prog_id:
+            raise MrcError(f"no tc egress program on {host.name}'s {NIC_DEVICE}")
+        lib = L.require()
+        fd = L.check(lib.bpf_prog_get_fd_by_id(prog_id), f"open program id {prog_id}")
+        try:
+            info, size = L.ProgInfo(), ctypes.c_uint32(ctypes.sizeof(L.ProgInfo))
+            L.check(lib.bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)), "program info")
+            ids = (ctypes.c_uint32 * info.nr_map_ids)()
+            info2 = L.ProgInfo(nr_map_ids=info.nr_map_ids, map_ids=ctypes.addressof(ids))
+            size = ctypes.c_uint32(ctypes.sizeof(L.ProgInfo))
+            L.check(lib.bpf_obj_get_info_by_fd(fd, ctypes.byref(info2), ctypes.byref(size)), "program map ids")
+        finally:
+            import os
+
+            os.close(fd)
+        key = PeerKey(*ipaddress.IPv6Address(peer).packed)
+        for map_id in ids:
+            mfd = lib.bpf_map_get_fd_by_id(map_id)
+            if mfd < 0:
+                continue
+            with Map.from_fd(mfd, owned=True) as m:
+                if m.name != "peer_evs":
+                    continue
+                evset = m.typed(key_type=PeerKey, value_type=EvSet).lookup(key)
+            if evset is None:
+                return []
+            rows = []
+            for s in evset.slots[:evset.n]:
+                plane, t1, _ = ev_unpack(s.ev)
+                rows.append(dict(ev=s.ev, plane=plane, t1=t1, state=state_name(s.state), tx_packets=s.tx_packets,
+                                 last_tx_ns=s.last_tx_ns, retired=False))
+            return rows
+    except OSError as exc:
+        raise MrcError(f"cannot read {host.name}'s EV set: {exc}") from None
+    raise MrcError(f"no peer_evs map behind {host.name}'s tc egress program")
+
+
 def controller_events(fab) -> list[ControllerEvent]:
     """The controller's timeline (wall-clock marks) on the monotonic clock of the samples."""
     from ..control.status import read_status, status_path

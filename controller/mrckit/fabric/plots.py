@@ -1,10 +1,16 @@
-"""The demo's plot: one PNG, two panels sharing the time axis (issue 10), drawn with
-matplotlib's Agg backend (no display needed).
+"""The demo's plot: one PNG, two panels sharing the time axis (issue 10), and a zoom around the
+fault, drawn with matplotlib's Agg backend (no display needed).
 
 - top: goodput (Gb/s of RDMA payload placed) per sample interval, with the fault window shaded
   and the fault, the restore and each recovery event marked;
 - bottom: data packets per second that the sender put on each path (plane × spine), from its
-  per-EV counters; the failed path is drawn red, and goes to zero while it is bypassed.
+  per-EV counters; the failed path is drawn red, and goes to zero while it is bypassed;
+- zoom (when the report has dead EVs): µs around the fault program's first drop, from the
+  dataplane's own timestamps, which resolve what 50 ms samples cannot: one row per dead EV
+  (its path crossed the failed link) with its last data packet before the restore (the host
+  dataplane's per-EV ``last_tx_ns``) and its retirement (the ASSUMED_BAD event, whose time is
+  the slot's ``bad_ns``) or denial; the first drop, the demo's own fault time and the last
+  retirement are marked. The window adapts to those marks.
 """
 
 from __future__ import annotations
@@ -55,11 +61,17 @@ def plot_report(report: DemoReport, path: str | Path) -> Path:
     s = report.series
     if len(s.t_s) < 2:
         raise ValueError("the report has fewer than two samples: nothing to plot")
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 7.5), sharex=True, constrained_layout=True)
+    zoom = bool(report.failover.dead_ev_marks)
+    fig = plt.figure(figsize=(11, 10.5 if zoom else 7.5), constrained_layout=True)
+    grid = fig.add_gridspec(3 if zoom else 2, 1, height_ratios=[1, 1, 1.1] if zoom else [1, 1])
+    top = fig.add_subplot(grid[0])
+    bottom = fig.add_subplot(grid[1], sharex=top)
     try:
         _goodput_panel(top, report)
         _paths_panel(bottom, report)
         bottom.set_xlabel("time since the write started (s)")
+        if zoom:
+            _zoom_panel(fig.add_subplot(grid[2]), report)
         fig.suptitle(_title(report), fontsize=11)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -73,7 +85,8 @@ def _title(r: DemoReport) -> str:
     f = r.fault
     how = f.describe()
     verdict = "verified" if r.bytes.hash_match and r.bytes.verified == r.bytes.sent else "NOT verified"
-    return (f"mrc demo ({r.target}): {r.bytes.sent / 2**20:.0f} MiB RDMA write {r.sender} -> {r.receiver}, "
+    return (f"mrc demo ({r.target}, {r.endpoint_name} endpoint): {r.bytes.sent / 2**20:.0f} MiB RDMA write "
+            f"{r.sender} -> {r.receiver}, "
             f"link {f.link} {how}; every byte {verdict}")
 
 
@@ -117,6 +130,52 @@ def _paths_panel(ax, report: DemoReport) -> None:
     ax.set_ylabel("data packets/s per path\n(plane × spine, sender's EV counters)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower left", ncol=4, framealpha=0.85)
+
+
+def zoom_window_us(marks: list[float], floor_us: float = 200.0) -> tuple[float, float]:
+    """The zoom panel's x range (µs from the first drop): every mark with a 10 % margin, and at
+    least ``floor_us`` either side of 0."""
+    lo, hi = min([0.0, *marks]), max([0.0, *marks])
+    span = max(hi - lo, 1.0)
+    return min(lo - 0.1 * span, -floor_us), max(hi + 0.1 * span, floor_us)
+
+
+def _zoom_panel(ax, report: DemoReport) -> None:
+    f = report.failover
+    marks = sorted(f.dead_ev_marks, key=lambda m: (m.out_us is None, m.out_us or 0.0, m.ev))
+    # The window follows the retirements; a last send long before (the EV table is read every
+    # 50 ms, slower when the agent is busy) would squash them, so those are counted, not drawn.
+    lo, hi = zoom_window_us([m.out_us for m in marks if m.out_us is not None])
+    scale, unit = (1e3, "ms") if hi - lo > 10e3 else (1.0, "µs")
+    rows = range(len(marks))
+    tx = [(i, m.last_tx_us) for i, m in zip(rows, marks) if m.last_tx_us is not None]
+    shown = [(i, t) for i, t in tx if lo <= t <= hi]
+    earlier = sum(1 for _, t in tx if t < lo)
+    ax.plot([t / scale for _, t in shown], [i for i, _ in shown], "o", ms=3.5, color="tab:blue",
+            label="last data packet on the EV (dataplane last_tx_ns, last EV-table read before the restore)"
+                  + (f"; {earlier} earlier, off the left edge" if earlier else ""))
+    for how, colour, label in (("ASSUMED_BAD", "red", "EV retired (ASSUMED_BAD, bad_ns)"),
+                               ("DENIED", "saddlebrown", "EV denied (controller)")):
+        pts = [(i, m.out_us) for i, m in zip(rows, marks) if m.how == how and m.out_us is not None]
+        if pts:
+            ax.plot([t / scale for _, t in pts], [i for i, _ in pts], "v", ms=5, color=colour, ls="none",
+                    label=f"{label} ({len(pts)})")
+    first = "first drop (fault program)" if f.fault_time_source == "fault program" else "fault applied (demo clock)"
+    ax.axvline(0, color="red", ls="--", lw=1.3, label=first)
+    if f.t_fault_injected_s is not None and f.fault_time_source == "fault program":
+        t = (f.t_fault_injected_s - f.t_fault_s) * 1e6
+        ax.axvline(max(t, lo) / scale, color="grey", ls=":", lw=1.2,
+                   label=f"demo began applying the fault ({t / scale:+.1f} {unit}"
+                         + (", off the left edge)" if t < lo else ")"))
+    if f.dataplane_failover_us is not None:
+        ax.axvline(f.dataplane_failover_us / scale, color="purple", ls="-.", lw=1.3,
+                   label=f"last dead EV retired: failover {f.dataplane_failover_us / scale:.1f} {unit}")
+    ax.set_xlim(lo / scale, hi / scale)
+    ax.set_ylim(-1, len(marks))
+    ax.set_ylabel(f"dead EVs ({len(marks)}),\nby retirement time")
+    ax.set_xlabel(f"{unit} since the first drop (the dataplane's clock, bpf_ktime_get_ns)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7.5, loc="best", framealpha=0.85)
 
 
 _MODE_STYLE = {"srv6": ("tab:blue", "srv6 (hosts source-route)"), "ecmp": ("tab:red", "ecmp (switches hash the EV)")}

@@ -20,6 +20,18 @@ def _ms_after(t: float | None, ref: float) -> str:
     return "-" if t is None else f"{t:.3f} s  (+{(t - ref) * 1e3:.1f} ms)"
 
 
+def _ms_after_fine(t: float | None, ref: float) -> str:
+    """Like _ms_after with µs resolution: the dataplane's times resolve sub-millisecond events."""
+    return "-" if t is None else f"{t:.6f} s  ({(t - ref) * 1e3:+.3f} ms)"
+
+
+def duration_text(us: float | None) -> str:
+    """µs below a millisecond, ms above; ``-`` for None."""
+    if us is None:
+        return "-"
+    return f"{us:.1f} µs" if abs(us) < 1000 else f"{us / 1e3:.3f} ms"
+
+
 def _kv(title: str, rows: list[tuple[str, str]]) -> Table:
     table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
     table.add_column(style="bold")
@@ -29,6 +41,10 @@ def _kv(title: str, rows: list[tuple[str, str]]) -> Table:
     return table
 
 
+def _us(ns: int | None) -> float | None:
+    return None if ns is None else ns / 1e3
+
+
 def summary(r: DemoReport) -> Table:
     """Transfer, bytes and endpoint counters."""
     b, e = r.bytes, r.endpoint
@@ -36,6 +52,8 @@ def summary(r: DemoReport) -> Table:
     nacks = ", ".join(f"{k} {v}" for k, v in sorted(r.endpoint.nacks.items())) or "none"
     return _kv("transfer", [
         ("mode", MODE_NAMES.get(r.mode, r.mode)),
+        ("endpoint", f"{r.endpoint_name} (writer RTO {duration_text(_us(r.writer_rto_ns))}, host agents' RTO "
+                     f"{duration_text(_us(r.agent_rto_ns))})"),
         ("write", f"{r.sender} -> {r.receiver} on the {r.target} target, {b.sent} B in {r.duration_s:.2f} s "
                   f"({r.goodput_gbps:.3f} Gb/s)"),
         ("bytes", f"sent {b.sent}, placed {b.placed}, verified {b.verified}"),
@@ -51,9 +69,14 @@ def summary(r: DemoReport) -> Table:
 def failover(r: DemoReport) -> Table:
     """The failover figures, relative to the fault."""
     f, t0 = r.failover, r.failover.t_fault_s
+    when = ("the fault program's first drop" if f.fault_time_source == "fault program"
+            else "when the demo applied it (no fault program timed it)")
+    out = f"{f.dead_evs_out} of {f.dead_evs} dead EVs taken out"
     return _kv("failover", [
-        ("fault", f"{r.fault.describe()} on {r.fault.link} at {_s(t0)}; "
+        ("fault", f"{r.fault.describe()} on {r.fault.link} at {_ms_after_fine(t0, t0).split('  ')[0]} ({when}); "
                   f"the sender's path p{r.fault.plane}/s{r.fault.spine} crosses it"),
+        ("applied by the demo", _ms_after_fine(f.t_fault_injected_s, t0)),
+        ("dataplane failover", f"{duration_text(f.dataplane_failover_us)}  (last dead EV retired - first drop; {out})"),
         ("first EV ASSUMED_BAD", _ms_after(f.t_first_assumed_bad_s, t0)),
         ("path out of service", _ms_after(f.t_out_of_service_s, t0)),
         ("failover complete", _ms_after(f.t_failover_s, t0)),

@@ -91,6 +91,18 @@ class EvCycle(BaseModel):
     probed_back: int
 
 
+class DeadEvMark(BaseModel):
+    """One dead EV (its path crossed the failed link at fault time) around the fault, in µs
+    from the fault program's first drop (the dataplane's clock): when the sender took it out
+    (``out_us``, ASSUMED_BAD or DENIED, ``how``; None: never before the restore) and when it
+    last carried a data packet before the restore (``last_tx_us``, its ``last_tx_ns``)."""
+
+    ev: int
+    out_us: float | None = None
+    how: str = ""
+    last_tx_us: float | None = None
+
+
 class Failover(BaseModel):
     """The failover figures (seconds since the transfer started; None = did not happen)."""
 
@@ -107,6 +119,16 @@ class Failover(BaseModel):
     goodput_during_gbps: float = 0.0
     goodput_after_gbps: float = 0.0
     dead_path_packets_failover_to_restore: int | None = None
+    fault_time_source: str = "demo"
+    """``fault program``: t_fault_s is the fault program's first drop (bpf_ktime_get_ns); ``demo``:
+    the demo's clock just before it applied the fault (no program: flap, bmv2 down)."""
+    t_fault_injected_s: float | None = None
+    dataplane_failover_us: float | None = None
+    """The last dead EV's retirement (the host dataplane's timestamp) minus the first drop, µs;
+    None without a first drop or when a dead EV stayed in service until the restore."""
+    dead_evs: int = 0
+    dead_evs_out: int = 0
+    dead_ev_marks: list[DeadEvMark] = Field(default_factory=list)
 
 
 class PathStats(BaseModel):
@@ -200,6 +222,11 @@ class LossStats(BaseModel):
             dead_link_packets_lost: packets lost on them (per EV, ``tx - rx``, summed).
     """
 
+    per_ev_measured: bool = True
+    """False when the responder could not count arrivals per EV (the native one handles packets
+    in C): the per-EV figures (``packets_lost_by_ev``, ``evs_with_loss``,
+    ``packets_lost_to_fault``, ``t_last_loss_s``, ``lost``, ``dead_link_packets_lost``) are then
+    0 or empty, not measured."""
     packets_sent: int = 0
     packets_received: int = 0
     packets_lost: int = 0
@@ -269,6 +296,9 @@ class DemoReport(JsonFile):
     schema_version: int = SCHEMA_VERSION
     target: Literal["ebpf", "bmv2"]
     mode: Mode = "srv6"
+    endpoint_name: Literal["native", "python"] = "python"
+    agent_rto_ns: int | None = None
+    writer_rto_ns: int | None = None
     topology: dict[str, int]
     sender: str
     receiver: str

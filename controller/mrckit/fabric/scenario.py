@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..wire.ev import ev_plane, ev_t1
 from .report import (
-    ByteCounts, Check, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultEffect, FaultInfo,
+    ByteCounts, Check, DeadEvMark, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultEffect, FaultInfo,
     PathStats,
     SwitchCounts, TimelineEvent, path_name,
 )
@@ -138,6 +138,11 @@ class RunRecord:
     link_packets_lost: int | None = None
     dead_evs: frozenset[int] = frozenset()
     fault_program_drops: int | None = None
+    endpoint_name: str = "python"
+    t_fault_injected_ns: int | None = None
+    t_first_drop_ns: int | None = None
+    agent_rto_ns: int | None = None
+    writer_rto_ns: int | None = None
 
 
 def analyze(run: RunRecord) -> DemoReport:
@@ -153,7 +158,8 @@ def analyze(run: RunRecord) -> DemoReport:
     paths = _paths(run, failover)
     duration = (run.t_end_ns - rec.t0_ns) / 1e9
     report = DemoReport(
-        target=run.target, mode=run.mode, topology=run.topology, sender=run.sender, receiver=run.receiver,
+        target=run.target, mode=run.mode, endpoint_name=run.endpoint_name, agent_rto_ns=run.agent_rto_ns,
+        writer_rto_ns=run.writer_rto_ns, topology=run.topology, sender=run.sender, receiver=run.receiver,
         duration_s=duration, goodput_gbps=_gbps(run.bytes.sent, duration), bytes=run.bytes,
         endpoint=run.endpoint, fault=run.fault, failover=failover,
         ev_transitions=_transitions(run.events), ev_cycles=_cycles(run), paths=paths,
@@ -168,11 +174,14 @@ def analyze(run: RunRecord) -> DemoReport:
 def _loss(run: RunRecord):
     retirements = [(e.t_ns, e.ev) for e in _sender_events(run)
                    if e.ev and e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS]
-    stats = loss_stats(tx_samples=run.recorder.ev_samples, last_tx=run.recorder.ev_last_tx,
-                      read_end_ns=run.recorder.ev_read_end_ns,
+    per_ev = run.endpoint_name == "python"  # only the Python responder tallies arrivals per EV
+    rec = run.recorder
+    stats = loss_stats(tx_samples=rec.ev_samples if per_ev else [], last_tx=rec.ev_last_tx if per_ev else [],
+                      read_end_ns=rec.ev_read_end_ns if per_ev else [],
                       rx_sent=run.rx_sent, packets_sent=run.packets_sent, packets_received=run.packets_received,
                       t_fault_ns=run.t_fault_ns, t_restore_ns=run.t_restore_ns, retirements=retirements,
                       link_packets_lost=run.link_packets_lost)
+    stats.per_ev_measured = per_ev
     _dead_link_figures(run, stats)
     return stats
 
@@ -183,7 +192,7 @@ def _dead_link_figures(run: RunRecord, loss) -> None:
     out = {e.ev for e in _sender_events(run)
            if e.ev in dead and run.t_fault_ns <= e.t_ns <= run.t_restore_ns
            and ((e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS) or e.new_state == "DENIED")}
-    final_tx = run.recorder.ev_samples[-1][1] if run.recorder.ev_samples else {}
+    final_tx = run.recorder.ev_samples[-1][1] if run.recorder.ev_samples and loss.per_ev_measured else {}
     lost = per_ev_loss(final_tx, run.rx_sent)
     loss.dead_link_evs = len(dead)
     loss.dead_link_evs_retired = len(out)
@@ -251,7 +260,52 @@ def _failover(run: RunRecord) -> Failover:
         goodput_before_gbps=_window_gbps(rec.samples[0], b_fault, rec.t0_ns),
         goodput_during_gbps=_window_gbps(b_fault, b_restore),
         goodput_after_gbps=_window_gbps(b_restore, end, end_bytes=run.bytes.placed, end_ns=run.t_end_ns),
-        dead_path_packets_failover_to_restore=silent)
+        dead_path_packets_failover_to_restore=silent, **_dataplane(run))
+
+
+def dead_ev_out_times(events: list[AgentEvent], dead_evs: frozenset[int], t_from_ns: int,
+                      t_until_ns: int, link: str = "") -> dict[int, tuple[int, str]]:
+    """For each dead EV, its first ASSUMED_BAD or DENIED transition within [t_from_ns,
+    t_until_ns] among the sender's ``events`` (dataplane ktime ns; a dataplane retirement's
+    timestamp is the slot's ``bad_ns``): EV -> (t_ns, new state). The sender agent's denial of
+    ``link`` (a link event, EV 0, stamped when the agent wrote the dataplane's denied-links map)
+    takes out every dead EV not out before it. EVs never taken out are absent."""
+    out: dict[int, tuple[int, str]] = {}
+    for e in sorted(events, key=lambda e: e.t_ns):
+        if not t_from_ns <= e.t_ns <= t_until_ns or e.new_state not in OUT_OF_SERVICE:
+            continue
+        if e.ev in dead_evs and e.ev not in out:
+            out[e.ev] = (e.t_ns, e.new_state)
+        elif link and not e.ev and e.link == link and e.new_state == "DENIED":
+            out.update({ev: (e.t_ns, "DENIED") for ev in dead_evs if ev not in out})
+    return out
+
+
+def dataplane_failover_ns(first_drop_ns: int | None, out: dict[int, tuple[int, str]],
+                          dead_evs: frozenset[int]) -> int | None:
+    """Failover time from the dataplane's own clock: the last dead EV's retirement minus the
+    fault program's first drop (ns). None without a first drop, without dead EVs, or when one
+    of them was never taken out (``out`` from :func:`dead_ev_out_times`)."""
+    if first_drop_ns is None or not dead_evs or not dead_evs <= out.keys():
+        return None
+    return max(out[ev][0] for ev in dead_evs) - first_drop_ns
+
+
+def _dataplane(run: RunRecord) -> dict:
+    """The Failover fields that come from the dataplane's timestamps."""
+    t0 = run.t_first_drop_ns
+    out = dead_ev_out_times(_sender_events(run), run.dead_evs, t0 if t0 is not None else run.t_fault_ns,
+                            run.t_restore_ns, run.fault.link)
+    fo = dataplane_failover_ns(t0, out, run.dead_evs)
+    last_tx = {r["ev"]: r["last_tx_ns"] for r in run.restore_rows if r.get("last_tx_ns")}
+    ref = t0 if t0 is not None else run.t_fault_ns
+    us = lambda t: None if t is None else (t - ref) / 1e3  # noqa: E731
+    marks = [DeadEvMark(ev=ev, out_us=us(out[ev][0]) if ev in out else None, how=out.get(ev, (0, ""))[1],
+                        last_tx_us=us(last_tx.get(ev))) for ev in sorted(run.dead_evs)]
+    return dict(fault_time_source="fault program" if t0 is not None else "demo",
+                t_fault_injected_s=run.recorder.seconds(run.t_fault_injected_ns),
+                dataplane_failover_us=None if fo is None else fo / 1e3,
+                dead_evs=len(run.dead_evs), dead_evs_out=len(out), dead_ev_marks=marks)
 
 
 def _t_out_of_service(run: RunRecord, deny: ControllerEvent | None) -> int | None:
@@ -426,7 +480,7 @@ def _silent_detail(path: str, n: int | None, f: Failover) -> str:
             f"restore ({_fmt_s(f.t_restore_s)}): no data packet count to judge")
 
 
-LARGER_SIZE = "the write was too short for the fault to hit it: use a larger --size (e.g. 96M)"
+LARGER_SIZE = "the write was too short for the fault to hit it: use a longer --duration or a larger --size (e.g. 96M)"
 
 
 def fault_took_effect(report: DemoReport) -> Check:

@@ -8,12 +8,14 @@ import os
 import select
 import socket
 import struct
+import time
 
 import pytest
 from scapy.layers.l2 import Ether
 
 from bpfcore_helpers import PktStats, mac_of, send_frames
 from mrckit import bpf, netns
+from mrckit.errors import MrcError
 from mrckit.fabric import faults as F
 
 ETH_P_PROBE = 0x88B5  # local experimental EtherType: nothing but our probes carries it
@@ -78,6 +80,34 @@ class Receiver:
 def test_ctypes_mirrors_equal_the_c_structs(need_bpf):
     assert bpf.layout_mismatches(F.FaultCfg, bpf.btf_struct_layout("mrc_fault", "fault_cfg")) == []
     assert bpf.layout_mismatches(F.FaultStatsC, bpf.btf_struct_layout("mrc_fault", "fault_stats")) == []
+    assert bpf.layout_mismatches(F.FaultMarkC, bpf.btf_struct_layout("mrc_fault", "fault_mark")) == []
+
+
+@pytest.mark.parametrize("hook", ["xdp", "tc-ingress"])
+def test_first_drop_is_stamped_once_and_rearming_resets_it(link, resident, hook):
+    """Armed -> the first dropped packet stamps the kernel clock; later drops leave the stamp;
+    configure (re-applying a fault) clears it for the next drop; passed packets never stamp."""
+    ns_a, va, ns_b, vb = link
+    F.attach(ns_b, vb, F.Fault(), hook=hook)  # armed with nothing to drop
+    send_frames(ns_a, va, probe_frames(link, 20))
+    assert F.read_stats(ns_b, vb, hook=hook).passed == 20 and F.first_drop_ns(ns_b, vb, hook=hook) is None
+    before = time.monotonic_ns()  # CLOCK_MONOTONIC: bpf_ktime_get_ns()'s clock
+    F.configure(ns_b, vb, F.Fault(blackhole=True), hook=hook)
+    send_frames(ns_a, va, probe_frames(link, 1))
+    first = F.first_drop_ns(ns_b, vb, hook=hook)
+    assert first is not None and before <= first <= time.monotonic_ns()
+    send_frames(ns_a, va, probe_frames(link, 30))  # later drops
+    assert F.read_stats(ns_b, vb, hook=hook).dropped_blackhole == 31
+    assert F.first_drop_ns(ns_b, vb, hook=hook) == first
+    F.configure(ns_b, vb, F.Fault(loss_ppm=F.PPM_ONE), hook=hook)  # re-applied: reset
+    assert F.first_drop_ns(ns_b, vb, hook=hook) is None
+    rearmed = time.monotonic_ns()
+    send_frames(ns_a, va, probe_frames(link, 5))
+    again = F.first_drop_ns(ns_b, vb, hook=hook)
+    assert again is not None and first < rearmed <= again
+    F.detach(ns_b, vb, hook=hook)
+    with pytest.raises(MrcError):
+        F.first_drop_ns(ns_b, vb, hook=hook)
 
 
 def test_xdp_loss_chains_to_the_resident_program_and_detach_restores_it(link, resident):
