@@ -93,7 +93,7 @@ def main() -> int:
     from mrckit.host.evset import build_template
     from mrckit.wire.ev import ev_pack
 
-    dp, ecmp = HostDataplane(), HostDataplane()
+    dp, ecmp = HostDataplane(), HostDataplane(mode="ecmp")
     pkt.configure_host_a(dp)
     pkt.configure_host_a(ecmp, mode="ecmp")
     write = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(payload=bytes(2048)))
