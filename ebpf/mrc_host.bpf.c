@@ -11,7 +11,7 @@
  *   NIC address (copying DSCP, CE and flow label inward, design 3.1 / RFC 6040), redirects QP 0x2
  *   traffic to the agent's UDP port and applies SACK/NACK feedback to the EV state.
  *
- * EV-hash mode (host_config.mode == HOST_MODE_ECMP, issue 11, docs/host.md): the switches
+ * EV-hash mode (host_load.mode == HOST_MODE_ECMP, a load-time setting, docs/host.md): the switches
  * hash the EV instead of following a uSID path. tc egress picks the EV exactly as above, writes
  * it into the flow label and UDP source port of the packet as is, pushes no outer header, sets
  * the MACs and redirects to the EV's plane port; XDP ingress applies the same SACK/NACK and

@@ -113,7 +113,7 @@ static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_conf
 	hdr.ip6.nexthdr = MRC_IPPROTO_IPV6;
 	hdr.ip6.hop_limit = MRC_OUTER_HOP_LIMIT;
 	__builtin_memcpy(&hdr.ip6.saddr, pp->port_addr, sizeof(hdr.ip6.saddr));
-	path_da(&da, cfg->locator, plane, t1, cfg->leaf, dst_leaf, dst_down);
+	path_da(&da, host_load.locator, plane, t1, cfg->leaf, dst_leaf, dst_down);
 	__builtin_memcpy(&hdr.ip6.daddr, &da, sizeof(da));
 	data = (void *)(long)skb->data;
 	data_end = (void *)(long)skb->data_end;

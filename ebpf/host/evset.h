@@ -95,7 +95,7 @@ static __always_inline int slot_usable(struct pick_ctx *c, struct ev_slot *s,
 
 	if (!pp || !pp->up || !pp->ifindex)
 		return 0;
-	if (c->cfg->mode != HOST_MODE_ECMP && path_denied(c->cfg, plane, t1, c->dst_leaf, c->dst_down))
+	if (host_load.mode != HOST_MODE_ECMP && path_denied(c->cfg, plane, t1, c->dst_leaf, c->dst_down))
 		return 0;
 	*ppp = pp;
 	return 1;

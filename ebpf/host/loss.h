@@ -214,7 +214,7 @@ static __always_inline __u32 rtx_verdict(struct host_config *cfg, const __u8 *pe
 	}
 	count(STAT_LOSS_RETIRED);
 	retire(peer, s, REASON_LOSS, now);
-	if ((cfg->flags & MRC_HOST_FLAG_PATH_RETIRE) && cfg->mode == HOST_MODE_SRV6)
+	if ((cfg->flags & MRC_HOST_FLAG_PATH_RETIRE) && host_load.mode == HOST_MODE_SRV6)
 		retire_path(cfg, peer, set, s, dst_leaf, now);
 	keep_floor(cfg, peer, set, now);
 	return s->ev;

@@ -84,14 +84,14 @@ enum host_stat {
 /* Host-wide settings, written by the agent. Index 0 of host_config. */
 struct host_config {
 	__u8 nic_addr[16];   /* local NIC address, network order */
-	__u32 locator;       /* uSID block, host order (e.g. 0xfcbbbb00) */
+	__u32 locator;       /* copy of host_load.locator for readers */
 	__u16 leaf;          /* T0 index of this host (same in every plane) */
 	__u16 downlink;      /* downlink index D on that T0 */
 	__u32 n_planes;
 	__u16 agent_port;    /* UDP port that QP 0x2 traffic is rewritten to, host order */
 	__u16 configured;    /* 0 until the agent has written every map */
 	__u32 n_denied;      /* entries in denied_links; 0 skips the lookups */
-	__u32 mode;          /* HOST_MODE_SRV6 or HOST_MODE_ECMP */
+	__u32 mode;          /* copy of host_load.mode for readers; the programs read host_load */
 	__u32 flags;         /* MRC_HOST_FLAG_*: path-aware retirement, pinned-EV mode */
 	__u32 min_active;    /* ev_min_active: GOOD/SKIP EVs a peer set keeps; 0 = no floor */
 };
@@ -99,6 +99,20 @@ struct host_config {
 /* host_config.mode; mirrored by mrckit.host.maps.HOST_MODES. */
 #define HOST_MODE_SRV6 0
 #define HOST_MODE_ECMP 1
+
+/* Load-time settings, mirrored by mrckit.host.maps.HostLoad. The loader writes them into the
+ * .rodata.host map before load (bpf_map__set_initial_value); the map is frozen read-only, so the
+ * verifier reads them as constants and drops the other mode's code from the program. Changing
+ * one means loading the object again (docs/host.md). The defaults are for tools that load the
+ * object as is. */
+struct host_load {
+	__u32 mode;          /* HOST_MODE_SRV6 or HOST_MODE_ECMP */
+	__u32 locator;       /* uSID block, host order (e.g. 0xfcbbbb00) */
+};
+const volatile struct host_load host_load SEC(".rodata.host") = {
+	.mode = HOST_MODE_SRV6,
+	.locator = MRC_LOCATOR_DEFAULT,
+};
 
 /* One plane port, index = plane. */
 struct plane_port {

@@ -110,7 +110,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 		count(STAT_TX_DROP_ENCAP_FAILED);
 		return TC_ACT_SHOT;
 	}
-	if (cfg->mode == HOST_MODE_ECMP) {
+	if (host_load.mode == HOST_MODE_ECMP) {
 		if (tx_set_eth(skb, pp)) {
 			count(STAT_TX_DROP_ENCAP_FAILED);
 			return TC_ACT_SHOT;

@@ -25,7 +25,7 @@ int mrc_host_ingress(struct xdp_md *ctx)
 	cfg = bpf_map_lookup_elem(&host_config, &zero);
 	if (!cfg)
 		goto other;
-	if (cfg->mode == HOST_MODE_ECMP) {
+	if (host_load.mode == HOST_MODE_ECMP) {
 		/* No outer header in this mode: encapsulated frames are not this fabric's. */
 		int verdict = outer->nexthdr == MRC_IPPROTO_UDP ? rx_plain(cfg, &p) : -1;
 

@@ -142,6 +142,8 @@ _PROTOS = {
     "bpf_map__reuse_fd": (c_int, [c_void_p, c_int]),
     "bpf_map__set_pin_path": (c_int, [c_void_p, c_char_p]),
     "bpf_map__is_internal": (c_bool, [c_void_p]),
+    "bpf_map__set_initial_value": (c_int, [c_void_p, c_void_p, c_size_t]),
+    "bpf_map__initial_value": (c_void_p, [c_void_p, POINTER(c_size_t)]),
     "bpf_map_lookup_elem": (c_int, [c_int, c_void_p, c_void_p]),
     "bpf_map_update_elem": (c_int, [c_int, c_void_p, c_void_p, c_uint64]),
     "bpf_map_delete_elem": (c_int, [c_int, c_void_p]),

@@ -350,6 +350,35 @@ class ObjectMap(Map):
             L.check(L.require().bpf_map__reuse_fd(self._handle, pinned.fd), f"reuse {path}")
         return True
 
+    def initial_value(self) -> bytes:
+        """The initial contents of a global-data map (``.rodata``, ``.rodata.NAME``, ``.data``)
+        as libbpf will create it: the ELF defaults unless :meth:`set_initial_value` changed them.
+
+        Raises:
+            BpfError: the map has no initial value (not a global-data map).
+        """
+        size = ctypes.c_size_t(0)
+        ptr = L.require().bpf_map__initial_value(self._handle, ctypes.byref(size))
+        if not ptr:
+            raise BpfError(f"map {self.name} has no initial value (not a global-data map)")
+        return ctypes.string_at(ptr, size.value)
+
+    def set_initial_value(self, data: bytes | ctypes.Structure) -> None:
+        """Before load: the contents a global-data map is created with. For ``const volatile``
+        variables (a ``.rodata`` map, frozen at load) the verifier then sees them as constants.
+        ``data`` must be exactly the map's value size (bytes or a ctypes struct).
+
+        Raises:
+            BpfError: after load (EBUSY), or a size different from the map's value size.
+        """
+        raw = bytes(data)
+        if len(raw) != self.value_size:
+            raise BpfError(f"initial value of map {self.name} must be {self.value_size} bytes, "
+                           f"got {len(raw)}")
+        buf = ctypes.create_string_buffer(raw, len(raw))
+        L.check(L.require().bpf_map__set_initial_value(self._handle, buf, len(raw)),
+                f"set initial value of map {self.name}")
+
     def set_pin_path(self, path: str) -> None:
         """Before load: libbpf reuses the map pinned at ``path``, or pins it there after load."""
         L.check(L.require().bpf_map__set_pin_path(self._handle, path.encode()),

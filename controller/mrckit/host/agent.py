@@ -120,7 +120,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
                                        seed=s.seed or None, opaque=cfg.opaque_evs)
         self._ifindex = {p.plane: _ifindex(p.ifname, cfg.name) for p in cfg.ports}
         _ifindex(cfg.nic_device, cfg.name)
-        dp = self.dp = HostDataplane()
+        dp = self.dp = HostDataplane(cfg.mode, cfg.locator)  # both fixed at load: Configure reloads
         dp.set_host(str(cfg.nic_address), cfg.locator, cfg.leaf, cfg.downlink,
                     max(p.plane for p in cfg.ports) + 1, s.agent_port, cfg.mode,
                     path_retire=cfg.path_retire, pinned=s.pinned_ev,

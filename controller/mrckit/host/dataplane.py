@@ -20,7 +20,9 @@ from ..errors import MrcError
 from ..wire.constants import MAX_PLANES
 from ..wire.constants import HostFlag
 from ..wire.ev import ev_plane
-from .maps import (HOST_MODES, LINK_KIND, MAX_EVS, EvEvent, EvSet, EvSlot, HostConfigMap, LinkKey, PeerKey,
+from ..wire.usid import DEFAULT_LOCATOR
+from .maps import (HOST_MODES, LINK_KIND, MAX_EVS, EvEvent, EvSet, EvSlot, HostConfigMap, HostLoad,
+                   LinkKey, PeerKey,
                    PlaneGroup, PlanePort, Stat, TxRec, tx_index)
 
 OBJECT = "mrc_host"
@@ -82,15 +84,32 @@ def plane_runs(evs: list[int]) -> list[tuple[int, int, int]]:
 class HostDataplane:
     """The loaded host BPF object and typed handles on its maps.
 
+    ``mode`` (``"srv6"`` or ``"ecmp"``, :data:`~mrckit.host.maps.HOST_MODES`) and ``locator``
+    (the uSID block, 32 bits, host order) are load-time settings: they are written into the
+    object's ``.rodata.host`` map before it loads, so the verifier drops the other mode's code.
+    Changing either means a new ``HostDataplane`` (docs/host.md, "Load-time settings").
+
     Use as a context manager or call :meth:`close`; closing detaches nothing (see
     :meth:`detach`), it frees the object.
 
     Raises:
+        ValueError: an unknown mode; a locator outside 32 bits.
         BpfError: on load (object missing: run ``make bpf``; verifier refusal with its log).
     """
 
-    def __init__(self, obj_path: str = OBJECT):
-        self.obj = BpfObject.open(obj_path).load()
+    def __init__(self, mode: str = "srv6", locator: int = DEFAULT_LOCATOR, obj_path: str = OBJECT):
+        if mode not in HOST_MODES:
+            raise ValueError(f"mode {mode!r}: use one of {', '.join(HOST_MODES)}")
+        if not 0 <= locator <= 0xFFFFFFFF:
+            raise ValueError(f"locator {locator:#x} is not a 32-bit uSID block")
+        self.mode, self.locator = mode, locator
+        obj = BpfObject.open(obj_path)
+        try:
+            obj.map(".rodata.host").set_initial_value(HostLoad(mode=HOST_MODES[mode], locator=locator))
+            self.obj = obj.load()
+        except Exception:
+            obj.close()
+            raise
         self.config = self.obj.map("host_config", key_type=U32, value_type=HostConfigMap)
         self.ports = self.obj.map("plane_ports", key_type=U32, value_type=PlanePort)
         self.template = self.obj.map("ev_template", key_type=U32, value_type=EvSet)
@@ -104,20 +123,29 @@ class HostDataplane:
         self.attached: list[tuple[str, str]] = []
 
     # ---- configuration -----------------------------------------------------------------
-    def set_host(self, nic_addr: str, locator: int, leaf: int, downlink: int, n_planes: int,
-                 agent_port: int, mode: str = "srv6", *, path_retire: bool = False,
+    def set_host(self, nic_addr: str, locator: int | None, leaf: int, downlink: int, n_planes: int,
+                 agent_port: int, mode: str | None = None, *, path_retire: bool = False,
                  pinned: bool = False, min_active: int = 0) -> None:
-        """Write ``host_config`` (n_denied and configured are kept as they are). ``mode`` is
-        ``"srv6"`` or ``"ecmp"`` (:data:`~mrckit.host.maps.HOST_MODES`). ``path_retire``: a
+        """Write ``host_config`` (n_denied and configured are kept as they are). ``locator`` and
+        ``mode`` were fixed at load (:class:`HostDataplane`): None, or the same values, are
+        accepted; a different one is refused (load a new dataplane instead). ``path_retire``: a
         LOSS retires the lost packet's whole path toward that peer (SRv6 mode only; the
         dataplane ignores it in ecmp mode). ``pinned``: pinned-EV mode, one fixed EV per QP.
         ``min_active``: the ev_min_active floor of GOOD/SKIP EVs per peer set (0 = none).
 
         Raises:
-            ValueError: an unknown mode; min_active outside 0..256.
+            ValueError: a mode or locator other than the load-time one; min_active outside
+                0..256.
         """
-        if mode not in HOST_MODES:
-            raise ValueError(f"mode {mode!r}: use one of {', '.join(HOST_MODES)}")
+        mode = self.mode if mode is None else mode
+        locator = self.locator if locator is None else locator
+        if mode != self.mode:
+            raise ValueError(f"mode {mode!r}: this dataplane was loaded in {self.mode!r} mode, a "
+                             "load-time setting; load a new HostDataplane(mode=...) to change it")
+        if locator != self.locator:
+            raise ValueError(f"locator {locator:#x}: this dataplane was loaded with "
+                             f"{self.locator:#x}, a load-time setting; load a new "
+                             "HostDataplane(locator=...) to change it")
         if not 0 <= min_active <= MAX_EVS:
             raise ValueError(f"min_active {min_active} outside 0..{MAX_EVS}")
         flags = (HostFlag.PATH_RETIRE if path_retire else 0) | (HostFlag.PINNED if pinned else 0)

@@ -101,6 +101,12 @@ class HostConfigMap(ctypes.Structure):
                 ("mode", U32), ("flags", U32), ("min_active", U32)]
 
 
+class HostLoad(ctypes.Structure):
+    """``struct host_load``: the ``.rodata.host`` map, written before load (mode, locator)."""
+
+    _fields_ = [("mode", U32), ("locator", U32)]
+
+
 HOST_MODES = {"srv6": 0, "ecmp": 1}
 """``host_config.mode`` values (the C HOST_MODE_*): ``srv6`` pushes the outer uSID header,
 ``ecmp`` (EV-hash mode, issue 11) sends the packet as is with the EV in its flow label and UDP

@@ -28,7 +28,7 @@ def ecmp_dp():
     """Host A's dataplane in EV-hash (ecmp) mode (issue 11)."""
     if os.geteuid() != 0:
         pytest.skip("needs root: loading BPF programs")
-    d = HostDataplane()
+    d = HostDataplane(mode="ecmp")
     pkt.configure_host_a(d, mode="ecmp")
     yield d
     d.close()

@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[3] / "ebpf" / "host" / "maps.h"
 @pytest.mark.parametrize("ctype, cname", [
     (maps.HostConfigMap, "host_config"), (maps.PlanePort, "plane_port"), (maps.EvSlot, "ev_slot"),
     (maps.EvSet, "ev_set"), (maps.PlaneGroup, "plane_group"), (maps.LinkKey, "link_key"),
-    (maps.TxRec, "tx_rec"),
+    (maps.TxRec, "tx_rec"), (maps.HostLoad, "host_load"),
 ])
 def test_struct_layouts_match_btf(ctype, cname):
     assert layout_mismatches(ctype, btf_struct_layout("mrc_host", cname)) == []
