@@ -26,35 +26,16 @@ IMPL_PAIRS = [pytest.param("python", "python", id="python-to-python"),
               pytest.param("python", "native", id="python-to-native", marks=_NATIVE)]
 
 
-@pytest.mark.parametrize("writer_impl,listener_impl", IMPL_PAIRS)
-def test_listen_and_write(netns_pair, writer_impl, listener_impl):
+def _listen_and_write(netns_pair, writer_impl: str, listener_impl: str, *extra: str) -> tuple[str, str]:
+    """Run ``mrc listen`` and ``mrc write`` of 4 MiB (``extra`` flags on both); return their
+    stdouts after checking both succeeded with the same SHA-256."""
     listener = _mrc(netns_pair.ns_b, "listen", ADDR_B, "--size", "4M", "--timeout", "60",
-                    "--endpoint", listener_impl)
+                    "--endpoint", listener_impl, *extra)
     try:
         assert "listening on" in listener.stderr.readline()
         # no retry limit: the 262 µs native RTO must not fail the QP while the listener is descheduled
-        writer = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "4M", "--endpoint", writer_impl, "--exp-retries", "25")
-        w_out, w_err = writer.communicate(timeout=90)
-        l_out, _ = listener.communicate(timeout=90)
-    finally:
-        listener.kill()
-    assert writer.returncode == 0, w_err
-    assert listener.returncode == 0
-    sha_w = re.search(r"^sha256 ([0-9a-f]{64})$", w_out, re.M).group(1)
-    sha_l = re.search(r"^sha256 ([0-9a-f]{64})$", l_out, re.M).group(1)
-    assert sha_w == sha_l
-    assert "4194304" in w_out and "goodput" in w_out and "retransmits" in w_out
-    assert "bytes placed" in l_out and "4194304" in l_out
-
-
-@_NATIVE
-def test_listen_and_write_busy_polling(netns_pair):
-    listener = _mrc(netns_pair.ns_b, "listen", ADDR_B, "--size", "4M", "--timeout", "60", "--endpoint", "native",
-                    "--busy-poll")
-    try:
-        assert "listening on" in listener.stderr.readline()
-        writer = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "4M", "--endpoint", "native", "--busy-poll",
-                      "--exp-retries", "25")
+        writer = _mrc(netns_pair.ns_a, "write", ADDR_A, ADDR_B, "4M", "--endpoint", writer_impl,
+                      "--exp-retries", "25", *extra)
         w_out, w_err = writer.communicate(timeout=90)
         l_out, _ = listener.communicate(timeout=90)
     finally:
@@ -63,6 +44,19 @@ def test_listen_and_write_busy_polling(netns_pair):
     assert listener.returncode == 0
     sha_w = re.search(r"^sha256 ([0-9a-f]{64})$", w_out, re.M).group(1)
     assert sha_w == re.search(r"^sha256 ([0-9a-f]{64})$", l_out, re.M).group(1)
+    return w_out, l_out
+
+
+@pytest.mark.parametrize("writer_impl,listener_impl", IMPL_PAIRS)
+def test_listen_and_write(netns_pair, writer_impl, listener_impl):
+    w_out, l_out = _listen_and_write(netns_pair, writer_impl, listener_impl)
+    assert "4194304" in w_out and "goodput" in w_out and "retransmits" in w_out
+    assert "bytes placed" in l_out and "4194304" in l_out
+
+
+@_NATIVE
+def test_listen_and_write_busy_polling(netns_pair):
+    _listen_and_write(netns_pair, "native", "native", "--busy-poll")
 
 
 @pytest.mark.parametrize("args,message", [
