@@ -72,7 +72,10 @@ def test_spine_link_failure_under_a_64mib_write(make_netns, tmp_path):
             active = [r for r in rows if not r["retired"]]
             assert len(active) == 128
             time.sleep(2 * settings.sweep_period_ns / 1e9)  # the sweep publishes the ring's events
-            lossy = {e.ev for e in agent.events.history if e.reason in ("LOSS", "RTO_TIMEOUT")} - dead
+            # A packet lost outright retires its whole path (PATH_LOSS siblings, path-aware
+            # retirement); with no backup on another spine they stay ASSUMED_BAD in their slots.
+            lossy = {e.ev for e in agent.events.history
+                     if e.reason in ("LOSS", "RTO_TIMEOUT", "PATH_LOSS")} - dead
             assert [(r["plane"], r["t1"], r["state"]) for r in active
                     if r["state"] != "GOOD" and r["ev"] not in lossy] == []
             assert {r["ev"] for r in rows if r["retired"] and (r["plane"], r["t1"]) != (DEAD_PLANE, DEAD_T1)} <= lossy
