@@ -31,7 +31,7 @@ static __always_inline struct tx_rec *tx_find(const __u8 *peer, __u32 psn)
 }
 
 static __always_inline void tx_record(const __u8 *peer, __u32 psn, __u32 dqpn,
-				      struct ev_slot *s, __u32 slot, __u32 blamed_ev)
+				      struct ev_slot *s, __u32 slot, __u32 blamed_ev, __u64 now)
 {
 	__u32 idx = tx_index(peer, psn);
 	struct tx_rec *r = bpf_map_lookup_elem(&tx_records, &idx);
@@ -45,6 +45,7 @@ static __always_inline void tx_record(const __u8 *peer, __u32 psn, __u32 dqpn,
 	r->flags = 0;
 	r->dqpn = dqpn;
 	r->blamed_ev = blamed_ev;
+	r->sent_ns = now;
 }
 
 static __always_inline int slot_active(const struct ev_slot *s)
@@ -187,7 +188,11 @@ static __always_inline void keep_floor(struct host_config *cfg, const __u8 *peer
 
 /* A retransmission of PSN psn: if the EV that carried the previous transmission was not
  * answered by a NACK, that packet was lost outright and the EV is retired (mrc-facts 1), with
- * its path's siblings when path-aware retirement is on; the floor then holds. */
+ * its path's siblings when path-aware retirement is on; the floor then holds.
+ * Lost, not late: only once a packet sent after it toward the same peer was delivered (the
+ * RACK rule, RFC 8985 section 6.2). A timeout with nothing delivered since says the peer, or
+ * every path at once, stalled (a descheduled receiver): no one path explains it, and blaming
+ * each EV in turn would retire the whole set. */
 static __always_inline __u32 rtx_verdict(struct host_config *cfg, const __u8 *peer, __u32 psn,
 					 __u32 dqpn, struct ev_set *set, __u32 dst_leaf, __u64 now)
 {
@@ -205,6 +210,10 @@ static __always_inline __u32 rtx_verdict(struct host_config *cfg, const __u8 *pe
 	}
 	if (r->flags & TXR_ACKED) {
 		count(STAT_RTX_AFTER_ACK);
+		return 0;
+	}
+	if (set->delivered_ns <= r->sent_ns) {
+		count(STAT_RTX_NONE_DELIVERED);
 		return 0;
 	}
 	s = &set->slots[SLOT_IDX(r->slot)];
@@ -282,8 +291,11 @@ static __always_inline void sack_answers(const __u8 *peer, const struct mrc_seth
 
 	if (!r)
 		return;
-	if (r->ev == s->ev)
+	if (r->ev == s->ev) {
 		r->flags |= TXR_ACKED;
+		if (r->sent_ns > set->delivered_ns)
+			set->delivered_ns = r->sent_ns;
+	}
 	if (r->blamed_ev != s->ev)
 		return;
 	r->blamed_ev = 0;

@@ -78,6 +78,7 @@ enum host_stat {
 	STAT_FLOOR_RESTORED,    /* retired EVs made GOOD again to keep min_active GOOD */
 	STAT_TX_PINNED,         /* pinned-EV mode: packets sent on their QP's fixed EV */
 	STAT_TX_DROP_PINNED_DOWN, /* pinned-EV mode: the QP's EV is on a down port or denied path */
+	STAT_RTX_NONE_DELIVERED, /* a retransmission with nothing sent after it delivered: no LOSS */
 	STAT_MAX,
 };
 
@@ -163,6 +164,7 @@ struct ev_set {
 	__u32 n;             /* active slots, 1..HOST_MAX_EVS */
 	__u32 n_groups;      /* plane groups, 1..MRC_MAX_PLANES */
 	__u64 plane_seq;     /* plane draws consumed: group = plane_seq % n_groups */
+	__u64 delivered_ns;  /* latest send time of a packet a SACK showed delivered (RACK) */
 	struct plane_group groups[MRC_MAX_PLANES];
 	struct ev_slot slots[HOST_MAX_EVS];
 };
@@ -193,6 +195,7 @@ struct tx_rec {
 	__u32 dqpn;          /* the data packet's destination QP: guards against another QP's PSN */
 	__u32 blamed_ev;     /* the EV this PSN's retransmission retired (LOSS); 0 = none */
 	__u32 pad2;
+	__u64 sent_ns;       /* when tc egress sent it (bpf_ktime_get_ns) */
 };
 #define HOST_TX_RECORDS 65536 /* a power of two */
 #define TXR_NACKED 1         /* a NACK echoed this PSN and EV: reached the receiver */

@@ -125,7 +125,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 	}
 	tx_account(s, skb->len, pc.now);
 	if (data_pkt)
-		tx_record((const __u8 *)&dst, psn, dqpn, s, pc.slot, blamed_ev);
+		tx_record((const __u8 *)&dst, psn, dqpn, s, pc.slot, blamed_ev, pc.now);
 	return bpf_redirect(pp->ifindex, 0);
 other:
 	count(STAT_TX_PASS_OTHER);

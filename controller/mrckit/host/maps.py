@@ -87,6 +87,7 @@ class Stat(IntEnum):
     FLOOR_RESTORED = 37
     TX_PINNED = 38
     TX_DROP_PINNED_DOWN = 39
+    RTX_NONE_DELIVERED = 40
 
 
 TX_DROPS = tuple(s for s in Stat if s.name.startswith("TX_DROP_"))
@@ -139,9 +140,11 @@ class PlaneGroup(ctypes.Structure):
 
 
 class EvSet(ctypes.Structure):
-    """``struct ev_set``: the template (``ev_template[0]``) or one peer's set (``peer_evs``)."""
+    """``struct ev_set``: the template (``ev_template[0]``) or one peer's set (``peer_evs``).
+    ``delivered_ns`` is the latest send time (CLOCK_MONOTONIC ns) of a packet toward the peer
+    that a SACK showed delivered: the dataplane's RACK reference for loss retirement."""
 
-    _fields_ = [("n", U32), ("n_groups", U32), ("plane_seq", U64),
+    _fields_ = [("n", U32), ("n_groups", U32), ("plane_seq", U64), ("delivered_ns", U64),
                 ("groups", PlaneGroup * MAX_PLANES), ("slots", EvSlot * MAX_EVS)]
 
 
@@ -162,10 +165,12 @@ class TxRec(ctypes.Structure):
     """``struct tx_rec``: one entry of the direct-mapped ``tx_records`` array: for (peer NIC
     address, PSN), the EV (and its slot) that carried the PSN's last transmission, whether a
     NACK or SACK answered it (``flags``: :data:`TXR_NACKED`, :data:`TXR_ACKED`), the data
-    packet's destination QP, and the EV that the retransmission retired for LOSS (0 = none)."""
+    packet's destination QP, the EV that the retransmission retired for LOSS (0 = none), and
+    when tc egress sent it (``sent_ns``, CLOCK_MONOTONIC ns)."""
 
     _fields_ = [("peer", U8 * 16), ("psn", U32), ("ev", U32), ("slot", U16), ("flags", U8),
-                ("pad", U8), ("dqpn", U32), ("blamed_ev", U32), ("pad2", U32)]
+                ("pad", U8), ("dqpn", U32), ("blamed_ev", U32), ("pad2", U32),
+                ("sent_ns", U64)]
 
 
 TX_RECORDS = 65536

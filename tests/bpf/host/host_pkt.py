@@ -11,6 +11,7 @@ from scapy.layers.l2 import Ether
 
 from mrckit.wire.addressing import nic_address, path_da, port_address  # noqa: F401 (re-exported)
 from mrckit.wire.constants import QP_ENDPOINT_OPS, UDP_PORT_ROCEV2, Dscp, Ecn, Opcode
+from mrckit.wire.ev import ev_pack
 
 # Host A (under test): leaf 0, downlink 0. Peer B: leaf 1, downlink 2. Peer C: leaf 0, downlink 5.
 A_LEAF, A_DOWN = 0, 0
@@ -114,3 +115,31 @@ def configure_host_a(dp, mode: str = "srv6", **policy) -> None:
         dp.set_port(PortSetting(plane, PORT_IFINDEX, mac_bytes(MAC[plane]), mac_bytes(NEIGH[plane]),
                                 addr_bytes(port_addr(plane))))
     dp.set_configured(True)
+
+
+def sack_frame(ev: int, ack_psn: int, peer: str = NIC_B, ecmp: bool = False) -> bytes:
+    """A SACK from ``peer`` to host a, triggered by ``ack_psn`` on ``ev``: cack_psn 3 below it,
+    ack_psn_offset +3, as it reaches host a's XDP (encapsulated; ``ecmp``: plain, EV-hash mode)."""
+    seth_ = struct.pack(">HhIHHIBBhQ", 0, 3, ev, 0, 0, (ack_psn - 3) & 0xFFFFFF, 0, 4, 0, 0)
+    l4 = bth(Opcode.SACK, dqpn=0x77) + seth_ + bytes(8)
+    peer_ev, tc = ev_pack(0, 3, 0xABCDE), tclass(Dscp.CONTROL)
+    if ecmp:
+        return plain(peer, NIC_A, l4, sport=peer_ev >> 16, fl=peer_ev & 0xFFFF, tc=tc)
+    return encapped(peer, NIC_A, l4, ev=peer_ev, outer_tc=tc, inner_tc=tc)
+
+
+def sent_ev(out: bytes) -> int:
+    """The EV tc egress put on a frame it redirected (UDP source port, flow label)."""
+    frame = Ether(out)
+    return (frame[UDP].sport << 16) | (frame.payload.fl & 0xFFFF)
+
+
+def deliver_later(dp, psn: int, dst: str = NIC_B, dqpn: int = 0x42, ecmp: bool = False) -> int:
+    """PSN ``psn`` sent to ``dst`` now and SACKed: a packet sent after every earlier one was
+    delivered, so a retransmission of an earlier PSN is a loss, not a stall (the RACK rule of
+    loss retirement, docs/host.md). Returns the EV it went on."""
+    res = dp.egress.test_run(plain(NIC_A, dst, write_payload(psn=psn, dqpn=dqpn)))
+    assert res.retval == 7  # TC_ACT_REDIRECT
+    ev = sent_ev(res.data)
+    assert dp.ingress.test_run(sack_frame(ev, psn, peer=dst, ecmp=ecmp)).retval == 2  # XDP_PASS
+    return ev

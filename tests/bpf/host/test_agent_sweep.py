@@ -99,9 +99,11 @@ def test_dead_plane_is_not_replaced_and_idle_skip_expires(agent):
 
 
 def lose_one(dp, psn):
-    """A data PSN sent and retransmitted unanswered: tc egress retires its EV (and path)."""
+    """A data PSN sent, a later one delivered, and the first retransmitted unanswered: tc
+    egress retires its EV (and path)."""
     frame = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(psn=psn, dqpn=0x42))
     assert dp.egress.test_run(frame).retval == 7
+    pkt.deliver_later(dp, psn + 1)
     rtx = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(psn=psn, dqpn=0x42, flags=0x20))
     assert dp.egress.test_run(rtx).retval == 7
 

@@ -37,9 +37,11 @@ def states(dp, peer=pkt.NIC_B) -> dict[int, tuple[int, int]]:
     return {s.slots[i].ev: (s.slots[i].state, s.slots[i].reason) for i in range(s.n)}
 
 
-def lose(dp, psn, dst=pkt.NIC_B) -> int:
-    """Send PSN ``psn`` and retransmit it unanswered: the original's EV lost it. Returns it."""
+def lose(dp, psn, dst=pkt.NIC_B, ecmp=False) -> int:
+    """Send PSN ``psn``, deliver a later one, and retransmit ``psn`` unanswered: the original's
+    EV lost it. Returns it."""
     ev = send(dp, psn, dst=dst)
+    pkt.deliver_later(dp, psn + 1, dst=dst, ecmp=ecmp)
     send(dp, psn, rtx=True, dst=dst)
     return ev
 
@@ -88,7 +90,7 @@ def test_per_ev_retirement_when_path_retire_is_off(dp):
 def test_ecmp_mode_retires_per_ev_even_with_path_retire(ecmp_dp):
     pkt.configure_host_a(ecmp_dp, mode="ecmp", path_retire=True)
     ecmp_dp.set_template(template())
-    lost = lose(ecmp_dp, 1)
+    lost = lose(ecmp_dp, 1, ecmp=True)
     assert [ev for ev, (s, _) in states(ecmp_dp).items() if s != EvState.GOOD] == [lost]
 
 

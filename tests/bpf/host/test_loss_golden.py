@@ -65,6 +65,7 @@ def test_control_packets_are_not_recorded(lp):
 
 def test_rtx_of_an_unanswered_psn_retires_the_original_ev(lp):
     first = send(lp)
+    pkt.deliver_later(lp, PSN + 1)
     lp.poll_events()
     second = send(lp, rtx=True)
     assert second != first  # the retransmission already avoids the retired EV
@@ -78,6 +79,25 @@ def test_rtx_of_an_unanswered_psn_retires_the_original_ev(lp):
     # the record now names the retransmission's EV, so a second loss blames that one
     assert lp.tx_record(pkt.NIC_B, PSN).ev == second
     assert [state(lp, ev)[0] for ev in EVS if ev != first] == [EvState.GOOD] * 3
+
+
+def test_rtx_with_nothing_later_delivered_does_not_retire(lp):
+    """The RACK rule: a timeout with no later packet delivered is a stall (a descheduled
+    receiver), not a path's loss; a SACK of a packet sent *before* the lost one does not count,
+    one of a packet sent after it does."""
+    pkt.deliver_later(lp, PSN - 1)   # delivered, but sent before PSN
+    send(lp)
+    lp.poll_events()
+    send(lp, rtx=True)
+    assert all(state(lp, ev)[0] == EvState.GOOD for ev in EVS) and lp.poll_events() == []
+    st = lp.stat_values()
+    assert (st["RTX_SEEN"], st["RTX_NONE_DELIVERED"], st["LOSS_RETIRED"]) == (1, 1, 0)
+    # the retransmission went unanswered too, and a packet sent after it got through
+    again = lp.tx_record(pkt.NIC_B, PSN).ev
+    pkt.deliver_later(lp, PSN + 1)
+    send(lp, rtx=True)
+    assert state(lp, again) == (EvState.ASSUMED_BAD, Reason.LOSS)
+    assert lp.stat_values()["LOSS_RETIRED"] == 1
 
 
 @pytest.mark.parametrize("reason, stat", [
@@ -105,6 +125,7 @@ def test_nack_for_another_ev_or_psn_does_not_mark(lp):
     nack(lp, first, NackReason.TRIMMED, PSN + 1)  # same EV, PSN never sent
     assert lp.tx_record(pkt.NIC_B, PSN).flags == 0
     assert lp.stat_values()["NACK_MARKED"] == 0
+    pkt.deliver_later(lp, PSN + 2)
     send(lp, rtx=True)
     assert state(lp, first) == (EvState.ASSUMED_BAD, Reason.LOSS)
 
@@ -123,6 +144,7 @@ def test_rtx_of_an_ev_already_replaced_or_denied_is_counted_only(lp):
     s = lp.peer_set(pkt.NIC_B)
     index = next(i for i in range(s.n) if s.slots[i].ev == first)
     lp.write_slot(pkt.NIC_B, index, state=EvState.DENIED)
+    pkt.deliver_later(lp, PSN + 2)
     lp.poll_events()
     send(lp, rtx=True)
     assert state(lp, first)[0] == EvState.DENIED and lp.poll_events() == []
@@ -130,6 +152,7 @@ def test_rtx_of_an_ev_already_replaced_or_denied_is_counted_only(lp):
     s = lp.peer_set(pkt.NIC_B)
     index = next(i for i in range(s.n) if s.slots[i].ev == first2)
     lp.write_slot(pkt.NIC_B, index, ev=ev_pack(first2 >> 28, 0, 0x999))  # the agent replaced it
+    pkt.deliver_later(lp, PSN + 3)
     send(lp, psn=PSN + 1, rtx=True)
     assert lp.stat_values()["LOSS_EV_GONE"] == 2
     assert lp.stat_values()["LOSS_RETIRED"] == 0
@@ -144,15 +167,12 @@ def test_retransmission_keeps_trimmable_retx_class(lp):
 
 def sack(dp, ev: int, ack_psn: int) -> None:
     """A SACK triggered by ``ack_psn`` on ``ev``: cack_psn 3 below it, ack_psn_offset +3."""
-    seth = struct.pack(">HhIHHIBBhQ", 0, 3, ev, 0, 0, (ack_psn - 3) & 0xFFFFFF, 0, 4, 0, 0)
-    l4 = pkt.bth(Opcode.SACK, dqpn=0x77) + seth + bytes(8)
-    frame = pkt.encapped(pkt.NIC_B, pkt.NIC_A, l4, ev=PEER_EV, outer_tc=pkt.tclass(Dscp.CONTROL),
-                         inner_tc=pkt.tclass(Dscp.CONTROL))
-    assert dp.ingress.test_run(frame).retval == XDP_PASS
+    assert dp.ingress.test_run(pkt.sack_frame(ev, ack_psn)).retval == XDP_PASS
 
 
 def test_sack_of_the_blamed_original_undoes_the_retirement(lp):
     first = send(lp)
+    pkt.deliver_later(lp, PSN + 2)
     second = send(lp, rtx=True)
     assert lp.tx_record(pkt.NIC_B, PSN).blamed_ev == first
     sack(lp, first, PSN + 1)   # another PSN on the retired EV proves nothing about PSN's loss
@@ -171,6 +191,7 @@ def test_sack_of_the_blamed_original_undoes_the_retirement(lp):
 
 def test_sack_does_not_lift_other_assumed_bad_reasons(lp):
     first = send(lp)
+    pkt.deliver_later(lp, PSN + 2)
     send(lp, rtx=True)
     s = lp.peer_set(pkt.NIC_B)
     index = next(i for i in range(s.n) if s.slots[i].ev == first)
