@@ -43,7 +43,10 @@ def add_un(ns: str, prefix48: int, dev: str) -> None:
         netns.run(cmd, ns=ns)
     except MrcError as exc:
         if "csid" in str(exc).lower() or "flavor" in str(exc).lower() or "unknown" in str(exc).lower():
-            raise PrerequisiteError(f"the kernel or iproute2 refuses seg6local End flavors next-csid: {exc}") from None
+            # iproute2's own words, without the command and its scratch namespace's name, so
+            # that every skip for this reason reads the same
+            said = str(exc).rsplit(f" {dev}: ", 1)[-1]
+            raise PrerequisiteError(f"the kernel or iproute2 refuses seg6local End flavors next-csid: {said}") from None
         raise
 
 

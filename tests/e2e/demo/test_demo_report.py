@@ -188,6 +188,20 @@ def test_a_down_link_no_data_was_sent_toward_fails():
     assert not c.ok and "0 data packets" in c.detail and "larger --size" in c.detail
 
 
+def test_a_failover_faster_than_the_samples_counts_from_the_dataplanes_clock():
+    """Dead EVs retired within one sampling interval leave the samples no packet to count
+    after the fault; a dead EV's own last send after the first drop still shows the hit."""
+    from mrckit.fabric.scenario import fault_took_effect
+    report = analyze(synthetic_run("down"))
+    report.fault_effect.dead_link_packets_after = 0
+    assert all(not m.last_tx_us for m in report.failover.dead_ev_marks)
+    c = fault_took_effect(report)
+    assert not c.ok and "0 data packets" in c.detail and "larger --size" in c.detail
+    report.failover.dead_ev_marks[3].last_tx_us = 8400.0   # sent on 8.4 ms after the first drop
+    c = fault_took_effect(report)
+    assert c.ok and "1 of them sent on after the fault" in c.detail and "larger" not in c.detail
+
+
 @pytest.mark.parametrize("drops, words", [(0, "dropped nothing"), (None, "counters unread")])
 def test_a_loss_fault_that_dropped_nothing_fails(drops, words):
     report = analyze(synthetic_run("blackhole", drops=drops))
