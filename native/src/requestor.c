@@ -60,12 +60,18 @@ struct mrc_req {
 	uint32_t ncomp, capcomp, compread;
 };
 
-static int64_t rto_ns(const struct mrc_req *r, uint32_t retries)
+/* The timeout now: the profile's timer after r->retries timeouts, but never below
+ * 2^MRCEP_RTO_MAX_RTT_SHIFT x the slowest recent RTT (requestor.py, RTO_MAX_RTT_SHIFT). */
+static int64_t rto_ns(const struct mrc_req *r)
 {
+	uint32_t retries = r->retries;
 	uint32_t n = r->cfg.timeout_exp + (retries > r->cfg.linear_retries ? retries - r->cfg.linear_retries : 0);
+	int64_t floor = r->max_rtt_ns << MRCEP_RTO_MAX_RTT_SHIFT;
+	int64_t timer;
 	if (n > MRCEP_MAX_TIMEOUT_EXP)
 		n = MRCEP_MAX_TIMEOUT_EXP;
-	return (int64_t)MRC_TIME_UNIT_NS << n;
+	timer = (int64_t)MRC_TIME_UNIT_NS << n;
+	return timer > floor ? timer : floor;
 }
 
 static int exhausted(const struct mrc_req *r)
@@ -615,7 +621,7 @@ int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now)
 	struct slot *s;
 	if (r->failed || r->ohead < 0)
 		return -1;
-	rto = rto_ns(r, r->retries);
+	rto = rto_ns(r);
 	s = &r->ring[r->ohead];
 	if (now < s->sent_at + rto)
 		return s->sent_at + rto;
@@ -635,7 +641,7 @@ int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now)
 		mark_lost(r, s, MRCEP_RTX_RTO);
 	}
 	mrcep_req_send_probe(r, now);
-	return now + rto_ns(r, r->retries);
+	return now + rto_ns(r);
 }
 
 void mrcep_req_fail(struct mrc_req *r, const char *why)

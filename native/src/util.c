@@ -12,6 +12,7 @@ int64_t mrcep_tuning(const char *name)
 {
 	static const struct { const char *name; int64_t value; } table[] = {
 		{"RTT_MAX_DECAY_SHIFT", MRCEP_RTT_MAX_DECAY_SHIFT},
+		{"RTO_MAX_RTT_SHIFT", MRCEP_RTO_MAX_RTT_SHIFT},
 		{"INFINITE_RETRIES", MRCEP_INFINITE_RETRIES},
 		{"MAX_TIMEOUT_EXP", MRCEP_MAX_TIMEOUT_EXP},
 		{"SACK_MIN_PACKET_BYTES", MRCEP_SACK_MIN_PACKET_BYTES},

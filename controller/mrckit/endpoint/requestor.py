@@ -47,6 +47,10 @@ REORDER_PACKETS = 16
 RTT_MAX_DECAY_SHIFT = 10
 """... and it is older than the slowest recent RTT: the running maximum of RTT samples (ns)
 loses 1/2**10 of itself per sample, so it follows the slowest path for a few thousand acks."""
+RTO_MAX_RTT_SHIFT = 1
+"""The RTO never fires before 2**1 times that slowest recent RTT (ours; RFC 6298 section 2 keeps
+its RTO above the measured RTT for the same reason): a software endpoint shares its cores, and
+a timer shorter than the RTT it measures only retransmits what is still on its way."""
 TCLASS_DATA = Dscp.TRIMMABLE << 2 | Ecn.ECT0
 TCLASS_RETX = Dscp.TRIMMABLE_RETX << 2 | Ecn.ECT0
 TCLASS_CONTROL = Dscp.CONTROL << 2
@@ -433,7 +437,7 @@ class RequestorQp:
         """Run the RTO. Returns the next deadline in ns, or None when nothing is in flight."""
         if self.error is not None or not self.order:
             return None
-        rto = self.retry.rto_ns(self.retries)
+        rto = self._rto_ns()
         oldest = next(iter(self.order.values()))
         if now < oldest.sent_at + rto:
             return oldest.sent_at + rto
@@ -449,7 +453,13 @@ class RequestorQp:
                 break
             self._mark_lost(pkt, "rto")
         self.send_probe(now)
-        return now + self.retry.rto_ns(self.retries)
+        return now + self._rto_ns()
+
+    def _rto_ns(self) -> int:
+        """The timeout now, ns: the profile's timer after ``retries`` timeouts
+        (:meth:`RetryConfig.rto_ns`), but never below 2**:data:`RTO_MAX_RTT_SHIFT` times the
+        slowest recent RTT."""
+        return max(self.retry.rto_ns(self.retries), self.max_rtt_ns << RTO_MAX_RTT_SHIFT)
 
     def _complete(self) -> None:
         una = self.una()

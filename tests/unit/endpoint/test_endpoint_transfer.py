@@ -189,6 +189,21 @@ def test_a_packet_older_than_the_slowest_rtt_is_lost_by_sack_gap_before_any_rto(
     assert link.req.stats.retransmits["sack_gap"] == 1 and link.req.stats.timeouts == 0
 
 
+def test_the_rto_waits_twice_the_slowest_rtt(impl):
+    """A 262 µs timer with a 5 ms RTT just measured: the first packet, 7 ms old, is still on
+    its way by that RTT, so no timeout fires before 10 ms (RTO_MAX_RTT_SHIFT); then one does."""
+    link = Link(SIZE, impl=impl, retry=RetryConfig(timeout_exp=8))
+    _late_first_packet(link, 5_000_000)
+    assert link.req.stats.timeouts == 0
+    link.now += 2_000_000
+    link.req.on_timer(link.now)
+    assert link.req.stats.timeouts == 0 and sum(link.req.stats.retransmits.values()) == 0
+    link.now += 3_100_000  # the first packet is now 10.1 ms old
+    link.req.on_timer(link.now)
+    link.req.pump(link.now)  # what the timeout declared lost goes out (and is counted) here
+    assert link.req.stats.timeouts == 1 and link.req.stats.retransmits["rto"] >= 1
+
+
 @pytest.mark.parametrize("imm", [None, 0x5A5A], ids=["write", "write_with_imm"])
 @pytest.mark.parametrize("rkey, va", [(RKEY, 0), (0xDEAD, 0), (RKEY, 1 << 63)], ids=["valid", "bad-rkey", "bad-va"])
 def test_zero_length_write_completes_with_any_rkey_and_va(impl, imm, rkey, va):
