@@ -218,8 +218,15 @@ class FailureReactor:
         """Link sets of failing paths that no denied link explains and no end host does
         (``end_hosts``: :meth:`end_host_pairs`, when the caller has it already)."""
         end_hosts = self.end_host_pairs() if end_hosts is None else end_hosts
+        explained = self._explaining()
         return [e.links for k, e in self._bad.items()
-                if not (e.links & self.denied.keys()) and _pair(k) not in end_hosts]
+                if not (e.links & explained) and _pair(k) not in end_hosts]
+
+    def _explaining(self) -> set[str]:
+        """Links that explain failing evidence across them: denied, being denied, or reported
+        down. A path that crosses a link reported down failed for that reason; it says nothing
+        against the path's other links, so it must not make them suspects."""
+        return set(self.denied) | self._pending | set(self._reported)
 
     def end_host_pairs(self) -> set[frozenset[str]]:
         """Host pairs (a reporting host's name and its peer's NIC address) whose every plane
@@ -227,8 +234,9 @@ class FailureReactor:
         if self.topology.planes < 2:
             return set()
         planes: dict[frozenset[str], set[int]] = {}
+        explained = self._explaining()
         for key, e in self._bad.items():
-            if not (e.links & self.denied.keys()):
+            if not (e.links & explained):
                 planes.setdefault(_pair(key), set()).add(ev_unpack(key[2])[0])
         return {pair for pair, seen in planes.items() if len(seen) >= self.topology.planes}
 

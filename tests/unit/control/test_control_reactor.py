@@ -267,6 +267,20 @@ def test_a_reported_link_down_is_denied_at_once_and_lifted_when_reported_up():
     assert r.timeline.marks[-1].kind == "lifted" and r.timeline.marks[-1].detail.startswith("link report: up")
 
 
+def test_a_link_reported_down_explains_the_evidence_so_its_path_neighbour_is_not_denied():
+    """A failing path crossing a link reported down is explained by the report: the path's
+    other link (the ambiguous alternative) stays allowed, even once the ambiguity has waited."""
+    r, t0 = reactor(), 1_000 * MS
+    r.event("h0-0", bad("h1-0", ev(0, 1), t0), t0)   # crosses p0/t0-0/t1-1 and p0/t0-1/t1-1
+    r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
+    assert r.decide(t0 + SETTLE) == [] and r.last.ambiguous
+    r.report("p0/t0-1/t1-1", up=False, source="fault")
+    (deny,) = r.decide(t0 + 3 * SETTLE)               # the ambiguity's wait is over
+    assert deny.links == ("p0/t0-1/t1-1",) and "link report" in deny.reason
+    r.done(deny, t0 + 3 * SETTLE + MS, hosts=6)
+    assert r.decide(t0 + 4 * SETTLE) == [] and list(r.denied) == ["p0/t0-1/t1-1"]
+
+
 def test_probes_do_not_lift_a_link_still_reported_down_but_do_once_it_is_up_and_denied_by_evidence():
     r, t0 = reactor(), 1_000 * MS
     r.report(DOWN, up=False, source="fault")
