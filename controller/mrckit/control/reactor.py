@@ -36,6 +36,10 @@ Rules:
   host evidence, through the same deny path (a ``localised`` mark whose detail names the
   report); a report that it came back up lifts it at once. Reports are facts, not evidence, so
   the connectivity guard does not hold them back (a down link carries nothing either way).
+  Evidence across a link reported down is explained by the report: it makes no other link a
+  suspect, and a link denied earlier as a suspect of an ambiguous answer whose every failing
+  path crosses the reported link is lifted (a report that comes late, after the hosts' evidence
+  has already been localised).
 """
 
 from __future__ import annotations
@@ -107,6 +111,7 @@ class FailureReactor:
     _reported: dict[str, str] = field(default_factory=dict)     # link reported down -> its source
     _reported_up: dict[str, str] = field(default_factory=dict)  # denied link reported up -> source
     _end_hosts_noted: set[frozenset[str]] = field(default_factory=set)
+    _suspected: dict[str, list[frozenset[str]]] = field(default_factory=dict)  # ambiguous deny -> its evidence
 
     # --- evidence in --------------------------------------------------------------------
     def links_of(self, host: str, peer: str, ev: int) -> frozenset[str] | None:
@@ -276,6 +281,8 @@ class FailureReactor:
             return actions
         deny = self._guarded(loc, ports_down, now_ns)
         if deny:
+            if loc.ambiguous:
+                self._suspected.update({link: list(failing) for link in deny})
             self.timeline.add("localised", now_ns, deny, loc.describe())
             self._pending |= set(deny)
             actions.append(Action("deny", deny, loc))
@@ -288,6 +295,10 @@ class FailureReactor:
         if up:
             actions.append(Action("lift", up, reason="link report: up (" + ", ".join(
                 sorted({self._reported_up[link] for link in up})) + ")"))
+        explained = self._explained_suspects()
+        if explained:
+            actions.append(Action("lift", explained, reason="link report: down (" + ", ".join(
+                sorted({self._reported[r] for r in self._reported})) + ") explains its evidence"))
         down = tuple(sorted(link for link in self._reported if link not in self.denied and link not in self._pending))
         if down:
             why = "link report: down (" + ", ".join(sorted({self._reported[link] for link in down})) + ")"
@@ -295,6 +306,16 @@ class FailureReactor:
             self._pending |= set(down)
             actions.append(Action("deny", down, reason=why))
         return actions
+
+    def _explained_suspects(self) -> tuple[str, ...]:
+        """Links denied as suspects of an ambiguous localisation whose every failing path also
+        crosses a link since reported down: the report explains that evidence, so they are
+        innocent. Hosts often cannot clear them by probes, since every path they use across one
+        crosses the other too."""
+        reported = set(self._reported)
+        return tuple(sorted(link for link, sets in self._suspected.items()
+                            if link in self.denied and link not in self._pending and link not in reported
+                            and all(s & (reported - {link}) for s in sets)))
 
     def _guarded(self, loc: Localisation, ports_down: list[str], now_ns: int) -> tuple[str, ...]:
         """The links to deny now: ports reported down, plus the suspects that neither the
@@ -332,6 +353,7 @@ class FailureReactor:
             return
         for link in action.links:
             self.denied.pop(link, None)
+            self._suspected.pop(link, None)
             self._streak.pop(link, None)
             self._ports_down.pop(link, None)
             self._reported_up.pop(link, None)

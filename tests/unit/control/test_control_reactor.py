@@ -281,6 +281,24 @@ def test_a_link_reported_down_explains_the_evidence_so_its_path_neighbour_is_not
     assert r.decide(t0 + 4 * SETTLE) == [] and list(r.denied) == ["p0/t0-1/t1-1"]
 
 
+def test_a_late_report_lifts_the_innocent_suspect_of_an_ambiguous_deny():
+    """The hosts' evidence is localised first (ambiguous: both links of the path are denied);
+    the link report that names one of them comes later and explains every failing path, so
+    the other is lifted; the reported one stays denied."""
+    r, t0 = reactor(), 1_000 * MS
+    r.event("h0-0", bad("h1-0", ev(0, 1), t0), t0)
+    r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
+    (deny,) = r.decide(t0 + 3 * SETTLE)
+    assert deny.links == ("p0/t0-0/t1-1", "p0/t0-1/t1-1") and deny.localisation.ambiguous
+    r.done(deny, t0 + 3 * SETTLE + MS, hosts=6)
+    assert r.decide(t0 + 4 * SETTLE) == []          # nothing explains it yet: both stay
+    r.report("p0/t0-1/t1-1", up=False, source="fault")
+    (lift,) = r.decide(t0 + 5 * SETTLE)
+    assert lift.kind == "lift" and lift.links == ("p0/t0-0/t1-1",) and "explains" in lift.reason
+    r.done(lift, t0 + 5 * SETTLE + MS, hosts=6)
+    assert list(r.denied) == ["p0/t0-1/t1-1"] and r.decide(t0 + 6 * SETTLE) == []
+
+
 def test_probes_do_not_lift_a_link_still_reported_down_but_do_once_it_is_up_and_denied_by_evidence():
     r, t0 = reactor(), 1_000 * MS
     r.report(DOWN, up=False, source="fault")
