@@ -132,13 +132,19 @@ def mac_int(mac: str) -> int:
     return int(mac.replace(":", ""), 16)
 
 
-def ns_per_packet(prog, data: bytes, ns: str) -> float:
-    """Median kernel-measured ns/run over TEST_RUN_CALLS calls of TEST_RUN_REPEAT runs each.
-    A test run does not restore the frame between repeats, so the hop limit starts at 255 and
-    each call stays on the forwarding path (the first run shifts, the others hit the FIB)."""
+def ns_per_packet(progs: list, data: bytes, ns: str) -> list[float]:
+    """Median kernel-measured ns/run of each program over TEST_RUN_CALLS calls of
+    TEST_RUN_REPEAT runs each. The programs take turns call by call, so that the load of the
+    other jobs on this shared machine weighs on each alike (one program after the other, a
+    ratio moved with the load between them). A test run does not restore the frame between
+    repeats, so the hop limit starts at 255 and each call stays on the forwarding path (the
+    first run shifts, the others hit the FIB)."""
+    times: list[list[int]] = [[] for _ in progs]
     with netns.enter(ns):
-        return statistics.median(prog.test_run(data, repeat=TEST_RUN_REPEAT).duration_ns
-                                 for _ in range(TEST_RUN_CALLS))
+        for _ in range(TEST_RUN_CALLS):
+            for prog, t in zip(progs, times):
+                t.append(prog.test_run(data, repeat=TEST_RUN_REPEAT).duration_ns)
+    return [statistics.median(t) for t in times]
 
 
 def setup_minimal_un(h: BpfObject, my: int, nxt: int) -> None:
@@ -170,10 +176,10 @@ def test_run_ratio(helpers: str, ns: str, threshold: int) -> tuple[float, float,
         with netns.enter(ns):
             h.map("tx_ports").update(1, 1)
             t.bind_port(1, 1)  # lo: the ingress port of test runs, and a DEVMAP target
-        ours = ns_per_packet(sw.program("mrc_switch"), data, ns)
+        ours, bare, un = ns_per_packet([sw.program("mrc_switch"), h.program("bare_redirect"),
+                                        h.program("minimal_un")], data, ns)
         assert t.counter("drop_port", 0) == (0, 0), "the bench frame must stay on the forwarding path"
-        return (ours, ns_per_packet(h.program("bare_redirect"), data, ns),
-                ns_per_packet(h.program("minimal_un"), data, ns))
+        return ours, bare, un
 
 
 def chain(kind: str, helpers: str) -> float:
