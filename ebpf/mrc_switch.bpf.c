@@ -318,6 +318,28 @@ static __always_inline void vqueue_enqueue(struct vqueue *q, __u64 service_ns, _
 		__sync_fetch_and_add(&q->busy_until_ns, service_ns);
 }
 
+/* Step 5's congestion of the egress port, for a port whose thresholds are not both NEVER:
+ * sets *trim and *ecn, and returns the queue to enqueue into (NULL only if a map is missing).
+ * The clock is read only for a draining queue (rate > 0): a rate of 0 counts packets, and
+ * the queue then needs no time at all. bpf_ktime_get_coarse_ns() would be cheaper, but it
+ * lags by up to a tick (4 ms at HZ=250): an idle queue restarted at that time would look up
+ * to tick/service packets shorter than it is, so thresholds would no longer mean packets. */
+static __always_inline struct vqueue *queue_check(__u32 port, const struct port_config *pc,
+						  __u64 *service_ns, __u64 *now, int *trim, int *ecn)
+{
+	struct vqueue *q = bpf_map_lookup_elem(&vqueue, &port);
+	struct queue_rate *rate = bpf_map_lookup_elem(&queue_rate, &port);
+
+	if (!q || !rate)
+		return 0;
+	*service_ns = rate->service_ns;
+	if (*service_ns)
+		*now = bpf_ktime_get_ns();
+	*trim = vqueue_reaches(q, *service_ns, *now, pc->trim_threshold);
+	*ecn = vqueue_reaches(q, *service_ns, *now, pc->ecn_threshold);
+	return q;
+}
+
 /* Frame length after trimming an MRC write to its last header (design section 4, step 5),
  * or 0 when the frame is not an MRC write with complete headers. The write is either
  * encapsulated (outer next header 41, inner 17) or, in EV-hash mode, a UDP header follows the
@@ -460,7 +482,7 @@ enum fib_result {
 /* ipv6_fib and its action selector (docs/ecmp-mode.md): LPM on the full DA of the
  * first IPv6 header, then the member named, or the member at hash % count of the group named
  * (members ascending by id). */
-static __always_inline int fib_route(const struct mrc_pkt *p, __u32 *port)
+static __always_inline int fib_route(struct mrc_pkt *p, __u32 *port)
 {
 	struct ipv6_lpm_key key = { .prefixlen = 128 };
 	struct table_action *act;
@@ -479,6 +501,7 @@ static __always_inline int fib_route(const struct mrc_pkt *p, __u32 *port)
 		group = bpf_map_lookup_elem(&ecmp_group, &member);
 		if (!group || group->count == 0 || group->count > ECMP_MAX_GROUP_SIZE)
 			return FIB_DROP;
+		mrc_parse_l4(p); /* the hash reads the UDP source port */
 		idx = ecmp_hash(p) % group->count;
 		/* idx < count <= 256 already; the barrier keeps clang from dropping the mask the
 		 * verifier needs to bound the index. */
@@ -506,7 +529,6 @@ int mrc_switch(struct xdp_md *ctx)
 	struct ipv6hdr *ip6;
 	__u32 in_port, out_port, trim_len = 0;
 	__u64 now = 0, service_ns = 0;
-	struct queue_rate *rate;
 	__u8 tclass, dscp, ecn;
 	struct vqueue *q = 0;
 	int known, egress, fib, trim_congested = 0, ecn_congested = 0;
@@ -518,7 +540,9 @@ int mrc_switch(struct xdp_md *ctx)
 
 	if (port_down(in_port))
 		return drop(in_port, MRC_DROP_PORT_DOWN, len);
-	mrc_parse(&p, data, data_end);
+	/* Forwarding reads Ethernet and the first IPv6 header only; the rest of the view is
+	 * parsed when a trim or the EV hash needs it. */
+	mrc_parse_l3(&p, data, data_end);
 	eth = p.eth;
 	if (!eth)
 		return drop(in_port, MRC_DROP_MALFORMED, len);
@@ -554,14 +578,9 @@ int mrc_switch(struct xdp_md *ctx)
 
 	/* A port without finite thresholds is never congested: skip the queue and its clock. */
 	if (pc && pc->valid && (pc->trim_threshold != NEVER || pc->ecn_threshold != NEVER)) {
-		q = bpf_map_lookup_elem(&vqueue, &out_port);
-		rate = bpf_map_lookup_elem(&queue_rate, &out_port);
-		if (!q || !rate)
+		q = queue_check(out_port, pc, &service_ns, &now, &trim_congested, &ecn_congested);
+		if (!q)
 			return drop(out_port, MRC_DROP_MALFORMED, len); /* unreachable: arrays */
-		service_ns = rate->service_ns;
-		now = bpf_ktime_get_ns();
-		trim_congested = vqueue_reaches(q, service_ns, now, pc->trim_threshold);
-		ecn_congested = vqueue_reaches(q, service_ns, now, pc->ecn_threshold);
 	}
 
 	tclass = mrc_ipv6_tclass(ip6);
@@ -569,8 +588,10 @@ int mrc_switch(struct xdp_md *ctx)
 	ecn = tclass & 3;
 	if (trim_congested && dscp != MRC_DSCP_CONTROL && dscp != MRC_DSCP_TRIMMED &&
 	    dscp != MRC_DSCP_TRIMMED_LASTHOP) {
-		if (dscp == MRC_DSCP_TRIMMABLE || dscp == MRC_DSCP_TRIMMABLE_RETX)
+		if (dscp == MRC_DSCP_TRIMMABLE || dscp == MRC_DSCP_TRIMMABLE_RETX) {
+			mrc_parse_l4(&p);
 			trim_len = trim_length(&p);
+		}
 		if (!trim_len)
 			return drop(out_port, MRC_DROP_CONGESTION, len);
 		dscp = pc->faces_host ? MRC_DSCP_TRIMMED_LASTHOP : MRC_DSCP_TRIMMED;
@@ -579,7 +600,9 @@ int mrc_switch(struct xdp_md *ctx)
 		ecn = MRC_ECN_CE;
 		count(&ecn_port, out_port, trim_len ? trim_len : len);
 	}
-	mrc_ipv6_set_tclass(ip6, (__u8)(dscp << MRC_IPV6_DSCP_SHIFT | ecn));
+	/* Most packets keep their class: write the header only when it changes. */
+	if ((__u8)(dscp << MRC_IPV6_DSCP_SHIFT | ecn) != tclass)
+		mrc_ipv6_set_tclass(ip6, (__u8)(dscp << MRC_IPV6_DSCP_SHIFT | ecn));
 
 	if (trim_len) {
 		if (trim_to(ctx, trim_len))

@@ -92,34 +92,37 @@ static __always_inline int tx_mark_inner(struct __sk_buff *skb, __u32 ev, __be32
 	return 0;
 }
 
+/* Push the outer Ethernet and IPv6 headers (design 3.1). They are written in place, not
+ * built on the stack and copied: after bpf_skb_adjust_room() they are in the linear area,
+ * and the rare frame whose are not is pulled first. */
 static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_config *cfg,
 					 struct plane_port *pp, __u32 ev, __be32 w0,
 					 __u32 dst_leaf, __u32 dst_down, __u16 inner_plen)
 {
-	struct mrc_outer_hdr hdr;
-	struct mrc_usid_container da;
 	__u32 plane = (ev >> MRC_EV_PLANE_SHIFT) & MRC_EV_PLANE_MASK;
 	__u32 t1 = (ev >> MRC_EV_T1_SHIFT) & MRC_EV_T1_MASK;
-	__be16 plen = bpf_htons(inner_plen + MRC_IPV6_LEN);
-	void *data, *data_end;
+	struct mrc_outer_hdr *hdr;
 
 	if (bpf_skb_adjust_room(skb, MRC_IPV6_LEN, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6))
 		return -1;
-	__builtin_memcpy(hdr.eth.h_dest, pp->neigh_mac, ETH_ALEN);
-	__builtin_memcpy(hdr.eth.h_source, pp->mac, ETH_ALEN);
-	hdr.eth.h_proto = bpf_htons(MRC_ETHERTYPE_IPV6);
-	__builtin_memcpy(&hdr.ip6, &w0, sizeof(w0));
-	hdr.ip6.payload_len = plen;
-	hdr.ip6.nexthdr = MRC_IPPROTO_IPV6;
-	hdr.ip6.hop_limit = MRC_OUTER_HOP_LIMIT;
-	__builtin_memcpy(&hdr.ip6.saddr, pp->port_addr, sizeof(hdr.ip6.saddr));
-	path_da(&da, host_load.locator, plane, t1, cfg->leaf, dst_leaf, dst_down);
-	__builtin_memcpy(&hdr.ip6.daddr, &da, sizeof(da));
-	data = (void *)(long)skb->data;
-	data_end = (void *)(long)skb->data_end;
-	if (data + sizeof(hdr) > data_end)
-		return bpf_skb_store_bytes(skb, 0, &hdr, sizeof(hdr), 0);
-	__builtin_memcpy(data, &hdr, sizeof(hdr));
+	hdr = (void *)(long)skb->data;
+	if ((void *)(hdr + 1) > (void *)(long)skb->data_end) {
+		if (bpf_skb_pull_data(skb, sizeof(*hdr)))
+			return -1;
+		hdr = (void *)(long)skb->data;
+		if ((void *)(hdr + 1) > (void *)(long)skb->data_end)
+			return -1;
+	}
+	__builtin_memcpy(hdr->eth.h_dest, pp->neigh_mac, ETH_ALEN);
+	__builtin_memcpy(hdr->eth.h_source, pp->mac, ETH_ALEN);
+	hdr->eth.h_proto = bpf_htons(MRC_ETHERTYPE_IPV6);
+	__builtin_memcpy(&hdr->ip6, &w0, sizeof(w0));
+	hdr->ip6.payload_len = bpf_htons(inner_plen + MRC_IPV6_LEN);
+	hdr->ip6.nexthdr = MRC_IPPROTO_IPV6;
+	hdr->ip6.hop_limit = MRC_OUTER_HOP_LIMIT;
+	__builtin_memcpy(&hdr->ip6.saddr, pp->port_addr, sizeof(hdr->ip6.saddr));
+	path_da((void *)hdr + offsetof(struct mrc_outer_hdr, ip6.daddr), host_load.locator, plane, t1,
+		cfg->leaf, dst_leaf, dst_down);
 	return 0;
 }
 

@@ -31,7 +31,10 @@ int mrc_host_egress(struct __sk_buff *skb)
 		goto other;
 	if (skb->len < TX_HDRS)
 		goto other;
-	if (bpf_skb_pull_data(skb, TX_HDRS))
+	/* A socket's packet has its headers in the linear area already: pull (a helper call)
+	 * only when it does not. The verifier's prologue un-clones the head for our writes. */
+	if ((void *)(long)skb->data + TX_HDRS > (void *)(long)skb->data_end &&
+	    bpf_skb_pull_data(skb, TX_HDRS))
 		goto other;
 	mrc_parse(&p, (void *)(long)skb->data, (void *)(long)skb->data_end);
 	ip = p.outer;

@@ -39,14 +39,13 @@ struct mrc_pkt {
 	struct mrc_bth *bth;
 };
 
-/* Fill *p from the frame [data, data_end). Always returns; see the header comment for what
- * each NULL means. */
-static __always_inline void mrc_parse(struct mrc_pkt *p, void *data, void *data_end)
+/* Fill p->eth and p->outer from the frame [data, data_end), and clear the rest of *p: the
+ * part every program needs. A forwarding switch stops here (its uN work reads only these two);
+ * mrc_parse_l4() completes the view when a packet needs it. */
+static __always_inline void mrc_parse_l3(struct mrc_pkt *p, void *data, void *data_end)
 {
 	struct ethhdr *eth = data;
-	struct ipv6hdr *outer, *ip = 0;
-	struct udphdr *udp;
-	struct mrc_bth *bth;
+	struct ipv6hdr *outer;
 
 	p->data = data;
 	p->data_end = data_end;
@@ -65,6 +64,18 @@ static __always_inline void mrc_parse(struct mrc_pkt *p, void *data, void *data_
 	if ((void *)(outer + 1) > data_end)
 		return;
 	p->outer = outer;
+}
+
+/* Complete a view that mrc_parse_l3() filled: inner IPv6, ip, UDP and BTH. */
+static __always_inline void mrc_parse_l4(struct mrc_pkt *p)
+{
+	struct ipv6hdr *outer = p->outer, *ip = 0;
+	void *data_end = p->data_end;
+	struct udphdr *udp;
+	struct mrc_bth *bth;
+
+	if (!outer)
+		return;
 	if (outer->nexthdr == MRC_IPPROTO_IPV6) {
 		struct ipv6hdr *inner = (void *)(outer + 1);
 
@@ -87,6 +98,14 @@ static __always_inline void mrc_parse(struct mrc_pkt *p, void *data, void *data_
 	if ((void *)(bth + 1) > data_end)
 		return;
 	p->bth = bth;
+}
+
+/* Fill *p from the frame [data, data_end). Always returns; see the header comment for what
+ * each NULL means. */
+static __always_inline void mrc_parse(struct mrc_pkt *p, void *data, void *data_end)
+{
+	mrc_parse_l3(p, data, data_end);
+	mrc_parse_l4(p);
 }
 
 /* The extension header right after the BTH when `len` bytes of it are in the frame, else
