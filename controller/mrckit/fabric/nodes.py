@@ -23,7 +23,8 @@ from ..switch import bmv2
 from ..switch.ebpf_target import EbpfSwitch, remove_pins, wait_servers
 from ..switch.p4runtime.process import ServerOptions
 from . import procs
-from .state import FabricState, ProcInfo, start_ticks
+from .parallel import Progress, each
+from .state import STATE_LOCK, FabricState, ProcInfo, start_ticks
 
 NIC_DEVICE = "nic0"
 AGENT_READY = "serving on "
@@ -39,28 +40,44 @@ def agent_address(state: FabricState, node: str) -> str:
     return f"unix:{state.dir}/host-{node}.sock"
 
 
-def start_ebpf_switches(state: FabricState, compiled, base_port: int | None) -> None:
-    """Set up every eBPF switch with its P4Runtime server (``EbpfSwitch(p4runtime=...)``);
-    records each server in ``state`` as it starts (so a failure part-way, or a SIGKILL of
-    this process, is still torn down by ``fabric down``), then waits for all at once.
+def start_ebpf_switches(state: FabricState, compiled, base_port: int | None,
+                        progress: Progress | None = None) -> None:
+    """Set up every eBPF switch with its P4Runtime server (``EbpfSwitch(p4runtime=...)``), on
+    several threads; records each server in ``state`` as it starts (so a failure part-way, or
+    a SIGKILL of this process, is still torn down by ``fabric down``), then waits for all at
+    once. ``progress("switches", serving, total)`` follows the servers.
 
     Raises:
         MrcError: a set-up step or a server failed (naming the switch, with its log).
     """
     started = []
-    for i, sw in enumerate(compiled.switches()):
-        port = None if base_port is None else base_port + i
+    index = {sw.name: i for i, sw in enumerate(compiled.switches())}
+
+    def one(sw) -> None:
+        port = None if base_port is None else base_port + index[sw.name]
         options = ServerOptions(switch_address(state, sw.name, port), device_id=state.device_ids[sw.name],
                                 state_dir=state.dir / "p4rt" / sw.name, log=state.dir / f"sw-{sw.name}.log",
                                 in_switch_netns=port is None)
         switch = EbpfSwitch(state.pins[sw.name], state.nodes[sw.name], sw.port_map(), p4runtime=options)
         switch.setup(wait=False)
         server = switch.server
-        state.switches[sw.name] = ProcInfo(server.pid, start_ticks(server.pid) or 0, server.address,
-                                           server.argv, str(server.log))
-        state.save()
-        started.append(switch)
-    wait_servers(started, procs.READY_TIMEOUT_S)
+        with STATE_LOCK:
+            state.switches[sw.name] = ProcInfo(server.pid, start_ticks(server.pid) or 0, server.address,
+                                               server.argv, str(server.log))
+            state.save()
+            started.append(switch)
+
+    each("switch setup", one, compiled.switches(), progress)
+    total = len(started)
+    wait_servers(started, procs.READY_TIMEOUT_S, _count("switches", total, progress))
+
+
+def _count(step: str, total: int, progress: Progress | None):
+    """A ``progress(n)`` for readiness waits, forwarded as ``progress(step, n, total)``."""
+    if progress is None:
+        return None
+    progress(step, 0, total)
+    return lambda n: progress(step, n, total)
 
 
 def start_bmv2_switches(state: FabricState, compiled) -> None:
@@ -80,8 +97,9 @@ def start_bmv2_switches(state: FabricState, compiled) -> None:
                 state.save()
 
 
-def start_agents(state: FabricState, compiled, settings: Settings) -> None:
-    """Write each host's agent config and start its agent; wait until all serve.
+def start_agents(state: FabricState, compiled, settings: Settings, progress: Progress | None = None) -> None:
+    """Write each host's agent config, make its NIC device and start its agent, on several
+    threads; wait until all serve (``progress("agents", serving, total)``).
 
     Raises:
         MrcError: an agent exited or did not serve in time (naming the host, with its log).
@@ -89,7 +107,8 @@ def start_agents(state: FabricState, compiled, settings: Settings) -> None:
     started = {}
     cfg_dir = state.dir / "hosts"
     cfg_dir.mkdir(exist_ok=True)
-    for host in compiled.hosts():
+
+    def one(host) -> None:
         cfg = from_topology(host, NIC_DEVICE, settings)
         path = cfg_dir / f"{host.name}.yaml"
         path.write_text(dumps_config(cfg))
@@ -98,10 +117,13 @@ def start_agents(state: FabricState, compiled, settings: Settings) -> None:
         argv = procs.mrc_argv("host", "up", str(path), "--listen", address)
         proc, info = procs.start(argv, state.dir / f"host-{host.name}.log", ns=state.nodes[host.name],
                                  address=address)
-        state.hosts[host.name] = info
-        state.save()
-        started[host.name] = (proc, info)
-    procs.wait_ready(started, AGENT_READY)
+        with STATE_LOCK:
+            state.hosts[host.name] = info
+            state.save()
+            started[host.name] = (proc, info)
+
+    each("host setup", one, compiled.hosts(), progress)
+    procs.wait_ready(started, AGENT_READY, progress=_count("agents", len(started), progress))
 
 
 def stop_all(state: FabricState) -> None:
