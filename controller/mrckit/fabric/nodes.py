@@ -2,10 +2,10 @@
 
 - eBPF target: this process loads and pins each switch's program and attaches it to the
   switch's ports (``EbpfSwitch.setup``, inside the switch's namespace, which also fills the
-  DEVMAP there as design section 9 requires); the pins keep it alive after we exit. The same
-  ``setup`` starts the switch's P4Runtime server process (``EbpfSwitch(p4runtime=...)``),
-  inside the switch's namespace on a unix socket, or in the root namespace on a loopback TCP
-  port when the user asks for ports. The server reaches the switch only through the pins.
+  DEVMAP there as design section 9 requires); the pins keep it alive after we exit. Then ONE
+  P4Runtime server process serves every switch (issue 23), in the root namespace, each switch
+  on its own unix socket (or loopback TCP port when the user asks for ports) with its own
+  device id and gRPC server. It reaches the switches only through their pins.
 - bmv2 target: one ``simple_switch_grpc`` per switch (``mrckit.switch.bmv2``).
 - hosts: one ``mrc host up`` process per host, inside the host's namespace, with a config
   file written from the compiled ``HostConfig``, after its NIC device is made (``nicdev``).
@@ -13,15 +13,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
+import sys
 
 from ..errors import MrcError
 from ..host.config import Settings, from_topology
 from ..host.nicdev import create_nic_device
 from ..host.run import dumps_config
 from ..switch import bmv2
-from ..switch.ebpf_target import EbpfSwitch, remove_pins, wait_servers
-from ..switch.p4runtime.process import ServerOptions
+from ..switch.ebpf_target import EbpfSwitch, remove_pins
+from ..switch.p4runtime.process import SERVING_MARKER
 from . import procs
 from .parallel import Progress, each
 from .state import STATE_LOCK, FabricState, ProcInfo, start_ticks
@@ -42,34 +44,37 @@ def agent_address(state: FabricState, node: str) -> str:
 
 def start_ebpf_switches(state: FabricState, compiled, base_port: int | None,
                         progress: Progress | None = None) -> None:
-    """Set up every eBPF switch with its P4Runtime server (``EbpfSwitch(p4runtime=...)``), on
-    several threads; records each server in ``state`` as it starts (so a failure part-way, or
-    a SIGKILL of this process, is still torn down by ``fabric down``), then waits for all at
-    once. ``progress("switches", serving, total)`` follows the servers.
+    """Set up every eBPF switch (load, pin, attach; on several threads), then start ONE
+    P4Runtime server process for all of them (``python -m mrckit.switch.p4runtime --switch
+    NAME=ADDR@ID ...``, root namespace: it reaches each switch through its pins), each switch
+    on its own socket with its own device id. Every switch's record in ``state`` names that
+    process and its own address. Waits until it serves every switch.
 
     Raises:
-        MrcError: a set-up step or a server failed (naming the switch, with its log).
+        MrcError: a set-up step failed (naming the switch), or the server did not serve (with
+            its log).
     """
-    started = []
     index = {sw.name: i for i, sw in enumerate(compiled.switches())}
+    addresses = {sw.name: switch_address(state, sw.name, None if base_port is None else base_port + index[sw.name])
+                 for sw in compiled.switches()}
 
     def one(sw) -> None:
-        port = None if base_port is None else base_port + index[sw.name]
-        options = ServerOptions(switch_address(state, sw.name, port), device_id=state.device_ids[sw.name],
-                                state_dir=state.dir / "p4rt" / sw.name, log=state.dir / f"sw-{sw.name}.log",
-                                in_switch_netns=port is None)
-        switch = EbpfSwitch(state.pins[sw.name], state.nodes[sw.name], sw.port_map(), p4runtime=options)
-        switch.setup(wait=False)
-        server = switch.server
-        with STATE_LOCK:
-            state.switches[sw.name] = ProcInfo(server.pid, start_ticks(server.pid) or 0, server.address,
-                                               server.argv, str(server.log))
-            state.save()
-            started.append(switch)
+        EbpfSwitch(state.pins[sw.name], state.nodes[sw.name], sw.port_map()).setup()
 
     each("switch setup", one, compiled.switches(), progress)
-    total = len(started)
-    wait_servers(started, procs.READY_TIMEOUT_S, _count("switches", total, progress))
+    argv = [sys.executable, "-m", "mrckit.switch.p4runtime", "--state-dir", str(state.dir / "p4rt")]
+    for sw in compiled.switches():
+        argv += ["--switch", f"{state.pins[sw.name]}={addresses[sw.name]}@{state.device_ids[sw.name]}"]
+    proc, info = procs.start(argv, state.dir / "switches.log", ns=None, address="")
+    with STATE_LOCK:
+        for name, address in addresses.items():
+            state.switches[name] = dataclasses.replace(info, address=address)
+        state.save()
+    if progress:
+        progress("switches", 0, 1)
+    procs.wait_ready({"P4Runtime server": (proc, info)}, SERVING_MARKER)
+    if progress:
+        progress("switches", 1, 1)
 
 
 def _count(step: str, total: int, progress: Progress | None):

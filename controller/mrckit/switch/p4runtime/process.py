@@ -29,7 +29,9 @@ from .server import TlsFiles, unix_path
 READY_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
 READY_MARKER = "listening "
-"""The line the server prints once it serves (``__main__``)."""
+"""The line the server prints once it serves (``__main__``), once per switch."""
+SERVING_MARKER = "serving "
+"""The line the many-switch form prints once it serves every switch: ``serving N switches``."""
 
 
 class ServerStartError(MrcError):
