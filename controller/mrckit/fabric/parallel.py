@@ -42,6 +42,17 @@ def each(step: str, fn: Callable, items: Iterable, progress: Progress | None = N
             done_count += len(done)
             report(step, done_count, len(items))
     except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
+        _drain(pool)
         raise
     pool.shutdown(wait=True)
+
+
+def _drain(pool: ThreadPoolExecutor) -> None:
+    """Cancel what has not started and wait for the running items, through any further
+    Ctrl-C: the teardown that follows must not race a thread still making something."""
+    while True:
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+            return
+        except KeyboardInterrupt:
+            continue
