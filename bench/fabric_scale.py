@@ -29,14 +29,18 @@ TICK_S = os.sysconf("SC_CLK_TCK")
 CHECK_PACKETS = 64
 
 
-def fabric_pids(fab: Fabric) -> list[int]:
-    """Every process the fabric started: switch servers, agents, the controller."""
+KINDS = ("switch", "agent", "controller")
+"""Process kinds of a fabric: switch servers (eBPF P4Runtime or bmv2), host agents, the controller."""
+
+
+def fabric_pids(fab: Fabric) -> dict[int, str]:
+    """Every live process the fabric started, pid -> kind (:data:`KINDS`)."""
     st = fab.state
-    procs = [*st.switches.values(), *st.hosts.values()]
-    pids = [p.pid for p in procs]
+    pids = {p.pid: "switch" for p in st.switches.values()}
+    pids.update({p.pid: "agent" for p in st.hosts.values()})
     if st.controller:
-        pids.append(st.controller["pid"])
-    return [p for p in pids if Path(f"/proc/{p}").exists()]
+        pids[st.controller["pid"]] = "controller"
+    return {p: k for p, k in pids.items() if Path(f"/proc/{p}").exists()}
 
 
 def cpu_ticks(pid: int) -> int:
@@ -70,12 +74,14 @@ def measure(name: str, idle_s: float) -> dict:
         t1 = time.monotonic()
         time.sleep(idle_s)
         elapsed = time.monotonic() - t1
-        idle = sum(cpu_ticks(p) - before[p] for p in pids) / TICK_S / elapsed
+        used = {p: (cpu_ticks(p) - before[p]) / TICK_S / elapsed for p in pids}
+        by_kind = {k: [u for p, u in used.items() if pids[p] == k] for k in KINDS}
         rss = sum(rss_mb(p) for p in pids)
         results = traffic.pairwise_udp(fab, CHECK_PACKETS)
         ok = sum(r.ok for r in results)
         return dict(name=name, hosts=len(fab.hosts()), switches=len(fab.switches()), processes=len(pids),
-                    up_s=up_s, rss_mb=rss, idle_core=idle, pairs=len(results), pairs_ok=ok)
+                    up_s=up_s, rss_mb=rss, idle_core=sum(used.values()), by_kind=by_kind,
+                    pairs=len(results), pairs_ok=ok)
     finally:
         fab.down()
 
@@ -101,6 +107,10 @@ def main() -> int:
     for r in rows:
         print(f"{r['name']:>8} {r['hosts']:>5} {r['switches']:>8} {r['processes']:>5} {r['up_s']:>6.1f} "
               f"{r['rss_mb']:>8.0f} {r['idle_core']:>9.3f} {r['pairs_ok']:>4}/{r['pairs']:<4}")
+    print("idle CPU per process kind, fraction of one core: sum (max of one process)")
+    for r in rows:
+        cells = [f"{k} {sum(v):.4f} ({max(v, default=0):.4f}, n={len(v)})" for k, v in r["by_kind"].items()]
+        print(f"{r['name']:>8}  " + "; ".join(cells))
     base = rows[0]
     for r in rows[1:]:
         label = f"{r['hosts']} hosts"

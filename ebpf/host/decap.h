@@ -62,7 +62,7 @@ static __always_inline void rx_mrc(const struct mrc_pkt *p, __u16 iplen, struct 
 		to_agent(p->udp, cfg->agent_port);
 		count(STAT_RX_AGENT);
 	} else if (bth->opcode == MRC_OP_SACK || bth->opcode == MRC_OP_NACK) {
-		feedback(p, bth->opcode);
+		feedback(p, bth->opcode, cfg);
 	}
 }
 

@@ -56,8 +56,9 @@ static __always_inline void skip_slot(const __u8 *peer, struct ev_set *set, stru
 }
 
 /* Apply a SACK or NACK's echoed EV to the sender's EV state (design 5). p->ip is the IPv6
- * header that carries the UDP header. */
-static __always_inline void feedback(const struct mrc_pkt *p, __u8 opcode)
+ * header that carries the UDP header; cfg: host_config, to wake an idle agent. */
+static __always_inline void feedback(const struct mrc_pkt *p, __u8 opcode,
+				     struct host_config *cfg)
 {
 	const __u8 *peer = (const __u8 *)&p->ip->saddr;
 	struct mrc_seth *seth = 0;
@@ -94,6 +95,7 @@ static __always_inline void feedback(const struct mrc_pkt *p, __u8 opcode)
 		return;
 	}
 	now = bpf_ktime_get_ns();
+	wake_agent(cfg, now); /* an ack may make a sibling's silence count: the sweep must run */
 	if (seth) {
 		__u8 m = (bpf_ntohs(seth->type_next_m_pr) >> MRC_SETH_M_SHIFT) & MRC_SETH_M_MASK;
 

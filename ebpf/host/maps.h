@@ -33,6 +33,7 @@ enum ev_reason {
 	REASON_LOSS_UNDONE = 6,
 	REASON_PATH_LOSS = 7,    /* a sibling on the same path was retired for LOSS */
 	REASON_FLOOR = 8,        /* brought back: the set fell below host_config.min_active */
+	REASON_WAKE = 9,         /* no state change: a send or an ack while the agent was idle */
 };
 
 /* Counter indexes of host_stats; mirrored by mrckit.host.maps.Stat. Every XDP_DROP and
@@ -95,6 +96,7 @@ struct host_config {
 	__u32 mode;          /* copy of host_load.mode for readers; the programs read host_load */
 	__u32 flags;         /* MRC_HOST_FLAG_*: path-aware retirement, pinned-EV mode */
 	__u32 min_active;    /* ev_min_active: GOOD/SKIP EVs a peer set keeps; 0 = no floor */
+	__u32 agent_idle;    /* set by the agent before it blocks; the next send or ack wakes it */
 };
 
 /* host_config.mode; mirrored by mrckit.host.maps.HOST_MODES. */

@@ -41,6 +41,28 @@ static __always_inline void emit(const __u8 *peer, struct ev_slot *s, __u8 new_s
 	s->reason = reason;
 }
 
+/* The agent blocks while no EV needs its sweep (docs/host.md, "An idle agent"): it sets
+ * host_config.agent_idle first, and the first send or ack after that pushes one WAKE record
+ * to ev_events, whose ring wakes it. A plain store, no atomics: two CPUs racing may both push
+ * a record, and a spare record costs one extra sweep. */
+static __always_inline void wake_agent(struct host_config *cfg, __u64 now)
+{
+	struct ev_event *e;
+
+	if (!cfg || !cfg->agent_idle)
+		return;
+	cfg->agent_idle = 0;
+	e = bpf_ringbuf_reserve(&ev_events, sizeof(*e), 0);
+	if (!e) {
+		count(STAT_EVENTS_LOST);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->reason = REASON_WAKE;
+	e->ts_ns = now;
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline void tx_account(struct ev_slot *s, __u32 len, __u64 now)
 {
 	__sync_fetch_and_add(&s->tx_packets, 1);

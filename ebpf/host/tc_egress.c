@@ -127,6 +127,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 		count(STAT_TX_ENCAP);
 	}
 	tx_account(s, skb->len, pc.now);
+	wake_agent(cfg, pc.now); /* after the accounting: the agent re-reads it once idle is set */
 	if (data_pkt)
 		tx_record((const __u8 *)&dst, psn, dqpn, s, pc.slot, blamed_ev, pc.now);
 	return bpf_redirect(pp->ifindex, 0);

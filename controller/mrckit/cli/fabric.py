@@ -3,6 +3,7 @@ emulator and its faults (``mrckit.fabric``, docs/fabric.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 
@@ -44,8 +45,10 @@ def up(topology, name, target, mode, p4runtime_port, no_controller, p4info, devi
     topo = load_topology(topology) if topology else generate_clos()
     settings = fabric_settings(rto_us * 1000 if rto_us else None, target)
     extra = (("--p4info", p4info) if p4info else ()) + (("--device-config", device_config) if device_config else ())
-    fab = Fabric.up(topo, name=name, target=target, mode=mode, settings=settings, p4runtime_port=p4runtime_port,
-                    controller=not no_controller, controller_args=extra)
+    with _progress_bar() as progress:
+        fab = Fabric.up(topo, name=name, target=target, mode=mode, settings=settings,
+                        p4runtime_port=p4runtime_port, controller=not no_controller, controller_args=extra,
+                        progress=progress)
     click.echo(f"fabric {name} up: {len(fab.switches())} switches ({target}, {mode} mode), {len(fab.hosts())} hosts, "
                f"{len(fab.state.links)} links; state in {fab.state.dir}")
     click.echo(f"controller topology: {fab.topology_path}" + (" (controller not started)" if no_controller else ""))
@@ -58,6 +61,29 @@ def up(topology, name, target, mode, p4runtime_port, no_controller, p4info, devi
     finally:
         fab.down()
         click.echo(f"fabric {name} down")
+
+
+@contextlib.contextmanager
+def _progress_bar():
+    """A ``progress(step, done, total)`` for ``Fabric.up`` that draws one bar per bring-up
+    step on stderr (rich), or None when stderr is not a terminal (logs stay clean)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bars = Progress(TextColumn("{task.description:>13}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=False)
+    tasks: dict[str, int] = {}
+
+    def progress(step: str, done: int, total: int) -> None:
+        if step not in tasks:
+            tasks[step] = bars.add_task(step, total=total)
+        bars.update(tasks[step], completed=done, total=total)
+
+    with bars:
+        yield progress
 
 
 @fabric.command()

@@ -36,7 +36,7 @@ from .localise import Localisation
 from .p4rt import CONNECT_TIMEOUT_S, WriteCounts, check_ecmp_pipeline, default_election_id, open_session
 from .pipeline import Pipeline
 from .reactor import GOOD, LIFT_SUCCESSES, SETTLE_NS, Action, FailureReactor
-from .reports import LinkReport, ReportInbox, reports_path
+from .reports import FileWatch, LinkReport, ReportInbox, reports_path
 from .reroute import Reroute, Rerouter
 from .status import STATUS_DIR, check_not_running, read_status, status_path, write_status
 from .targets import HostTarget, SwitchTarget
@@ -171,6 +171,18 @@ class Controller:
         self._acked: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
         self._last_poll = 0
         self._dirty = True
+
+    @property
+    def _dirty(self) -> bool:
+        """Whether the status file is out of date; setting it wakes the reaction loop, which
+        saves it (at most every STATUS_MIN_GAP_S)."""
+        return self._status_dirty
+
+    @_dirty.setter
+    def _dirty(self, value: bool) -> None:
+        self._status_dirty = value
+        if value:
+            self._wake.set()
 
     # --- one-shot API (the fabric emulator, tests) ----------------------------------------
     async def program_switch(self, name: str) -> WriteCounts:
@@ -438,10 +450,13 @@ class Controller:
             self.reactor.report(link, False, "report adopted on restart")
 
     async def _reports_loop(self) -> None:
-        while True:
-            for r in self.inbox.read_new():
-                await self._report(r)
-            await asyncio.sleep(TICK_S)
+        # inotify wakes us when the report file is written; polling every tick is the
+        # fallback where inotify is unavailable.
+        with FileWatch(self.inbox.path) as watch:
+            while True:
+                for r in self.inbox.read_new():
+                    await self._report(r)
+                await watch.changed(TICK_S if watch.fd is None else None)
 
     async def _report(self, r: LinkReport) -> None:
         try:
@@ -454,7 +469,7 @@ class Controller:
         last_status = 0.0
         while True:
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), TICK_S)
+                await asyncio.wait_for(self._wake.wait(), self._react_timeout(last_status))
             self._wake.clear()
             now = time.time_ns()
             if self.reactor.episode_start is not None and now - self._last_poll >= POLL_INTERVAL_S * 1e9:
@@ -465,6 +480,17 @@ class Controller:
             if (self._dirty and since >= STATUS_MIN_GAP_S) or since > STATUS_EVERY_S:
                 self.save_status()
                 last_status = time.monotonic()
+
+    def _react_timeout(self, last_status: float) -> float:
+        """Seconds the reaction loop may sleep unless woken: a tick while the reactor holds
+        evidence (its decisions then depend on time: settling, evidence expiry, polls),
+        otherwise until the status file is due (every input wakes the loop: host events,
+        link reports, status changes)."""
+        if not self.reactor.quiet():
+            return TICK_S
+        since = time.monotonic() - last_status
+        due = STATUS_MIN_GAP_S if self._dirty else STATUS_EVERY_S
+        return max(due - since, TICK_S)
 
     async def _poll_good(self) -> None:
         """Poll every host's EV table; an EV still GOOD whose acks grew since the last poll

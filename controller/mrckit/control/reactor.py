@@ -254,6 +254,12 @@ class FailureReactor:
                               "an end host's trouble (slow or stopped), not a link's; not localised")
         self._end_hosts_noted = current
 
+    def quiet(self) -> bool:
+        """Whether no decision can change with time alone: no failure evidence is held (so no
+        episode runs) and nothing decided waits. Then only new inputs (events, reports,
+        probe results) can lead to an action."""
+        return not self._bad and self._episode is None and not self._pending
+
     def decide(self, now_ns: int) -> list[Action]:
         """The actions due at ``now_ns``: lifts first, then a deny when an episode settled."""
         actions = self._reported_actions(now_ns)

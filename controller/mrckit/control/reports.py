@@ -18,6 +18,8 @@ with one ``write`` on an ``O_APPEND`` descriptor, so concurrent reporters do not
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
 import json
 import os
 import time
@@ -114,3 +116,62 @@ class ReportInbox:
         """Remove the file (a fresh controller must not take a dead fabric's reports)."""
         self.path.unlink(missing_ok=True)
         self._offset = 0
+
+
+IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE = 0x2, 0x8, 0x80, 0x100
+IN_NONBLOCK, IN_CLOEXEC = 0o4000, 0o2000000
+"""linux/inotify.h."""
+
+
+class FileWatch:
+    """Wakes a coroutine when ``path`` is created or written, through inotify on its folder
+    (the file need not exist yet). ``fd`` is None where inotify is unavailable; then
+    :meth:`changed` only sleeps. Use as a context manager inside a running event loop."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.fd: int | None = None
+        self._event: asyncio.Event | None = None
+
+    def __enter__(self) -> "FileWatch":
+        self._event = asyncio.Event()
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if fd < 0:
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        mask = IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE
+        if libc.inotify_add_watch(fd, str(self.path.parent).encode(), mask) < 0:
+            os.close(fd)
+            return self
+        self.fd = fd
+        asyncio.get_running_loop().add_reader(fd, self._readable)
+        return self
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return
+        name = self.path.name.encode()
+        offset = 0
+        while offset + 16 <= len(data):  # struct inotify_event: wd, mask, cookie, len, name
+            size = int.from_bytes(data[offset + 12:offset + 16], "little")
+            if data[offset + 16:offset + 16 + size].rstrip(b"\0") == name:
+                self._event.set()
+            offset += 16 + size
+
+    async def changed(self, timeout: float | None) -> None:
+        """Return once the file changed since the last call, or after ``timeout`` s (None:
+        no limit)."""
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+        self._event.clear()
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            asyncio.get_running_loop().remove_reader(self.fd)
+            os.close(self.fd)
+            self.fd = None

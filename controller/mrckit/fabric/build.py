@@ -16,12 +16,19 @@ their final names, MACs and MTU by one ``ip -batch`` run. The rules of design se
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import ipaddress
 import os
+import socket
+import struct
 from collections.abc import Iterable
+
+from pyroute2 import IPRoute
 
 from .. import netns
 from ..errors import MrcError
+from .parallel import Progress, each
 
 XDP_MAX_MTU = 3506
 """Largest L3 MTU that a non-frags XDP program allows on a veth (design section 9)."""
@@ -47,9 +54,10 @@ def check_mtu(mtu: int) -> None:
                        "programs; mrc_switch and mrc_host are plain XDP, so use mtu <= 3506")
 
 
-def add_namespaces(names: dict[str, str], switches: Iterable[str]) -> list[str]:
-    """Create namespace ``names[node]`` for every node, sysctls set. Returns those created
-    (the caller removes them on failure).
+def add_namespaces(names: dict[str, str], switches: Iterable[str], progress: Progress | None = None) -> None:
+    """Create namespace ``names[node]`` for every node: all in one ``ip -batch`` run, then
+    loopback up and the sysctls in each, on several threads (the caller removes them on
+    failure, by name). ``progress``: see :func:`mrckit.fabric.parallel.each`.
 
     Raises:
         MrcError: a namespace exists already (another fabric of that name?) or iproute2 failed.
@@ -60,12 +68,18 @@ def add_namespaces(names: dict[str, str], switches: Iterable[str]) -> list[str]:
         raise MrcError(f"network namespace {taken[0]} exists already "
                        f"({len(taken)} of this fabric's names are taken): is this fabric up? "
                        "see `mrc fabric status`, or remove it with `mrc fabric down`")
-    created = []
-    for node, ns in names.items():
-        netns.add(ns)
-        created.append(ns)
-        write_sysctls(ns, _SWITCH_SYSCTLS if node in switches else _HOST_SYSCTLS)
-    return created
+    lines = [f"netns add {ns}" for ns in names.values()]
+    if lines:
+        netns.run(["ip", "-batch", "-"], input="\n".join(lines).encode() + b"\n")
+    each("namespaces", lambda node: init_namespace(names[node], _SWITCH_SYSCTLS if node in switches
+                                                   else _HOST_SYSCTLS), names, progress)
+
+
+def init_namespace(ns: str, sysctls: dict[str, str]) -> None:
+    """In ``ns``: ``sysctls`` written and loopback up, from this thread (no child process)."""
+    write_sysctls(ns, {**sysctls, "net/ipv6/conf/all/forwarding": "0"})
+    with netns.enter(ns), IPRoute() as ipr:
+        ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
 
 
 def write_sysctls(ns: str, values: dict[str, str]) -> None:
@@ -98,15 +112,32 @@ def prepare_ports(ns: str, ifnames: list[str], neighbours: list[tuple[str, str]]
     ``(ifname, mac)`` (the peer's EUI-64 link-local address), then every interface up.
 
     Raises:
-        MrcError: ethtool or iproute2 refused.
+        MrcError: the kernel refused a setting, or iproute2 refused.
     """
-    for ifname in ifnames:
-        netns.run(["ethtool", "-K", ifname, "tx", "off", "gro", "on"], ns=ns)
+    with netns.enter(ns), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for ifname in ifnames:
+            # what `ethtool -K IF tx off gro on` does, without a process per interface
+            _ethtool_set(sock, ifname, ETHTOOL_STXCSUM, 0)
+            _ethtool_set(sock, ifname, ETHTOOL_SGRO, 1)
     lines = [f"neigh replace {link_local(mac)} lladdr {mac} dev {ifname} nud permanent"
              for ifname, mac in neighbours]
     lines += [f"link set {ifname} up" for ifname in ifnames]
     if lines:
         netns.run(["ip", "-n", ns, "-batch", "-"], input="\n".join(lines).encode() + b"\n")
+
+
+SIOCETHTOOL, ETHTOOL_STXCSUM, ETHTOOL_SGRO = 0x8946, 0x17, 0x2C
+"""linux/sockios.h and linux/ethtool.h: the legacy ethtool ioctl, TX checksumming (every
+checksum feature) and GRO."""
+
+
+def _ethtool_set(sock: socket.socket, ifname: str, cmd: int, value: int) -> None:
+    data = ctypes.create_string_buffer(struct.pack("II", cmd, value))  # struct ethtool_value
+    ifreq = struct.pack("16sP", ifname.encode(), ctypes.addressof(data)).ljust(40, b"\0")
+    try:
+        fcntl.ioctl(sock, SIOCETHTOOL, ifreq)
+    except OSError as exc:
+        raise MrcError(f"ethtool {cmd:#x} on {ifname}: {exc.strerror}") from None
 
 
 def link_local(mac: str) -> str:

@@ -30,6 +30,7 @@ from ..errors import MrcError
 from ..host.config import Settings, mac_text
 from ..topology import CompiledFabric, GrpcEndpoint, Topology, compile_fabric, dumps_topology, loads_topology
 from . import build, faultctl, nodes, procs, teardown
+from .parallel import Progress, each
 from .state import DEFAULT_PREFIX, FabricState, check_name, locked, state_dir
 
 DEFAULT_RTO_NS = 50_000_000
@@ -137,7 +138,7 @@ class Fabric:
     def up(cls, topology: Topology, *, name: str = "default", target: str = "ebpf", mode: str = "srv6",
            prefix: str = DEFAULT_PREFIX, settings: Settings | None = None,
            p4runtime_port: int | None = None, controller: bool = True,
-           controller_args: tuple[str, ...] = ()) -> "Fabric":
+           controller_args: tuple[str, ...] = (), progress: Progress | None = None) -> "Fabric":
         """Build and start the fabric of ``topology``; returns it running and programmed.
 
         Args:
@@ -156,6 +157,9 @@ class Fabric:
             controller: start ``mrc controller run`` on the fabric (False: leave the switches
                 unprogrammed, for tests that run a controller themselves).
             controller_args: extra arguments for ``mrc controller run``.
+            progress: ``progress(step, done, total)`` as bring-up advances (steps
+                ``namespaces``, ``ports``, ``switches``, ``agents``, ``controller``; from the
+                calling thread), for a progress bar.
 
         Raises:
             MrcError: a bad name, target or mode, bmv2 missing, MTU too large, a port in use, a
@@ -185,15 +189,20 @@ class Fabric:
         try:
             with _signals_raise():
                 settings = settings or fabric_settings(target=target)
-                fab._build(compiled, settings, p4runtime_port)
+                fab._build(compiled, settings, p4runtime_port, progress)
                 if controller:  # ours first: the caller's --agent-setting wins
+                    if progress:
+                        progress("controller", 0, 1)
                     fab._start_controller(("--agent-setting", f"rto_ns={settings.rto_ns}", *controller_args))
+                    if progress:
+                        progress("controller", 1, 1)
         except BaseException:
             fab.down()
             raise
         return fab
 
-    def _build(self, compiled: CompiledFabric, settings: Settings, base_port: int | None) -> None:
+    def _build(self, compiled: CompiledFabric, settings: Settings, base_port: int | None,
+               progress: Progress | None = None) -> None:
         st = self.state
         bpf.ensure_bpffs()
         ns_of = lambda node: f"{st.prefix}{st.name}-{node}"  # noqa: E731
@@ -202,21 +211,24 @@ class Fabric:
         st.pins = {n: ns_of(n) for n in switches}
         st.device_ids = {n: 1 for n in switches}
         st.save()
-        build.add_namespaces(st.nodes, switches)
+        build.add_namespaces(st.nodes, switches, progress)
         links = list(_links(compiled))
         st.links = [[a, ia, b, ib] for a, ia, _, b, ib, _ in links]
         st.link_names = {faultctl.link_key(sw.name, p.peer): p.link for sw in compiled.switches() for p in sw.ports}
         st.save()
         build.add_links([(st.nodes[a], ia, ma, st.nodes[b], ib, mb) for a, ia, ma, b, ib, mb in links],
                         compiled.topology.mtu)
-        for node, ns in st.nodes.items():
-            ifnames = [ia for a, ia, *_ in st.links if a == node] + [ib for _, _, b, ib in st.links if b == node]
-            build.prepare_ports(ns, ifnames, _neighbours(compiled, node))
+        ports = {n: [] for n in st.nodes}
+        for a, ia, b, ib in st.links:
+            ports[a].append(ia)
+            ports[b].append(ib)
+        each("ports", lambda node: build.prepare_ports(st.nodes[node], ports[node], _neighbours(compiled, node)),
+             st.nodes, progress)
         if st.target == "ebpf":
-            nodes.start_ebpf_switches(st, compiled, base_port)
+            nodes.start_ebpf_switches(st, compiled, base_port, progress)
         else:
             nodes.start_bmv2_switches(st, compiled)
-        nodes.start_agents(st, compiled, settings)
+        nodes.start_agents(st, compiled, settings, progress)
         self._write_topology()
         st.save()
 

@@ -2,10 +2,10 @@
 
 - eBPF target: this process loads and pins each switch's program and attaches it to the
   switch's ports (``EbpfSwitch.setup``, inside the switch's namespace, which also fills the
-  DEVMAP there as design section 9 requires); the pins keep it alive after we exit. The same
-  ``setup`` starts the switch's P4Runtime server process (``EbpfSwitch(p4runtime=...)``),
-  inside the switch's namespace on a unix socket, or in the root namespace on a loopback TCP
-  port when the user asks for ports. The server reaches the switch only through the pins.
+  DEVMAP there as design section 9 requires); the pins keep it alive after we exit. Then ONE
+  P4Runtime server process serves every switch (issue 23), in the root namespace, each switch
+  on its own unix socket (or loopback TCP port when the user asks for ports) with its own
+  device id and gRPC server. It reaches the switches only through their pins.
 - bmv2 target: one ``simple_switch_grpc`` per switch (``mrckit.switch.bmv2``).
 - hosts: one ``mrc host up`` process per host, inside the host's namespace, with a config
   file written from the compiled ``HostConfig``, after its NIC device is made (``nicdev``).
@@ -13,17 +13,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
+import sys
 
 from ..errors import MrcError
 from ..host.config import Settings, from_topology
 from ..host.nicdev import create_nic_device
 from ..host.run import dumps_config
 from ..switch import bmv2
-from ..switch.ebpf_target import EbpfSwitch, remove_pins, wait_servers
-from ..switch.p4runtime.process import ServerOptions
+from ..switch.ebpf_target import EbpfSwitch, remove_pins
+from ..switch.p4runtime.process import SERVING_MARKER
 from . import procs
-from .state import FabricState, ProcInfo, start_ticks
+from .parallel import Progress, each
+from .state import STATE_LOCK, FabricState, ProcInfo, start_ticks
 
 NIC_DEVICE = "nic0"
 AGENT_READY = "serving on "
@@ -39,28 +42,47 @@ def agent_address(state: FabricState, node: str) -> str:
     return f"unix:{state.dir}/host-{node}.sock"
 
 
-def start_ebpf_switches(state: FabricState, compiled, base_port: int | None) -> None:
-    """Set up every eBPF switch with its P4Runtime server (``EbpfSwitch(p4runtime=...)``);
-    records each server in ``state`` as it starts (so a failure part-way, or a SIGKILL of
-    this process, is still torn down by ``fabric down``), then waits for all at once.
+def start_ebpf_switches(state: FabricState, compiled, base_port: int | None,
+                        progress: Progress | None = None) -> None:
+    """Set up every eBPF switch (load, pin, attach; on several threads), then start ONE
+    P4Runtime server process for all of them (``python -m mrckit.switch.p4runtime --switch
+    NAME=ADDR@ID ...``, root namespace: it reaches each switch through its pins), each switch
+    on its own socket with its own device id. Every switch's record in ``state`` names that
+    process and its own address. Waits until it serves every switch.
 
     Raises:
-        MrcError: a set-up step or a server failed (naming the switch, with its log).
+        MrcError: a set-up step failed (naming the switch), or the server did not serve (with
+            its log).
     """
-    started = []
-    for i, sw in enumerate(compiled.switches()):
-        port = None if base_port is None else base_port + i
-        options = ServerOptions(switch_address(state, sw.name, port), device_id=state.device_ids[sw.name],
-                                state_dir=state.dir / "p4rt" / sw.name, log=state.dir / f"sw-{sw.name}.log",
-                                in_switch_netns=port is None)
-        switch = EbpfSwitch(state.pins[sw.name], state.nodes[sw.name], sw.port_map(), p4runtime=options)
-        switch.setup(wait=False)
-        server = switch.server
-        state.switches[sw.name] = ProcInfo(server.pid, start_ticks(server.pid) or 0, server.address,
-                                           server.argv, str(server.log))
+    index = {sw.name: i for i, sw in enumerate(compiled.switches())}
+    addresses = {sw.name: switch_address(state, sw.name, None if base_port is None else base_port + index[sw.name])
+                 for sw in compiled.switches()}
+
+    def one(sw) -> None:
+        EbpfSwitch(state.pins[sw.name], state.nodes[sw.name], sw.port_map()).setup()
+
+    each("switch setup", one, compiled.switches(), progress)
+    argv = [sys.executable, "-m", "mrckit.switch.p4runtime", "--state-dir", str(state.dir / "p4rt")]
+    for sw in compiled.switches():
+        argv += ["--switch", f"{state.pins[sw.name]}={addresses[sw.name]}@{state.device_ids[sw.name]}"]
+    proc, info = procs.start(argv, state.dir / "switches.log", ns=None, address="")
+    with STATE_LOCK:
+        for name, address in addresses.items():
+            state.switches[name] = dataclasses.replace(info, address=address)
         state.save()
-        started.append(switch)
-    wait_servers(started, procs.READY_TIMEOUT_S)
+    if progress:
+        progress("switches", 0, 1)
+    procs.wait_ready({"P4Runtime server": (proc, info)}, SERVING_MARKER)
+    if progress:
+        progress("switches", 1, 1)
+
+
+def _count(step: str, total: int, progress: Progress | None):
+    """A ``progress(n)`` for readiness waits, forwarded as ``progress(step, n, total)``."""
+    if progress is None:
+        return None
+    progress(step, 0, total)
+    return lambda n: progress(step, n, total)
 
 
 def start_bmv2_switches(state: FabricState, compiled) -> None:
@@ -80,8 +102,9 @@ def start_bmv2_switches(state: FabricState, compiled) -> None:
                 state.save()
 
 
-def start_agents(state: FabricState, compiled, settings: Settings) -> None:
-    """Write each host's agent config and start its agent; wait until all serve.
+def start_agents(state: FabricState, compiled, settings: Settings, progress: Progress | None = None) -> None:
+    """Write each host's agent config, make its NIC device and start its agent, on several
+    threads; wait until all serve (``progress("agents", serving, total)``).
 
     Raises:
         MrcError: an agent exited or did not serve in time (naming the host, with its log).
@@ -89,7 +112,8 @@ def start_agents(state: FabricState, compiled, settings: Settings) -> None:
     started = {}
     cfg_dir = state.dir / "hosts"
     cfg_dir.mkdir(exist_ok=True)
-    for host in compiled.hosts():
+
+    def one(host) -> None:
         cfg = from_topology(host, NIC_DEVICE, settings)
         path = cfg_dir / f"{host.name}.yaml"
         path.write_text(dumps_config(cfg))
@@ -98,10 +122,13 @@ def start_agents(state: FabricState, compiled, settings: Settings) -> None:
         argv = procs.mrc_argv("host", "up", str(path), "--listen", address)
         proc, info = procs.start(argv, state.dir / f"host-{host.name}.log", ns=state.nodes[host.name],
                                  address=address)
-        state.hosts[host.name] = info
-        state.save()
-        started[host.name] = (proc, info)
-    procs.wait_ready(started, AGENT_READY)
+        with STATE_LOCK:
+            state.hosts[host.name] = info
+            state.save()
+            started[host.name] = (proc, info)
+
+    each("host setup", one, compiled.hosts(), progress)
+    procs.wait_ready(started, AGENT_READY, progress=_count("agents", len(started), progress))
 
 
 def stop_all(state: FabricState) -> None:

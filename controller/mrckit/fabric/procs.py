@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MrcError
@@ -60,8 +61,9 @@ def start(argv: list[str], log: Path, *, ns: str | None, address: str) -> tuple[
 
 
 def wait_ready(procs: dict[str, tuple[subprocess.Popen, ProcInfo]], marker: str,
-               timeout: float = READY_TIMEOUT_S) -> None:
-    """Wait until the log of every process holds ``marker``.
+               timeout: float = READY_TIMEOUT_S, progress: Callable[[int], None] | None = None) -> None:
+    """Wait until the log of every process holds ``marker``; ``progress(n)`` is called with
+    the number ready each time it grows.
 
     Raises:
         MrcError: one exited or stayed silent for ``timeout`` s; the message names the node
@@ -73,6 +75,8 @@ def wait_ready(procs: dict[str, tuple[subprocess.Popen, ProcInfo]], marker: str,
         for node, (proc, info) in list(waiting.items()):
             if marker in Path(info.log).read_text(errors="replace"):
                 del waiting[node]
+                if progress:
+                    progress(len(procs) - len(waiting))
             elif proc.poll() is not None:
                 raise MrcError(f"{node} did not start (exit status {proc.returncode}): {tail(info.log)}")
         time.sleep(0.1)

@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import re
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -23,6 +24,8 @@ from pathlib import Path
 from ..errors import MrcError
 
 RUN_ROOT = Path("/run/mrckit")
+STATE_LOCK = threading.RLock()
+"""Orders the bring-up threads' changes to a :class:`FabricState` and its saves."""
 STATE_FILE = "fabric.json"
 FAULT_LOG = "faults.log"
 DEFAULT_PREFIX = "mrcf-"
@@ -109,11 +112,13 @@ class FabricState:
         return state_dir(self.name)
 
     def save(self) -> None:
-        """Write ``fabric.json`` atomically (a reader never sees half a file)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1, sort_keys=True))
-        os.replace(tmp, self.dir / STATE_FILE)
+        """Write ``fabric.json`` atomically (a reader never sees half a file). Threads that
+        change the state while others save hold :data:`STATE_LOCK` around change and save."""
+        with STATE_LOCK:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            tmp = self.dir / (STATE_FILE + ".tmp")
+            tmp.write_text(json.dumps(asdict(self), indent=1, sort_keys=True))
+            os.replace(tmp, self.dir / STATE_FILE)
 
     @classmethod
     def load(cls, name: str) -> "FabricState":

@@ -1,6 +1,8 @@
 """The host agent: one per host, owning that host's BPF maps (design section 5).
 
-It provisions the EV sets, and its loop, every fraction of an RTO:
+Its loop blocks (epoll) on the dataplane's event ring, its UDP socket, rtnetlink and a wake-up
+eventfd, and sweeps every fraction of an RTO only while some EV needs it (:func:`~mrckit.host.
+sweep.needs_sweep`); idle, it sleeps until the dataplane or the API wakes it. A sweep:
 - drains the dataplane's EV events (SKIP, ASSUMED_BAD from feedback) and publishes them;
 - follows the plane ports' link state; a port that goes down retires its plane's EVs at once
   and tells every live peer with an EP_REQ PORT_STATUS_UPDATE;
@@ -25,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import logging
+import os
 import random
 import select
 import socket
@@ -45,7 +48,7 @@ from .planestats import plane_rows, sum_planes
 from .ports import PortMixin, link_up
 from .probing import IPV6_FLOWINFO, ProbeMixin
 from .state import BAD, DENIED, GOOD, PeerState, ProbeTarget
-from .sweep import SweepMixin
+from .sweep import SweepMixin, needs_sweep
 
 log = logging.getLogger("mrckit.host")
 
@@ -91,6 +94,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         self._outstanding: dict[int, tuple[ipaddress.IPv6Address, int, int]] = {}
         self._next_probe_id = 1
         self._ipr = None
+        self._bell = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # wake() -> the loop
         self._denied_links: set[str] = set()
         self._template_denied: set[int] = set()
 
@@ -166,6 +170,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
     def close(self) -> None:
         """Stop the loop, detach every program, close sockets. Idempotent."""
         self._stop.set()
+        self.wake()  # the loop may block with no timeout
         if self._thread and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         self._thread = None
@@ -182,30 +187,88 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             self.dp = None
 
     # ================================================================ loop ===============
+    def wake(self) -> None:
+        """Make the loop sweep soon (thread-safe). The API calls it after changing EV states;
+        a test that writes the maps behind the agent's back must call it too."""
+        os.eventfd_write(self._bell, 1)
+
     def _loop(self) -> None:
+        poller = select.epoll()
+        ring = self.dp.events_fd()
+        for fd in (self._udp.fileno(), self._ipr.fileno(), ring, self._bell):
+            poller.register(fd, select.EPOLLIN)
+        deadline: float | None = time.monotonic()  # one sweep at start: it decides to sleep
+        try:
+            while not self._stop.is_set():
+                timeout = -1 if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    ready = {fd for fd, _ in poller.poll(timeout)}
+                except (OSError, ValueError):
+                    return  # closed under us
+                deadline = self._turn(ready, ring, deadline)
+        finally:
+            poller.close()
+
+    def _turn(self, ready: set[int], ring: int, deadline: float | None) -> float | None:
+        """Handle what woke the loop; sweep when due. Returns the next sweep time (monotonic
+        s), or None to block until something happens."""
+        try:
+            with self._lock:
+                if self._bell in ready:
+                    os.eventfd_read(self._bell)
+                if ring in ready:
+                    self._drain_dataplane_events()
+                if self._udp.fileno() in ready:
+                    self._receive()
+                if self._ipr.fileno() in ready:
+                    self._link_messages()
+                if deadline is None:
+                    deadline = time.monotonic()  # woken while idle: anything may need a sweep
+                if time.monotonic() < deadline:
+                    return deadline
+                return self._sweep_and_schedule()
+        except Exception:  # keep the agent alive; the log says what went wrong
+            if self._stop.is_set():
+                return None
+            log.exception("host agent loop")
+            self.counters["loop_errors"] += 1
+            return time.monotonic() + self._period()
+
+    def _period(self) -> float:
         s = self.cfg.settings
-        period = min(s.sweep_period_ns, s.probe_interval_ns) / 1e9
-        next_sweep = time.monotonic()
-        while not self._stop.is_set():
-            fds = [self._udp, self._ipr]
-            try:
-                ready, _, _ = select.select(fds, [], [], max(0.0, next_sweep - time.monotonic()))
-            except (OSError, ValueError):
-                return  # closed under us
-            try:
-                with self._lock:
-                    if self._udp in ready:
-                        self._receive()
-                    if self._ipr in ready:
-                        self._link_messages()
-                    if time.monotonic() >= next_sweep:
-                        self.sweep()
-                        next_sweep = time.monotonic() + period
-            except Exception:  # keep the agent alive; the log says what went wrong
-                if self._stop.is_set():
-                    return
-                log.exception("host agent loop")
-                self.counters["loop_errors"] += 1
+        return min(s.sweep_period_ns, s.probe_interval_ns) / 1e9
+
+    def _sweep_and_schedule(self) -> float | None:
+        """Sweep, then the next sweep time: one period on while some EV needs it, else None,
+        after marking the dataplane idle (its next send or ack wakes us)."""
+        self.sweep()
+        if self._sweep_needed():
+            return time.monotonic() + self._period()
+        activity = self._activity()
+        self.dp.set_agent_idle(True)
+        # A send or ack between the sweep's read and the flag rang no bell: look once more.
+        if self._activity() != activity or self._sweep_needed():
+            self.dp.set_agent_idle(False)
+            return time.monotonic() + self._period()
+        self.counters["idle_sleeps"] += 1
+        return None
+
+    def _sweep_needed(self, now: int | None = None) -> bool:
+        """Whether some EV needs the sweep (:func:`~mrckit.host.sweep.needs_sweep`) or a probe
+        is awaited."""
+        if self._outstanding:
+            return True
+        now = now or time.monotonic_ns()
+        rto = self.cfg.settings.rto_ns
+        for peer, evset in self.dp.peer_sets():
+            if needs_sweep(evset, self.peers.get(peer), now, rto, self.cfg.settings.pinned_ev):
+                return True
+        return False
+
+    def _activity(self) -> int:
+        """The latest send or ack time (ns) over every live peer's EVs."""
+        return max((max(evset.slots[i].last_tx_ns, evset.slots[i].last_ack_ns)
+                    for _, evset in self.dp.peer_sets() for i in range(evset.n)), default=0)
 
     def sweep(self, now: int | None = None) -> None:
         """One pass of the state machine (the loop calls it every ``sweep_period_ns``)."""
@@ -223,13 +286,16 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             for peer, evset in sets:
                 st = self.peers.setdefault(peer, self._new_peer_state())
                 self._sweep_peer(peer, st, evset, now, budget)
-            self.counters["sweeps"] += 1
+            self.counters["sweeps"] += 1  # GetStats: agent_sweeps, the idle tests' witness
 
     def _new_peer_state(self) -> PeerState:
         return PeerState(backups={p: list(v) for p, v in self.template.backups.items()})
 
     def _drain_dataplane_events(self) -> None:
         for e in self.dp.poll_events():
+            if e.reason == Reason.WAKE:
+                self.counters["dataplane_wakes"] += 1
+                continue
             peer = str(ipaddress.IPv6Address(bytes(e.peer)))
             self._publish(make_event(peer, e.ev, e.old_state, e.new_state, Reason(e.reason).name,
                                      ts_ns=e.ts_ns, plane=ev_plane(e.ev)))
@@ -292,6 +358,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
                 self.dp.merge_slots(p, evset, touched)
             if not peer:
                 self._deny_in_template(ev, denied)
+            self.wake()  # DENIED EVs are probed
             return changed
 
     def _deny_in_template(self, ev: int, denied: bool) -> None:
@@ -328,6 +395,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             self._publish(make_event("", 0, GOOD if denied else DENIED, DENIED if denied else GOOD,
                                      (Reason.LINK_DENIED if denied else Reason.LINK_ALLOWED).name,
                                      plane=ln.plane, link=str(ln)))
+            self.wake()  # EVs across a denied link are probed
             return crossing, changed
 
     def denial_note(self) -> str:

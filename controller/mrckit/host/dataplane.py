@@ -154,13 +154,21 @@ class HostDataplane:
                             locator=locator, leaf=leaf, downlink=downlink, n_planes=n_planes,
                             agent_port=agent_port, configured=cur.configured,
                             n_denied=cur.n_denied, mode=HOST_MODES[mode], flags=int(flags),
-                            min_active=min_active)
+                            min_active=min_active, agent_idle=cur.agent_idle)
         self.config.update(0, cfg)
 
     def set_configured(self, on: bool) -> None:
         """Open (or close) the dataplane: until then both programs drop and count MRC traffic."""
         cfg = self.config.lookup(0)
         cfg.configured = 1 if on else 0
+        self.config.update(0, cfg)
+
+    def set_agent_idle(self, idle: bool) -> None:
+        """Tell the dataplane whether the agent is blocked: while ``idle`` is set, the next
+        data send (tc egress) or SACK/NACK (XDP) clears it and pushes one ``WAKE`` record to
+        ``ev_events``, which makes :meth:`events_fd` readable (docs/host.md, "An idle agent")."""
+        cfg = self.config.lookup(0)
+        cfg.agent_idle = 1 if idle else 0
         self.config.update(0, cfg)
 
     def set_port(self, p: PortSetting) -> None:
@@ -325,8 +333,14 @@ class HostDataplane:
 
     # ---- events ------------------------------------------------------------------------
     def poll_events(self, timeout_ms: int = 0) -> list[EvEvent]:
-        """EV state changes the dataplane made since the last call (oldest first)."""
+        """EV state changes the dataplane made since the last call (oldest first), and its
+        ``WAKE`` records (reason ``Reason.WAKE``, no peer: a send or an ack woke an idle agent)."""
         return self._events.poll(timeout_ms)
+
+    def events_fd(self) -> int:
+        """A file descriptor (libbpf's epoll fd of the ring buffer) that polls readable while
+        ``ev_events`` holds records; :meth:`poll_events` drains them."""
+        return self._events.fd()
 
     def close(self) -> None:
         """Free the ring buffer and the object (attachments made stay until detach())."""
@@ -354,6 +368,7 @@ class _RingBuffer:
         lib.ring_buffer__poll.argtypes = [ctypes.c_void_p, ctypes.c_int]
         lib.ring_buffer__consume.argtypes = [ctypes.c_void_p]
         lib.ring_buffer__free.argtypes = [ctypes.c_void_p]
+        lib.ring_buffer__epoll_fd.argtypes = [ctypes.c_void_p]
         self._lib, self._pending = lib, []
         self._cb = _SAMPLE_FN(self._sample)  # keep a reference: libbpf calls it later
         self._rb = L.check_ptr(lib.ring_buffer__new(ring.fd, self._cb, None, None),
@@ -373,6 +388,11 @@ class _RingBuffer:
             self._lib.ring_buffer__consume(self._rb)
         out, self._pending = self._pending, []
         return out
+
+    def fd(self) -> int:
+        if not self._rb:
+            raise MrcError("the EV event ring buffer is closed")
+        return self._lib.ring_buffer__epoll_fd(self._rb)
 
     def close(self) -> None:
         if self._rb:

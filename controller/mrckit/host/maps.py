@@ -31,6 +31,7 @@ class Reason(IntEnum):
     LOSS_UNDONE = 6
     PATH_LOSS = 7
     FLOOR = 8
+    WAKE = 9           # no state change: the agent was idle and a send or an ack happened
     RTO_TIMEOUT = 16
     REPLACED = 17
     PROBE_OK = 18
@@ -99,7 +100,7 @@ class HostConfigMap(ctypes.Structure):
 
     _fields_ = [("nic_addr", U8 * 16), ("locator", U32), ("leaf", U16), ("downlink", U16),
                 ("n_planes", U32), ("agent_port", U16), ("configured", U16), ("n_denied", U32),
-                ("mode", U32), ("flags", U32), ("min_active", U32)]
+                ("mode", U32), ("flags", U32), ("min_active", U32), ("agent_idle", U32)]
 
 
 class HostLoad(ctypes.Structure):

@@ -145,8 +145,7 @@ def run_agent(cfg: AgentConfig, listen: str | None = None, *, create_nic: bool =
             signal.signal(sig, lambda *_: stop.set())
         if ready:
             ready(result, address)
-        while not stop.is_set():
-            stop.wait(0.5)
+        stop.wait()  # no timeout: an idle agent's process does not wake (a signal still ends it)
     finally:
         if server is not None:
             server.stop(1)

@@ -6,8 +6,6 @@ Like every mrckit gRPC server it listens on a unix socket (``unix:/path``) or on
 
 from __future__ import annotations
 
-import queue
-
 import grpc
 from concurrent import futures
 
@@ -67,13 +65,8 @@ class HostAgentService(pbg.HostAgentServicer):
     def WatchEvents(self, request, context):
         q = self.agent.events.subscribe(replay=request.replay)
         context.add_callback(lambda: self.agent.events.unsubscribe(q))
-        while context.is_active():
-            try:
-                event = q.get(timeout=0.5)
-            except queue.Empty:
-                continue
-            if event is None:
-                return
+        # No timeout: the callback above (the RPC ended) and EventHub.close put None.
+        while (event := q.get()) is not None:
             yield event_to_proto(event)
 
     def GetStats(self, request, context):

@@ -7,7 +7,7 @@ from ..wire.addressing import parse_nic_address
 from ..wire.ev import ev_plane, ev_t1, ev_unpack
 from .events import make_event
 from .maps import EvSet, Reason
-from .state import BAD, GOOD, SKIP, PeerState, ProbeTarget
+from .state import BAD, DENIED, GOOD, SKIP, PeerState, ProbeTarget
 
 
 class SweepMixin:
@@ -121,6 +121,35 @@ class SweepMixin:
         self._publish(make_event(str(peer), old, BAD, BAD, Reason.REPLACED.name, ts_ns=now,
                                  replaced_by=pick, plane=plane))
         return True
+
+
+def needs_sweep(evset: EvSet, st: PeerState | None, now: int, rto: int, pinned: bool = False) -> bool:
+    """Whether the peer of ``evset`` still needs the agent's periodic sweep at ``now`` (ns,
+    CLOCK_MONOTONIC), given its RTO ``rto`` (ns). Only time can change a verdict while the
+    dataplane is quiet, so the sweep must keep running while:
+
+    - an EV is probed (retired, ASSUMED_BAD, DENIED or across a denied link: ``st.probes`` and
+      ``st.retired``);
+    - a GOOD EV has a send unacked for at most ``rto``: its RTO verdict is still to come (one
+      unacked for longer was judged by an earlier sweep; only a later ack can change that, and
+      an ack wakes an idle agent);
+    - an EV is SKIP with a send recorded: it ends after an RTO without traffic.
+
+    Pinned-EV mode has no sweep, so only probes count there.
+    """
+    if st is not None and (st.probes or st.retired):
+        return True
+    if pinned:
+        return False
+    for i in range(evset.n):
+        s = evset.slots[i]
+        if s.state == GOOD and s.pending_ns and now - s.pending_ns <= rto:
+            return True
+        if s.state == SKIP and s.last_tx_ns:
+            return True
+        if s.state in (BAD, DENIED):
+            return True  # not probed yet: the sweep replaces or probes it
+    return False
 
 
 def path_siblings(evset: EvSet, index: int, same_leaf: bool) -> list[int]:

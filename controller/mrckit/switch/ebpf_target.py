@@ -704,8 +704,9 @@ class EbpfSwitch:
         self.teardown()
 
 
-def wait_servers(switches: Iterable[EbpfSwitch], timeout: float | None = None) -> None:
-    """Wait until the P4Runtime server of every switch (set up with ``wait=False``) serves.
+def wait_servers(switches: Iterable[EbpfSwitch], timeout: float | None = None, progress=None) -> None:
+    """Wait until the P4Runtime server of every switch (set up with ``wait=False``) serves;
+    ``progress(n)``: see ``process.wait_all``.
 
     Raises:
         MrcError: a server exited or stayed silent for ``timeout`` s (default
@@ -718,7 +719,8 @@ def wait_servers(switches: Iterable[EbpfSwitch], timeout: float | None = None) -
     from .p4runtime import process
 
     try:
-        process.wait_all([sw.server for sw in switches], process.READY_TIMEOUT_S if timeout is None else timeout)
+        process.wait_all([sw.server for sw in switches], process.READY_TIMEOUT_S if timeout is None else timeout,
+                         progress)
     except process.ServerStartError as exc:
         next(sw for sw in switches if sw.server is exc.server).teardown()
         raise

@@ -115,6 +115,7 @@ def test_ecmp_agent_probes_opaque_evs_back_and_records_denials(make_netns, tmp_p
             q = a.agent.events.subscribe()
             with a.agent._lock:
                 a.agent.dp.write_slot(b.nic, 5, state=EvState.ASSUMED_BAD)
+            a.agent.wake()  # a write behind the agent's back: it may be idle
             events = []
             assert wait_for(lambda: _drain(q, events) and any(e.reason == "PROBE_OK" for e in events), 10)
             replaced = next(e for e in events if e.reason == Reason.REPLACED.name)

@@ -33,6 +33,7 @@ def test_probe_restores_an_assumed_bad_ev_after_replacing_it(make_netns):
         q = a.agent.events.subscribe()
         with a.agent._lock:
             a.agent.dp.write_slot(b.nic, 5, state=EvState.ASSUMED_BAD)
+        a.agent.wake()  # a write behind the agent's back: it may be idle
         events = []
         assert wait_for(lambda: _drain(q, events) and any(e.reason == "PROBE_OK" for e in events))
         replaced = next(e for e in events if e.reason == Reason.REPLACED.name)

@@ -1,8 +1,12 @@
-"""``python -m mrckit.switch.p4runtime --switch NAME [--listen ADDR] ...``: serve one switch.
+"""``python -m mrckit.switch.p4runtime --switch NAME [--listen ADDR] ...``: serve one switch, or
+``--switch NAME=ADDR[@DEVICE_ID]`` repeated: serve many from one process.
 
 The eBPF switch manager (``EbpfSwitch(p4runtime=...)``, through ``process.ServerProcess``)
-starts this process inside the switch's network namespace. It serves until SIGTERM/SIGINT,
-then stops cleanly (exit code 0).
+starts the one-switch form inside the switch's network namespace. An emulated fabric starts
+the many-switch form once for all its switches (issue 23: one Python process per switch cost
+about 50 MB and a Python start-up each): every switch keeps its own device id, its own socket
+and its own gRPC server, reached through its pins, so each is programmed exactly as one bmv2
+is. It serves until SIGTERM/SIGINT, then stops cleanly (exit code 0).
 """
 
 import argparse
@@ -10,6 +14,7 @@ import logging
 import signal
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import MrcError
@@ -17,13 +22,26 @@ from . import store
 from .backend import EbpfBackend
 from .contract import MRC_SWITCH
 from .device import Device
+from .process import SERVING_MARKER
 from .server import DEFAULT_ADDRESS, P4RuntimeServer, TlsFiles
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One switch to serve: pin name, address, device id and pipeline folder."""
+
+    switch: str
+    address: str
+    device_id: int
+    state_dir: Path
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     """Command-line options of the server process."""
     p = argparse.ArgumentParser(prog="python -m mrckit.switch.p4runtime", description=__doc__.splitlines()[0])
-    p.add_argument("--switch", required=True, help="eBPF switch name (pins under /sys/fs/bpf/mrckit/switch/NAME)")
+    p.add_argument("--switch", required=True, action="append",
+                   help="eBPF switch name (pins under /sys/fs/bpf/mrckit/switch/NAME); or NAME=ADDR[@DEVICE_ID], "
+                   "repeatable, to serve many switches (then --state-dir is the parent of their folders)")
     p.add_argument("--listen", default=DEFAULT_ADDRESS, help="unix:/path or host:port (default %(default)s)")
     p.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (default %(default)s, finsy's default)")
     p.add_argument("--state-dir", type=Path, help="where the pipeline is kept (default /run/mrckit/switch/NAME)")
@@ -32,6 +50,22 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--tls-client-ca", type=Path, help="require client certificates signed by this CA")
     p.add_argument("-v", "--verbose", action="store_true")
     return p.parse_args(argv)
+
+
+def specs(args: argparse.Namespace) -> list[Spec]:
+    """The switches ``args`` names. Raises MrcError for a malformed ``--switch``."""
+    if len(args.switch) == 1 and "=" not in args.switch[0]:
+        name = args.switch[0]
+        return [Spec(name, args.listen, args.device_id, args.state_dir or store.default_dir(name))]
+    out = []
+    for value in args.switch:
+        name, sep, rest = value.partition("=")
+        address, _, dev = rest.rpartition("@") if "@" in rest else (rest, "", str(args.device_id))
+        if not sep or not name or not address or not dev.isdigit():
+            raise MrcError(f"--switch {value!r}: use NAME=ADDRESS[@DEVICE_ID] to serve several switches")
+        folder = args.state_dir / name if args.state_dir else store.default_dir(name)
+        out.append(Spec(name, address, int(dev), folder))
+    return out
 
 
 def main(argv=None) -> int:
@@ -43,22 +77,41 @@ def main(argv=None) -> int:
         print("mrc p4runtime: error: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
     tls = TlsFiles(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
+    served = []
     try:
-        backend = EbpfBackend.open(args.switch)
-        device = Device(backend, MRC_SWITCH, args.device_id, args.state_dir or store.default_dir(args.switch))
-        server = P4RuntimeServer(device, args.listen, tls).start()
+        for spec in specs(args):
+            served.append(_serve(spec, tls))
     except MrcError as exc:
         print(f"mrc p4runtime: error: {exc}", file=sys.stderr)
+        _stop(served)
         return 2
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    logging.info("serving switch %s on %s (device id %d)", args.switch, server.address, args.device_id)
-    print(f"listening {server.address}", flush=True)
+    if len(served) > 1:
+        print(f"{SERVING_MARKER}{len(served)} switches", flush=True)
     stop.wait()
-    server.stop()
-    backend.close()
+    _stop(served)
     return 0
+
+
+def _serve(spec: Spec, tls: TlsFiles | None) -> tuple[P4RuntimeServer, EbpfBackend]:
+    backend = EbpfBackend.open(spec.switch)
+    try:
+        device = Device(backend, MRC_SWITCH, spec.device_id, spec.state_dir)
+        server = P4RuntimeServer(device, spec.address, tls).start()
+    except BaseException:
+        backend.close()
+        raise
+    logging.info("serving switch %s on %s (device id %d)", spec.switch, server.address, spec.device_id)
+    print(f"listening {server.address}", flush=True)
+    return server, backend
+
+
+def _stop(served: list[tuple[P4RuntimeServer, EbpfBackend]]) -> None:
+    for server, backend in served:
+        server.stop()
+        backend.close()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,9 @@ from .server import TlsFiles, unix_path
 READY_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
 READY_MARKER = "listening "
-"""The line the server prints once it serves (``__main__``)."""
+"""The line the server prints once it serves (``__main__``), once per switch."""
+SERVING_MARKER = "serving "
+"""The line the many-switch form prints once it serves every switch: ``serving N switches``."""
 
 
 class ServerStartError(MrcError):
@@ -149,9 +152,11 @@ class ServerProcess:
         return self.proc.returncode
 
 
-def wait_all(servers: list[ServerProcess], timeout: float = READY_TIMEOUT_S) -> None:
+def wait_all(servers: list[ServerProcess], timeout: float = READY_TIMEOUT_S,
+             progress: Callable[[int], None] | None = None) -> None:
     """Wait until every server serves; they start in parallel, so this costs about one
-    Python start-up, not one per server.
+    Python start-up, not one per server. ``progress(n)`` is called with the number serving
+    each time it grows.
 
     Raises:
         ServerStartError: one exited or stayed silent for ``timeout`` s, naming its switch and giving
@@ -160,7 +165,10 @@ def wait_all(servers: list[ServerProcess], timeout: float = READY_TIMEOUT_S) -> 
     waiting = list(servers)
     end = time.monotonic() + timeout
     while waiting:
-        waiting = [s for s in waiting if not s.ready()]
+        still = [s for s in waiting if not s.ready()]
+        if progress and len(still) < len(waiting):
+            progress(len(servers) - len(still))
+        waiting = still
         if waiting and time.monotonic() >= end:
             s = waiting[0]
             raise ServerStartError(f"P4Runtime server for switch {s.switch} did not start on {s.address} "
