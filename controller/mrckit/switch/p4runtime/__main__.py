@@ -13,9 +13,9 @@ import threading
 from pathlib import Path
 
 from ...errors import MrcError
+from ...wire.pipeline import MRC_SWITCH
 from . import store
 from .backend import EbpfBackend
-from .contract import MRC_SWITCH
 from .device import Device
 from .server import DEFAULT_ADDRESS, P4RuntimeServer, TlsFiles
 
