@@ -266,7 +266,8 @@ class SwitchTables:
         action): ``set_egress`` with ``{"port": 0..511}``, or ``drop`` (no_route when chosen).
 
         Raises:
-            MrcError: bad id (not uint32), action or parameters, or 4096 members already;
+            MrcError: bad id (not uint32), action or parameters, or the selector full (its ``size`` in
+                the pipeline contract);
             EntryExists (insert of a present member); EntryNotFound (modify of an absent one).
         """
         member_id = T.check_ecmp_id("member", member_id)
@@ -301,8 +302,8 @@ class SwitchTables:
         to it drops (no_route).
 
         Raises:
-            MrcError: bad id, a member id listed twice or not uint32, or 1024 groups already;
-            GroupTooLarge (more than 256 members); UnknownReference (a member that does not
+            MrcError: bad id, a member id listed twice or not uint32, or ``max_groups`` groups already
+            (pipeline contract); GroupTooLarge (more than ``max_group_size`` members); UnknownReference (a member that does not
             exist); EntryExists / EntryNotFound (insert of a present / modify of an absent group).
         """
         group_id = T.check_ecmp_id("group", group_id)
@@ -346,7 +347,7 @@ class SwitchTables:
 
         Raises:
             MrcError: not an IPv6 prefix (or host bits set), not exactly one of member/group,
-            or 65536 routes already; UnknownReference (no such member/group);
+            or the table full (its ``size`` in the pipeline contract); UnknownReference (no such member/group);
             EntryExists / EntryNotFound (insert of a present / modify of an absent prefix).
         """
         prefix = T.ipv6_prefix(prefix)
