@@ -36,6 +36,7 @@ from mrckit.bpf.objects import BpfObject, XdpMd  # noqa: E402
 from mrckit.switch.bmv2 import DEFAULT_JSON, DEFAULT_P4INFO, Bmv2Switch, find_tool  # noqa: E402
 from mrckit.bpf.fs import ensure_bpffs  # noqa: E402
 from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir  # noqa: E402
+from mrckit.wire.pipeline import THRESHOLD_NONE  # noqa: E402
 
 GEN_C = r"""
 #include <linux/bpf.h>
@@ -61,9 +62,8 @@ char LICENSE[] SEC("license") = "GPL";
 WINDOW_S = 3.0
 BATCH = 20_000
 """Frames per live-frames test run; runs repeat until the window ends."""
-NEVER = 0xFFFFFFFF
 PORT1 = {"src_mac": mac_int(MAC["a1"]), "dst_mac": mac_int(MAC["k0"]), "faces_host": 0,
-         "trim_threshold": NEVER, "ecn_threshold": NEVER}
+         "trim_threshold": THRESHOLD_NONE, "ecn_threshold": THRESHOLD_NONE}
 
 
 class Fabric:

@@ -29,24 +29,9 @@
 #include "mrc_wire.h"
 #include "mrc_parse.h"
 #include "mrc_crc32.h"
-
-#define MAX_PORTS 512
-#define IFINDEX_SLOTS 1024 /* power of two */
-#define USID_SLOTS 4096   /* power of two: the low 12 bits of a uSID */
-#define NEVER 0xffffffffU  /* a threshold that is never reached */
-#define ECMP_MAX_GROUP_SIZE 256 /* members per group, the P4 @max_group_size */
-
-enum table_action_id {
-	ACTION_NOACTION = 0,
-	ACTION_USID_UN = 1,
-	ACTION_SET_EGRESS = 2,
-	ACTION_DROP = 3,
-};
-
-enum table_default_index {
-	DEFAULT_MY_USID = 0,
-	DEFAULT_USID_FIB = 1,
-};
+/* Sizes, action ids, default slots and cache sizes: the pipeline contract, generated from
+ * controller/mrckit/wire/pipeline.py (the P4 program and the P4Runtime server use the same). */
+#include "mrc_pipeline_gen.h"
 
 struct usid_key {
 	__u8 prefix[6]; /* first 48 bits of the outer DA, network order */
@@ -94,14 +79,14 @@ struct ifindex_slot {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, MRC_MY_USID_SIZE);
 	__type(key, struct usid_key);
 	__type(value, struct table_action);
 } my_usid SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, MRC_USID_FIB_SIZE);
 	__type(key, struct usid_key);
 	__type(value, struct table_action);
 } usid_fib SEC(".maps");
@@ -123,7 +108,7 @@ struct usid_slot {
 #define USID_SLOT_MAP(name)                               \
 	struct {                                          \
 		__uint(type, BPF_MAP_TYPE_ARRAY);         \
-		__uint(max_entries, USID_SLOTS);          \
+		__uint(max_entries, MRC_USID_SLOTS);      \
 		__type(key, __u32);                       \
 		__type(value, struct usid_slot);          \
 	} name SEC(".maps")
@@ -133,7 +118,7 @@ USID_SLOT_MAP(usid_fib_slots);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, MRC_DEFAULT_SLOTS);
 	__type(key, __u32);
 	__type(value, struct table_action);
 } table_defaults SEC(".maps");
@@ -141,30 +126,25 @@ struct {
 /* EV-hash (ECMP) mode, docs/ecmp-mode.md: table ipv6_fib (LPM on the full DA of the
  * first IPv6 header), implemented by the action selector ecmp_selector, whose members are
  * ecmp_member and whose groups are ecmp_group. */
-enum fib_ref_kind {
-	FIB_REF_MEMBER = 1,
-	FIB_REF_GROUP = 2,
-};
-
 struct ipv6_lpm_key {
 	__u32 prefixlen; /* bits, 0..128 */
 	__u8 addr[16];   /* network order */
 };
 
 struct fib_ref {
-	__u32 kind; /* FIB_REF_MEMBER or FIB_REF_GROUP */
+	__u32 kind; /* MRC_FIB_REF_MEMBER or MRC_FIB_REF_GROUP */
 	__u32 id;   /* member id or group id */
 };
 
 struct ecmp_group {
-	__u32 count;                     /* members in use, 0..ECMP_MAX_GROUP_SIZE */
-	__u32 member[ECMP_MAX_GROUP_SIZE]; /* member ids, ascending */
+	__u32 count;                     /* members in use, 0..MRC_ECMP_SELECTOR_MAX_GROUP_SIZE */
+	__u32 member[MRC_ECMP_SELECTOR_MAX_GROUP_SIZE]; /* member ids, ascending */
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 65536);
+	__uint(max_entries, MRC_IPV6_FIB_SIZE);
 	__type(key, struct ipv6_lpm_key);
 	__type(value, struct fib_ref);
 } ipv6_fib SEC(".maps");
@@ -182,21 +162,21 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, MRC_ECMP_SELECTOR_SIZE);
 	__type(key, __u32);                 /* member id */
-	__type(value, struct table_action); /* ACTION_SET_EGRESS + port, or ACTION_DROP */
+	__type(value, struct table_action); /* MRC_ACTION_SET_EGRESS + port, or MRC_ACTION_DROP */
 } ecmp_member SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
+	__uint(max_entries, MRC_ECMP_SELECTOR_MAX_GROUPS);
 	__type(key, __u32); /* group id */
 	__type(value, struct ecmp_group);
 } ecmp_group SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_PORTS);
+	__uint(max_entries, MRC_PORT_CONFIG_SIZE);
 	__type(key, __u32);
 	__type(value, struct port_config);
 } port_config SEC(".maps");
@@ -209,53 +189,53 @@ struct {
 		__type(value, struct counter);            \
 	} name SEC(".maps")
 
-COUNTER_MAP(rx_port, MAX_PORTS);
-COUNTER_MAP(tx_port, MAX_PORTS);
-COUNTER_MAP(trim_port, MAX_PORTS);
-COUNTER_MAP(ecn_port, MAX_PORTS);
-COUNTER_MAP(drop_port, MAX_PORTS);
+COUNTER_MAP(rx_port, MRC_PORT_COUNT);
+COUNTER_MAP(tx_port, MRC_PORT_COUNT);
+COUNTER_MAP(trim_port, MRC_PORT_COUNT);
+COUNTER_MAP(ecn_port, MRC_PORT_COUNT);
+COUNTER_MAP(drop_port, MRC_PORT_COUNT);
 COUNTER_MAP(drop_reason, MRC_DROP_REASON_COUNT);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);
-	__uint(max_entries, MAX_PORTS);
+	__uint(max_entries, MRC_PORT_COUNT);
 	__type(key, __u32);
 	__type(value, __u32);
 } tx_ports SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_PORTS);
+	__uint(max_entries, MRC_PORT_COUNT);
 	__type(key, __u32);   /* ifindex in the switch's namespace */
 	__type(value, __u32); /* switch port */
 } ifindex_port SEC(".maps");
 
-/* A direct-mapped cache of ifindex_port (slot = ifindex % IFINDEX_SLOTS) that spares the hash
+/* A direct-mapped cache of ifindex_port (slot = ifindex % MRC_IFINDEX_SLOTS) that spares the hash
  * lookup on the hot path; the manager fills it, and a collision falls back to the hash. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, IFINDEX_SLOTS);
+	__uint(max_entries, MRC_IFINDEX_SLOTS);
 	__type(key, __u32);
 	__type(value, struct ifindex_slot);
 } ifindex_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_PORTS);
+	__uint(max_entries, MRC_PORT_COUNT);
 	__type(key, __u32);
 	__type(value, __u32); /* 0 = up, 1 = down */
 } port_admin SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_PORTS);
+	__uint(max_entries, MRC_PORT_COUNT);
 	__type(key, __u32);
 	__type(value, struct vqueue);
 } vqueue SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_PORTS);
+	__uint(max_entries, MRC_PORT_COUNT);
 	__type(key, __u32);
 	__type(value, struct queue_rate);
 } queue_rate SEC(".maps");
@@ -318,7 +298,7 @@ static __always_inline void vqueue_enqueue(struct vqueue *q, __u64 service_ns, _
 		__sync_fetch_and_add(&q->busy_until_ns, service_ns);
 }
 
-/* Step 5's congestion of the egress port, for a port whose thresholds are not both NEVER:
+/* Step 5's congestion of the egress port, for a port whose thresholds are not both MRC_THRESHOLD_NONE:
  * sets *trim and *ecn, and returns the queue to enqueue into (NULL only if a map is missing).
  * The clock is read only for a draining queue (rate > 0): a rate of 0 counts packets, and
  * the queue then needs no time at all. bpf_ktime_get_coarse_ns() would be cheaper, but it
@@ -390,7 +370,7 @@ static __always_inline int trim_to(struct xdp_md *ctx, __u32 len)
 static __always_inline __u32 ingress_port(struct xdp_md *ctx, int *known)
 {
 	__u32 ifindex = ctx->ingress_ifindex;
-	__u32 slot = ifindex & (IFINDEX_SLOTS - 1);
+	__u32 slot = ifindex & (MRC_IFINDEX_SLOTS - 1);
 	struct ifindex_slot *cached = bpf_map_lookup_elem(&ifindex_slots, &slot);
 	__u32 *port;
 
@@ -416,7 +396,7 @@ static __always_inline int port_down(__u32 port)
 static __always_inline struct table_action *match(void *hash, void *slots, struct usid_key *key,
 						  __u32 default_index)
 {
-	__u32 idx = ((key->prefix[4] << 8) | key->prefix[5]) & (USID_SLOTS - 1);
+	__u32 idx = ((key->prefix[4] << 8) | key->prefix[5]) & (MRC_USID_SLOTS - 1);
 	struct usid_slot *slot = bpf_map_lookup_elem(slots, &idx);
 	struct table_action *act = 0;
 
@@ -439,13 +419,13 @@ static __always_inline int route(struct mrc_usid_container *da)
 	struct usid_key key;
 
 	copy_prefix(&key, da);
-	act = match(&my_usid, &my_usid_slots, &key, DEFAULT_MY_USID);
-	if (act && act->action == ACTION_USID_UN) {
+	act = match(&my_usid, &my_usid_slots, &key, MRC_DEFAULT_MY_USID);
+	if (act && act->action == MRC_ACTION_USID_UN) {
 		usid_shift(da);
 		copy_prefix(&key, da);
 	}
-	act = match(&usid_fib, &usid_fib_slots, &key, DEFAULT_USID_FIB);
-	if (!act || act->action != ACTION_SET_EGRESS || act->port >= MAX_PORTS)
+	act = match(&usid_fib, &usid_fib_slots, &key, MRC_DEFAULT_USID_FIB);
+	if (!act || act->action != MRC_ACTION_SET_EGRESS || act->port >= MRC_PORT_COUNT)
 		return -1;
 	return (int)act->port;
 }
@@ -497,21 +477,21 @@ static __always_inline int fib_route(struct mrc_pkt *p, __u32 *port)
 	if (!ref)
 		return FIB_MISS;
 	member = ref->id;
-	if (ref->kind == FIB_REF_GROUP) {
+	if (ref->kind == MRC_FIB_REF_GROUP) {
 		group = bpf_map_lookup_elem(&ecmp_group, &member);
-		if (!group || group->count == 0 || group->count > ECMP_MAX_GROUP_SIZE)
+		if (!group || group->count == 0 || group->count > MRC_ECMP_SELECTOR_MAX_GROUP_SIZE)
 			return FIB_DROP;
 		mrc_parse_l4(p); /* the hash reads the UDP source port */
 		idx = ecmp_hash(p) % group->count;
 		/* idx < count <= 256 already; the barrier keeps clang from dropping the mask the
 		 * verifier needs to bound the index. */
 		asm volatile("" : "+r"(idx));
-		member = group->member[idx & (ECMP_MAX_GROUP_SIZE - 1)];
-	} else if (ref->kind != FIB_REF_MEMBER) {
+		member = group->member[idx & (MRC_ECMP_SELECTOR_MAX_GROUP_SIZE - 1)];
+	} else if (ref->kind != MRC_FIB_REF_MEMBER) {
 		return FIB_DROP;
 	}
 	act = bpf_map_lookup_elem(&ecmp_member, &member);
-	if (!act || act->action != ACTION_SET_EGRESS || act->port >= MAX_PORTS)
+	if (!act || act->action != MRC_ACTION_SET_EGRESS || act->port >= MRC_PORT_COUNT)
 		return FIB_DROP;
 	*port = act->port;
 	return FIB_HIT;
@@ -577,7 +557,7 @@ int mrc_switch(struct xdp_md *ctx)
 	}
 
 	/* A port without finite thresholds is never congested: skip the queue and its clock. */
-	if (pc && pc->valid && (pc->trim_threshold != NEVER || pc->ecn_threshold != NEVER)) {
+	if (pc && pc->valid && (pc->trim_threshold != MRC_THRESHOLD_NONE || pc->ecn_threshold != MRC_THRESHOLD_NONE)) {
 		q = queue_check(out_port, pc, &service_ns, &now, &trim_congested, &ecn_congested);
 		if (!q)
 			return drop(out_port, MRC_DROP_MALFORMED, len); /* unreachable: arrays */

@@ -28,10 +28,9 @@
 #include <v1model.p4>
 
 #include "include/headers.p4"
+/* Table, counter and selector sizes: the pipeline contract (mrckit.wire.pipeline), generated. */
+#include "include/mrc_pipeline.p4"
 
-const bit<32> PORT_COUNT = 512;           /* 9-bit v1model ports */
-const bit<32> DROP_REASON_COUNT = 6;      /* MRC_DROP_NOT_IPV6 .. MRC_DROP_MALFORMED */
-const bit<32> THRESHOLD_NONE = 0xFFFFFFFF; /* a port with no port_config entry: never congested */
 const bit<3>  QUEUE_PRIORITY_HIGH = 1;    /* CONTROL class and trimmed packets */
 const bit<3>  QUEUE_PRIORITY_LOW = 0;
 
@@ -42,9 +41,6 @@ const bit<32> TRIMMED_WRITE_LEN = 134;     /* up to the RETH: + UDP, BTH, METH, 
 /* EV-hash mode has no outer header: UDP follows the first IPv6 header. */
 const bit<32> OFF_UDP_NO_ENCAP = 54;
 const bit<32> TRIMMED_WRITE_LEN_NO_ENCAP = 94;
-
-const bit<32> ECMP_MEMBERS = 4096;         /* ecmp_selector size: members and groups */
-const bit<32> ECMP_HASH_BITS = 32;
 
 struct mrc_meta_t {
     bit<48> usid_prefix;      /* outer DA [127:80]: locator and active uSID, the uN/FIB key */
@@ -58,12 +54,12 @@ struct mrc_meta_t {
 /* Indirect counters of the P4Runtime contract. They are top-level instances because both
  * ingress (drops before queueing) and egress (congestion drops) count into drop_port and
  * drop_reason. bmv2 counts bytes at the ingress length, also for trimmed packets. */
-counter(PORT_COUNT, CounterType.packets_and_bytes) rx_port;
-counter(PORT_COUNT, CounterType.packets_and_bytes) tx_port;
-counter(PORT_COUNT, CounterType.packets_and_bytes) trim_port;
-counter(PORT_COUNT, CounterType.packets_and_bytes) ecn_port;
-counter(PORT_COUNT, CounterType.packets_and_bytes) drop_port;
-counter(DROP_REASON_COUNT, CounterType.packets_and_bytes) drop_reason;
+counter(MRC_PORT_COUNT, CounterType.packets_and_bytes) rx_port;
+counter(MRC_PORT_COUNT, CounterType.packets_and_bytes) tx_port;
+counter(MRC_PORT_COUNT, CounterType.packets_and_bytes) trim_port;
+counter(MRC_PORT_COUNT, CounterType.packets_and_bytes) ecn_port;
+counter(MRC_PORT_COUNT, CounterType.packets_and_bytes) drop_port;
+counter(MRC_DROP_REASON_COUNT, CounterType.packets_and_bytes) drop_reason;
 
 parser MrcParser(packet_in pkt, out mrc_headers_t hdr, inout mrc_meta_t meta,
                  inout standard_metadata_t standard_metadata) {
@@ -179,21 +175,21 @@ control MrcIngress(inout mrc_headers_t hdr, inout mrc_meta_t meta,
         key = { meta.usid_prefix : exact @name("hdr.outer_ipv6.dst_addr[127:80]"); }
         actions = { usid_un; NoAction; }
         default_action = NoAction();
-        size = 4096;
+        size = MRC_MY_USID_SIZE;
     }
 
     table usid_fib {
         key = { meta.usid_prefix : exact @name("hdr.outer_ipv6.dst_addr[127:80]"); }
         actions = { set_egress; drop; }
         default_action = drop();
-        size = 65536;
+        size = MRC_USID_FIB_SIZE;
     }
 
     /* EV-hash mode (docs/ecmp-mode.md). bmv2 hashes the selector fields of valid headers,
      * packed MSB first without gaps, with CRC-32 and takes member [hash % group size] in
      * member handle order; mrckit.wire.ecmp is the reference the eBPF target follows. */
-    @max_group_size(256)
-    action_selector(HashAlgorithm.crc32, ECMP_MEMBERS, ECMP_HASH_BITS) ecmp_selector;
+    @max_group_size(MRC_ECMP_SELECTOR_MAX_GROUP_SIZE)
+    action_selector(HashAlgorithm.crc32, MRC_ECMP_SELECTOR_SIZE, MRC_ECMP_HASH_BITS) ecmp_selector;
 
     table ipv6_fib {
         key = {
@@ -203,21 +199,21 @@ control MrcIngress(inout mrc_headers_t hdr, inout mrc_meta_t meta,
         }
         actions = { set_egress; drop; }
         implementation = ecmp_selector;
-        size = 65536;
+        size = MRC_IPV6_FIB_SIZE;
     }
 
     table port_config {
         key = { standard_metadata.egress_spec : exact; }
         actions = { set_port; NoAction; }
         default_action = NoAction();
-        size = PORT_COUNT;
+        size = MRC_PORT_CONFIG_SIZE;
     }
 
     apply {
         meta.dropped = 0;
         meta.faces_host = 0;
-        meta.trim_threshold = THRESHOLD_NONE;
-        meta.ecn_threshold = THRESHOLD_NONE;
+        meta.trim_threshold = MRC_THRESHOLD_NONE;   /* no port_config entry: never congested */
+        meta.ecn_threshold = MRC_THRESHOLD_NONE;
         rx_port.count((bit<32>) standard_metadata.ingress_port);
 
         if (!hdr.ethernet.isValid()) {

@@ -13,8 +13,9 @@ from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
 from mrckit import netns
+from mrckit.wire.pipeline import COUNTER_NAMES
 
-from conformance_targets import COUNTERS, Entry, Key, Tables, Target
+from conformance_targets import Entry, Key, Tables, Target
 
 ETH_P_ALL = 0x0003
 SO_RCVBUFFORCE = 33
@@ -108,7 +109,7 @@ def is_noise(frame: bytes) -> bool:
 
 def counter_deltas(before, after) -> dict[tuple[str, int], tuple[int, int]]:
     out = {}
-    for name in COUNTERS:
+    for name in COUNTER_NAMES:
         b, a = before.get(name, {}), after.get(name, {})
         for index in set(a) | set(b):
             pb, bb = b.get(index, (0, 0))

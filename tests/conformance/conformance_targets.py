@@ -32,17 +32,13 @@ from dataclasses import dataclass
 from mrckit import netns
 from mrckit.errors import MrcError
 from mrckit.switch import kernel_ref
+from mrckit.wire.pipeline import COUNTER_NAMES, DA_PREFIX_FIELD, ECMP_SELECTOR, EGRESS_PORT_FIELD, FIB_DST_FIELD
 
 PORTS = (0, 1, 2, 3)
 Entry = tuple[str, dict]                    # (action, params)
 Key = int | ipaddress.IPv6Network
 Tables = dict[tuple[str, Key], Entry]       # (table, key) -> entry
 
-USID_KEY_FIELD = "hdr.outer_ipv6.dst_addr[127:80]"
-FIB_KEY_FIELD = "hdr.outer_ipv6.dst_addr"
-ECMP_SELECTOR = "ecmp_selector"
-PORT_KEY_FIELD = "standard_metadata.egress_spec"
-COUNTERS = ("rx_port", "tx_port", "trim_port", "ecn_port", "drop_port", "drop_reason")
 
 
 @dataclass
@@ -196,7 +192,7 @@ class EbpfTarget(Target):
             self.tables.delete_entry(table, key)
 
     def counters(self):
-        return {name: self.tables.counters(name) for name in COUNTERS}
+        return {name: self.tables.counters(name) for name in COUNTER_NAMES}
 
     def set_queue_rate(self, port, pps):
         self.tables.set_queue_rate(port, pps)
@@ -284,8 +280,8 @@ class Bmv2Target(Target):
             return fy.P4ActionProfileGroup(ECMP_SELECTOR, group_id=key, members=members)
         if table == "ipv6_fib":
             act = fy.P4IndirectAction(**{f"{action}_id": params["id"]}) if action else None
-            return fy.P4TableEntry(table, match=fy.P4TableMatch({FIB_KEY_FIELD: str(key)}), action=act)
-        field = USID_KEY_FIELD if table != "port_config" else PORT_KEY_FIELD
+            return fy.P4TableEntry(table, match=fy.P4TableMatch({FIB_DST_FIELD: str(key)}), action=act)
+        field = DA_PREFIX_FIELD if table != "port_config" else EGRESS_PORT_FIELD
         act = fy.P4TableAction(action, **(params or {})) if action else None
         return fy.P4TableEntry(table, match=fy.P4TableMatch({field: key}), action=act)
 
@@ -315,7 +311,7 @@ class Bmv2Target(Target):
 
     def counters(self):
         out = {}
-        for name in COUNTERS:
+        for name in COUNTER_NAMES:
             cells = self.client.read(self.fy.P4CounterEntry(name))
             out[name] = {c.index: (c.packet_count, c.byte_count) for c in cells if c.packet_count or c.byte_count}
         return out

@@ -29,6 +29,7 @@ from mrckit.wire.constants import Dscp, Ecn, Opcode
 from mrckit.wire.ecmp import ecmp_member
 from mrckit.wire.layers import METH, RETH, ImmDt, MrcBTH, TSETH
 from mrckit.wire.packet import mrc_frame
+from mrckit.wire.pipeline import EGRESS_PORT_FIELD, THRESHOLD_NONE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
 import conformance_targets as CT  # noqa: E402
@@ -39,7 +40,6 @@ RUN_PREFIX = f"mrct{os.getpid() % 100000}"
 """tests/conftest.py's run prefix, so its session-end cleanup covers our namespaces too."""
 
 IN_PORT = 0
-THRESHOLD_NONE = 0xFFFFFFFF
 PORT_MACS = {p: (f"02:00:00:00:0{p}:01", f"02:00:00:00:0{p}:02") for p in CT.PORTS}   # (src, dst)
 HOST_A = "2001:db8:100:0::1"
 
@@ -94,7 +94,7 @@ class EcmpSwitch:
         for port, (src, dst) in PORT_MACS.items():
             threshold = 0 if port == 0 else THRESHOLD_NONE
             updates.append(+fy.P4TableEntry(
-                "port_config", match=fy.P4TableMatch({CT.PORT_KEY_FIELD: port}),
+                "port_config", match=fy.P4TableMatch({EGRESS_PORT_FIELD: port}),
                 action=fy.P4TableAction("set_port", src_mac=src, dst_mac=dst, faces_host=0,
                                         trim_threshold=threshold, ecn_threshold=threshold)))
         actions = {m: fy.P4TableAction("set_egress", port=p) for m, p in MEMBERS.items()}

@@ -14,6 +14,7 @@ import p4rt
 from p4rt_harness import load_p4info
 
 from mrckit.wire.ecmp import ecmp_member, ev_member
+from mrckit.wire.pipeline import THRESHOLD_NONE
 
 XDP_DROP, XDP_REDIRECT = 1, 4
 NO_ROUTE = 2
@@ -40,7 +41,7 @@ def p4info(client, switch):
     info = load_p4info()
     client.set_pipeline(info)
     switch.wire_ports(PORTS, ingress=0)
-    infinite = dict(dst_mac=0x0200000000BB, faces_host=0, trim_threshold=0xFFFFFFFF, ecn_threshold=0xFFFFFFFF)
+    infinite = dict(dst_mac=0x0200000000BB, faces_host=0, trim_threshold=THRESHOLD_NONE, ecn_threshold=THRESHOLD_NONE)
     client.write(*[p4rt.update("INSERT", p4rt.entry(info, "port_config", p, "set_port", src_mac=port_mac(p), **infinite))
                    for p in PORTS])
     # the controller's scheme: member id = port + 1, set_egress(port), created in ascending order

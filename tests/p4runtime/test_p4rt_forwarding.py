@@ -7,6 +7,8 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from mrckit.wire.pipeline import THRESHOLD_NONE
+
 import p4rt
 from p4rt_harness import load_p4info
 
@@ -16,7 +18,7 @@ FIB = 0xFCBBBB001001  # locator fcbb:bb00, uSID 0x1001
 MY = 0xFCBBBB000101
 IN_MAC, SW_MAC = "02:00:00:00:01:01", "02:00:00:00:00:aa"
 PORT2 = dict(src_mac=0x0200000000A2, dst_mac=0x0200000000B2, faces_host=0,
-             trim_threshold=0xFFFFFFFF, ecn_threshold=0xFFFFFFFF)
+             trim_threshold=THRESHOLD_NONE, ecn_threshold=THRESHOLD_NONE)
 NO_TRIM_DSCP = 26
 
 

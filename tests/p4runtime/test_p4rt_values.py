@@ -8,7 +8,7 @@ from finsy.proto import p4i, p4r
 from p4rt_harness import load_p4info
 
 from mrckit.switch.p4runtime import bytestrings, entries
-from mrckit.switch.p4runtime.contract import MRC_SWITCH, ActionSpec, Contract, KeySpec, TableSpec
+from mrckit.wire.pipeline import MRC_SWITCH, ActionSpec, Contract, KeySpec, TableSpec
 from mrckit.switch.p4runtime.errors import P4RuntimeError
 from mrckit.switch.p4runtime.p4info import Pipeline
 

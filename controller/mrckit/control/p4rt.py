@@ -32,7 +32,7 @@ from finsy.proto import p4r
 
 from ..errors import MrcError
 from ..topology import ActionProfileGroup, ActionProfileMember, FibRoute, TableEntry
-from ..topology.entries import ECMP_SELECTOR, IPV6_FIB, TABLES
+from ..wire.pipeline import ECMP_SELECTOR, IPV6_FIB, TABLE_NAMES
 from .diff import EcmpDiff, EcmpTables, EntryDiff, diff_ecmp, diff_entries
 from .pipeline import Pipeline
 from .targets import SwitchTarget
@@ -159,7 +159,7 @@ class SwitchSession:
         self.counts.pipeline_pushed = True
         return True
 
-    async def read_entries(self, tables: Iterable[str] = TABLES) -> list[TableEntry]:
+    async def read_entries(self, tables: Iterable[str] = TABLE_NAMES) -> list[TableEntry]:
         """Every (non-default) entry of ``tables``, as target-neutral :class:`TableEntry`."""
         schema = self.pipeline.schema
         req = p4r.ReadRequest()

@@ -37,6 +37,8 @@ from ..bpf.fs import BPFFS, ensure_bpffs, pin_path, unpin
 from ..bpf.maps import Map
 from ..bpf.objects import BpfObject
 from ..errors import MrcError
+from ..topology.entries import TableEntry
+from ..wire import pipeline as P
 from . import tables as T
 
 if TYPE_CHECKING:  # the server package imports this module: import it lazily at run time
@@ -58,7 +60,7 @@ MAP_TYPES: dict[str, tuple[type, type]] = {
     "usid_fib_slots": (_u32, T.UsidSlot),
     "table_defaults": (_u32, T.TableAction),
     "port_config": (_u32, T.PortConfig),
-    **{name: (_u32, T.Counter) for name in T.COUNTERS},
+    **{name: (_u32, T.Counter) for name in P.COUNTER_NAMES},
     "tx_ports": (_u32, _u32),
     "ifindex_port": (_u32, _u32),
     "ifindex_slots": (_u32, T.IfindexSlot),
@@ -92,8 +94,8 @@ class UnknownReference(MrcError):
 
 
 class GroupTooLarge(MrcError):
-    """A group of more than ``tables.ECMP_MAX_GROUP_SIZE`` (256) members (P4Runtime
-    RESOURCE_EXHAUSTED)."""
+    """A group of more members than ``ecmp_selector`` allows per group (256, the pipeline contract)
+    (P4Runtime RESOURCE_EXHAUSTED)."""
 
 
 def switch_pin_dir(name: str) -> str:
@@ -102,8 +104,8 @@ def switch_pin_dir(name: str) -> str:
 
 
 def _check_port(port: int) -> int:
-    if not isinstance(port, int) or not 0 <= port < T.MAX_PORTS:
-        raise MrcError(f"switch port {port!r} outside 0..{T.MAX_PORTS - 1}")
+    if not isinstance(port, int) or not 0 <= port < P.PORT_COUNT:
+        raise MrcError(f"switch port {port!r} outside 0..{P.PORT_COUNT - 1}")
     return port
 
 
@@ -183,7 +185,7 @@ class SwitchTables:
             self.maps[spec.name].update(T.usid_key(key), act)
             self._slot_added(spec.name, key, act, new=not present)
 
-    def apply(self, entries: Iterable[T.TableEntry]) -> None:
+    def apply(self, entries: Iterable[TableEntry]) -> None:
         """Write (upsert) every entry of a switch config, e.g. compiled by ``mrckit.topology``.
         All entries are validated before the first write, so bad input changes nothing.
 
@@ -191,12 +193,13 @@ class SwitchTables:
             MrcError: the first bad entry, named by its table and key.
         """
         entries = list(entries)
+        keys = []
         for e in entries:
             spec = T.table_spec(e.table)
-            T.check_key(spec, e.key)
+            keys.append(T.entry_key(spec, e.match))
             T.check_action(spec, e.action, e.params)
-        for e in entries:
-            self.write_entry(e.table, e.key, e.action, e.params)
+        for e, key in zip(entries, keys):
+            self.write_entry(e.table, key, e.action, e.params)
 
     def delete_entry(self, table: str, key: int) -> None:
         """Delete the entry at ``key``. Raises MrcError (bad table/key) or EntryNotFound."""
@@ -210,18 +213,20 @@ class SwitchTables:
             self.maps[spec.name].delete(T.usid_key(key))
             self._slot_removed(spec.name, key)
 
-    def read_entries(self, table: str) -> list[T.TableEntry]:
-        """Every entry of ``table``, sorted by key."""
+    def read_entries(self, table: str) -> list[TableEntry]:
+        """Every entry of ``table``, sorted by key, as the topology compiler's ``TableEntry``
+        (``match`` = {the table's one key field: value}). Raises MrcError for an unknown table."""
         spec = T.table_spec(table)
+        (field,) = spec.keys
         out = []
-        if spec.name == "port_config":
+        if spec.name == P.PORT_CONFIG:
             for port, pc in self.maps["port_config"].items():
                 if pc.valid:
-                    out.append(T.TableEntry(spec.name, port, "set_port", T.decode_port_config(pc)))
+                    out.append(TableEntry(spec.name, {field.name: port}, P.SET_PORT, T.decode_port_config(pc)))
         else:
             for key, value in self.maps[spec.name].items():
                 name, params = T.decode_usid_action(spec, value)
-                out.append(T.TableEntry(spec.name, T.usid_key_value(key), name, params))
+                out.append(TableEntry(spec.name, {field.name: T.usid_key_value(key)}, name, params))
         return sorted(out, key=lambda e: e.key)
 
     def clear_table(self, table: str) -> None:
@@ -229,7 +234,7 @@ class SwitchTables:
         for entry in self.read_entries(table):
             self.delete_entry(entry.table, entry.key)
         spec = T.table_spec(table)
-        if spec.name in T.DEFAULT_INDEX:
+        if spec.name in P.BPF_DEFAULT_SLOTS:
             self.set_default_action(spec.name, spec.default_action)
 
     def set_default_action(self, table: str, action: str, params: dict[str, int] | None = None) -> None:
@@ -239,17 +244,17 @@ class SwitchTables:
             MrcError: ``port_config`` (its default, no entry, is fixed) or a bad action.
         """
         spec = T.table_spec(table)
-        if spec.name not in T.DEFAULT_INDEX:
+        if spec.name not in P.BPF_DEFAULT_SLOTS:
             raise MrcError(f"table {spec.name}: the default action is fixed ({spec.default_action})")
         name, params = T.check_action(spec, action, params)
-        self.maps["table_defaults"].update(T.DEFAULT_INDEX[spec.name], T.encode_usid_action(spec, name, params))
+        self.maps["table_defaults"].update(P.BPF_DEFAULT_SLOTS[spec.name], T.encode_usid_action(spec, name, params))
 
     def default_action(self, table: str) -> tuple[str, dict[str, int]]:
         """(action, params) of the default action of ``table``."""
         spec = T.table_spec(table)
-        if spec.name not in T.DEFAULT_INDEX:
+        if spec.name not in P.BPF_DEFAULT_SLOTS:
             return spec.default_action, {}
-        return T.decode_usid_action(spec, self.maps["table_defaults"].lookup(T.DEFAULT_INDEX[spec.name]))
+        return T.decode_usid_action(spec, self.maps["table_defaults"].lookup(P.BPF_DEFAULT_SLOTS[spec.name]))
 
     # --- EV-hash (ECMP) mode: ecmp_selector members and groups, ipv6_fib routes ---
     # docs/ecmp-mode.md. Every method checks everything, then makes one map write, so a
@@ -261,7 +266,8 @@ class SwitchTables:
         action): ``set_egress`` with ``{"port": 0..511}``, or ``drop`` (no_route when chosen).
 
         Raises:
-            MrcError: bad id (not uint32), action or parameters, or 4096 members already;
+            MrcError: bad id (not uint32), action or parameters, or the selector full (its ``size`` in
+                the pipeline contract);
             EntryExists (insert of a present member); EntryNotFound (modify of an absent one).
         """
         member_id = T.check_ecmp_id("member", member_id)
@@ -277,11 +283,11 @@ class SwitchTables:
         """
         member_id = T.check_ecmp_id("member", member_id)
         if self.maps["ecmp_member"].lookup(member_id) is None:
-            raise EntryNotFound(f"action profile {T.ECMP_SELECTOR}: no member {member_id}")
+            raise EntryNotFound(f"action profile {P.ECMP_SELECTOR}: no member {member_id}")
         users = [f"group {g}" for g, members in self.read_groups().items() if member_id in members]
         users += [f"route {p}" for p in self._routes_to(T.FIB_REF_MEMBER, member_id)]
         if users:
-            raise EntryInUse(f"action profile {T.ECMP_SELECTOR}: member {member_id} is still used by "
+            raise EntryInUse(f"action profile {P.ECMP_SELECTOR}: member {member_id} is still used by "
                              f"{', '.join(users)}; remove it from them first")
         self.maps["ecmp_member"].delete(member_id)
 
@@ -296,15 +302,15 @@ class SwitchTables:
         to it drops (no_route).
 
         Raises:
-            MrcError: bad id, a member id listed twice or not uint32, or 1024 groups already;
-            GroupTooLarge (more than 256 members); UnknownReference (a member that does not
+            MrcError: bad id, a member id listed twice or not uint32, or ``max_groups`` groups already
+            (pipeline contract); GroupTooLarge (more than ``max_group_size`` members); UnknownReference (a member that does not
             exist); EntryExists / EntryNotFound (insert of a present / modify of an absent group).
         """
         group_id = T.check_ecmp_id("group", group_id)
         members = [T.check_ecmp_id("member", m) for m in members]
-        where = f"action profile {T.ECMP_SELECTOR}, group {group_id}"
-        if len(members) > T.ECMP_MAX_GROUP_SIZE:
-            raise GroupTooLarge(f"{where}: {len(members)} members, at most {T.ECMP_MAX_GROUP_SIZE}")
+        where = f"action profile {P.ECMP_SELECTOR}, group {group_id}"
+        if len(members) > T.ECMP_PROFILE.max_group_size:
+            raise GroupTooLarge(f"{where}: {len(members)} members, at most {T.ECMP_PROFILE.max_group_size}")
         twice = sorted({m for m in members if members.count(m) > 1})
         if twice:
             raise MrcError(f"{where}: member {', '.join(map(str, twice))} listed twice")
@@ -322,10 +328,10 @@ class SwitchTables:
         """
         group_id = T.check_ecmp_id("group", group_id)
         if self.maps["ecmp_group"].lookup(group_id) is None:
-            raise EntryNotFound(f"action profile {T.ECMP_SELECTOR}: no group {group_id}")
+            raise EntryNotFound(f"action profile {P.ECMP_SELECTOR}: no group {group_id}")
         users = [str(p) for p in self._routes_to(T.FIB_REF_GROUP, group_id)]
         if users:
-            raise EntryInUse(f"action profile {T.ECMP_SELECTOR}: group {group_id} is still used by "
+            raise EntryInUse(f"action profile {P.ECMP_SELECTOR}: group {group_id} is still used by "
                              f"route {', '.join(users)}; delete or repoint those first")
         self.maps["ecmp_group"].delete(group_id)
 
@@ -341,22 +347,22 @@ class SwitchTables:
 
         Raises:
             MrcError: not an IPv6 prefix (or host bits set), not exactly one of member/group,
-            or 65536 routes already; UnknownReference (no such member/group);
+            or the table full (its ``size`` in the pipeline contract); UnknownReference (no such member/group);
             EntryExists / EntryNotFound (insert of a present / modify of an absent prefix).
         """
         prefix = T.ipv6_prefix(prefix)
         if (member is None) == (group is None):
-            raise MrcError(f"table {T.IPV6_FIB}, prefix {prefix}: give exactly one of member= and group=")
+            raise MrcError(f"table {P.IPV6_FIB}, prefix {prefix}: give exactly one of member= and group=")
         kind, ref_id = ("member", member) if member is not None else ("group", group)
         ref_id = T.check_ecmp_id(kind, ref_id)
         if self.maps[f"ecmp_{kind}"].lookup(ref_id) is None:
-            raise UnknownReference(f"table {T.IPV6_FIB}, prefix {prefix}: no {kind} {ref_id} in "
-                                   f"{T.ECMP_SELECTOR}; write it first")
+            raise UnknownReference(f"table {P.IPV6_FIB}, prefix {prefix}: no {kind} {ref_id} in "
+                                   f"{P.ECMP_SELECTOR}; write it first")
         ref = T.FibRef(T.FIB_REF_MEMBER if kind == "member" else T.FIB_REF_GROUP, ref_id)
         # Flag before the write, so the program never skips a route that is present, and after
         # it, so a concurrent delete that found the table empty cannot leave the flag clear.
         self._set_routes_present(True)
-        self._write_once("ipv6_fib", T.lpm_key(prefix), ref, modify, f"prefix {prefix}", table=T.IPV6_FIB)
+        self._write_once("ipv6_fib", T.lpm_key(prefix), ref, modify, f"prefix {prefix}", table=P.IPV6_FIB)
         self._set_routes_present(True)
 
     def delete_route(self, prefix: ipaddress.IPv6Network | str) -> None:
@@ -367,7 +373,7 @@ class SwitchTables:
         """
         prefix = T.ipv6_prefix(prefix)
         if not self.maps["ipv6_fib"].delete(T.lpm_key(prefix)):
-            raise EntryNotFound(f"table {T.IPV6_FIB}: no entry for prefix {prefix}")
+            raise EntryNotFound(f"table {P.IPV6_FIB}: no entry for prefix {prefix}")
         self.sync_routes_present()
 
     def _set_routes_present(self, on: bool) -> None:
@@ -391,9 +397,9 @@ class SwitchTables:
         """Every ``ipv6_fib`` entry: prefix -> ("member" | "group", id)."""
         out = {}
         for key, ref in self.maps["ipv6_fib"].items():
-            kind = T.FIB_REF_KINDS.get(ref.kind)
+            kind = P.FIB_REF_KINDS.get(ref.kind)
             if kind is None:
-                raise MrcError(f"table {T.IPV6_FIB}: map holds unknown reference kind {ref.kind}")
+                raise MrcError(f"table {P.IPV6_FIB}: map holds unknown reference kind {ref.kind}")
             out[T.lpm_prefix(key)] = (kind, ref.id)
         return dict(sorted(out.items(), key=lambda kv: (kv[0].network_address, kv[0].prefixlen)))
 
@@ -412,10 +418,10 @@ class SwitchTables:
             self.delete_member(member_id)
 
     def _write_once(self, map_name: str, key, value, modify: bool, what: str,
-                    table: str = T.ECMP_SELECTOR) -> None:
+                    table: str = P.ECMP_SELECTOR) -> None:
         """One update with the kernel doing the existence check (BPF_EXIST / BPF_NOEXIST), so
         that an LPM prefix is matched exactly and nothing is half-written."""
-        kind = "table" if table == T.IPV6_FIB else "action profile"
+        kind = "table" if table == P.IPV6_FIB else "action profile"
         try:
             self.maps[map_name].update(key, value, BPF_EXIST if modify else BPF_NOEXIST)
         except BpfError as exc:
@@ -480,7 +486,7 @@ class SwitchTables:
 
     def reset_counters(self) -> None:
         """Zero every counter cell on every CPU."""
-        for name in T.COUNTERS:
+        for name in P.COUNTER_NAMES:
             cmap = self.maps[name]
             zero = [T.Counter() for _ in range(cmap.ncpus)]
             for index in range(cmap.max_entries):
@@ -488,8 +494,8 @@ class SwitchTables:
 
     def _counter_map(self, name: str) -> Map:
         short = T.short_name(name)
-        if short not in T.COUNTERS:
-            raise MrcError(f"unknown counter {name!r}: the switch has {', '.join(T.COUNTERS)}")
+        if short not in P.COUNTER_NAMES:
+            raise MrcError(f"unknown counter {name!r}: the switch has {', '.join(P.COUNTER_NAMES)}")
         return self.maps[short]
 
     # --- target settings: admin state and queues ---
@@ -526,7 +532,7 @@ class SwitchTables:
 
     def reset_queues(self, ports: Iterable[int] | None = None) -> None:
         """Empty the virtual queues of ``ports`` (default: all)."""
-        for port in (range(T.MAX_PORTS) if ports is None else ports):
+        for port in (range(P.PORT_COUNT) if ports is None else ports):
             self.maps["vqueue"].update(_check_port(port), T.VQueue())
 
     # --- port wiring (called from inside the switch's namespace) ---
@@ -536,7 +542,7 @@ class SwitchTables:
         resolves DEVMAP ifindexes in the caller's namespace (design section 9)."""
         self.maps["tx_ports"].update(_check_port(port), ifindex)
         self.maps["ifindex_port"].update(ifindex, port)
-        slot = ifindex % T.IFINDEX_SLOTS
+        slot = ifindex % P.IFINDEX_SLOTS
         if self.maps["ifindex_slots"].lookup(slot).ifindex in (0, ifindex):
             self.maps["ifindex_slots"].update(slot, T.IfindexSlot(ifindex, port))
 
@@ -545,7 +551,7 @@ class SwitchTables:
         for ifindex, p in list(self.maps["ifindex_port"].items()):
             if p == port:
                 self.maps["ifindex_port"].delete(ifindex)
-                slot = ifindex % T.IFINDEX_SLOTS
+                slot = ifindex % P.IFINDEX_SLOTS
                 if self.maps["ifindex_slots"].lookup(slot).ifindex == ifindex:
                     self.maps["ifindex_slots"].update(slot, T.IfindexSlot())
         self.maps["tx_ports"].delete(_check_port(port))
@@ -554,7 +560,7 @@ class SwitchTables:
         """Default actions of design section 4 and default queue rates, on a fresh switch."""
         self.set_default_action("my_usid", "NoAction")
         self.set_default_action("usid_fib", "drop")
-        for port in range(T.MAX_PORTS):
+        for port in range(P.PORT_COUNT):
             self.maps["queue_rate"].update(port, T.QueueRate.of(DEFAULT_QUEUE_RATE_PPS))
 
 
@@ -579,7 +585,7 @@ class EbpfSwitch:
     """
 
     def __init__(self, name: str, netns: str | None, ports: dict[int, str], *, xdp_mode: str = "native",
-                 entries: Iterable[T.TableEntry] = (), p4runtime: "str | ServerOptions | None" = None):
+                 entries: Iterable[TableEntry] = (), p4runtime: "str | ServerOptions | None" = None):
         if not name or "/" in name or name in (".", ".."):
             raise MrcError(f"switch name {name!r}: must be a plain name")
         for port in ports:

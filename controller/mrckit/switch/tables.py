@@ -1,11 +1,11 @@
 """The one mapping from the switch's P4 names to the maps of ``ebpf/mrc_switch.bpf.c``.
 
-Design section 4 fixes the P4Runtime contract (tables ``my_usid``, ``usid_fib``, ``port_config``;
-counters ``rx_port``, ``tx_port``, ``trim_port``, ``ecn_port``, ``drop_port``, ``drop_reason``);
-EV-hash mode adds table ``ipv6_fib`` and action selector ``ecmp_selector`` (docs/ecmp-mode.md);
-``docs/ebpf-switch.md`` fixes the map layouts. This module only encodes and decodes: it turns a
-table entry given by P4 names (table, key, action, parameters) into map key and value bytes and
-back, so the eBPF manager, the P4Runtime server and the conformance suite share one encoding.
+The pipeline contract, ``mrckit.wire.pipeline.MRC_SWITCH``, declares the tables, keys,
+actions, sizes and counters (design section 4; EV-hash mode's ``ipv6_fib`` and
+``ecmp_selector``, docs/ecmp-mode.md) and the eBPF target's action ids; ``docs/ebpf-switch.md``
+fixes the map layouts. This module only encodes and decodes: it turns a table entry given by P4
+names (table, key, action, parameters) into map key and value bytes and back, so the eBPF
+manager, the P4Runtime server and the conformance suite share one encoding.
 
 The ctypes structures below mirror the C structs byte for byte (tests compare them with the
 BTF of the compiled object).
@@ -15,29 +15,14 @@ from __future__ import annotations
 
 import ctypes
 import ipaddress
-from dataclasses import dataclass, field
 
 from ..errors import MrcError
-from ..wire.constants import DropReason
+from ..wire import pipeline as P
+from ..wire.pipeline import (BPF_ACTION_IDS, ECMP_ID_BITS, ECMP_SELECTOR, IPV6_FIB, MRC_SWITCH, PORT_COUNT,
+                             USID_SLOTS, TableSpec)
 
-MAX_PORTS = 512
-"""Switch ports 0..511, the full 9-bit v1model range (design section 4)."""
-USID_KEY_FIELD = "hdr.outer_ipv6.dst_addr[127:80]"
-PORT_KEY_FIELD = "standard_metadata.egress_spec"
-THRESHOLD_NONE = 0xFFFFFFFF
-"""A threshold never reached: the value of a port with no ``port_config`` entry."""
-
-# Action ids of ``struct table_action`` (C enum table_action_id).
-ACTION_NOACTION = 0
-ACTION_USID_UN = 1
-ACTION_SET_EGRESS = 2
-ACTION_DROP = 3
-# Indexes of the ``table_defaults`` array.
-DEFAULT_INDEX = {"my_usid": 0, "usid_fib": 1}
-
-COUNTERS = ("rx_port", "tx_port", "trim_port", "ecn_port", "drop_port", "drop_reason")
-"""Indirect packets-and-bytes counters: per port, except ``drop_reason`` (by DropReason)."""
-COUNTER_SIZE = {name: MAX_PORTS for name in COUNTERS} | {"drop_reason": len(DropReason)}
+ECMP_PROFILE = MRC_SWITCH.action_profile(ECMP_SELECTOR)
+"""The contract of ``ecmp_selector``: members (``size``), groups, members per group."""
 
 
 class UsidKey(ctypes.Structure):
@@ -47,7 +32,7 @@ class UsidKey(ctypes.Structure):
 
 
 class TableAction(ctypes.Structure):
-    """C ``struct table_action``: an ACTION_* id and, for set_egress, the port."""
+    """C ``struct table_action``: an action id (``pipeline.BPF_ACTION_IDS``) and, for set_egress, the port."""
 
     _fields_ = [("action", ctypes.c_uint32), ("port", ctypes.c_uint32)]
 
@@ -91,9 +76,6 @@ class IfindexSlot(ctypes.Structure):
     _fields_ = [("ifindex", ctypes.c_uint32), ("port", ctypes.c_uint32)]
 
 
-IFINDEX_SLOTS = 1024
-
-
 class UsidSlot(ctypes.Structure):
     """C ``struct usid_slot``: one slot of the my_usid/usid_fib caches (``count`` hash entries
     share it; with exactly 1 and ``hash_only`` 0, ``prefix`` and ``act`` are that entry; with
@@ -103,59 +85,9 @@ class UsidSlot(ctypes.Structure):
                 ("count", ctypes.c_uint32), ("act", TableAction)]
 
 
-USID_SLOTS = 4096
-"""Cache slots per table, indexed by the low 12 bits of the uSID (role and index)."""
-
-
 def usid_slot_index(prefix: int) -> int:
     """The cache slot of a 48-bit prefix."""
     return prefix & (USID_SLOTS - 1)
-
-
-@dataclass(frozen=True)
-class ActionSpec:
-    """One P4 action: its id in ``struct table_action`` and its parameters' widths in bits."""
-
-    action_id: int
-    params: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """One P4 table: its key field (exact match), key width in bits, and allowed actions."""
-
-    name: str
-    key_field: str
-    key_bits: int
-    actions: dict[str, ActionSpec]
-    default_action: str
-
-
-TABLES: dict[str, TableSpec] = {
-    "my_usid": TableSpec("my_usid", USID_KEY_FIELD, 48,
-                         {"usid_un": ActionSpec(ACTION_USID_UN), "NoAction": ActionSpec(ACTION_NOACTION)},
-                         "NoAction"),
-    "usid_fib": TableSpec("usid_fib", USID_KEY_FIELD, 48,
-                          {"set_egress": ActionSpec(ACTION_SET_EGRESS, {"port": 9}),
-                           "drop": ActionSpec(ACTION_DROP)},
-                          "drop"),
-    "port_config": TableSpec("port_config", PORT_KEY_FIELD, 9,
-                             {"set_port": ActionSpec(-1, {"src_mac": 48, "dst_mac": 48, "faces_host": 1,
-                                                          "trim_threshold": 32, "ecn_threshold": 32}),
-                              "NoAction": ActionSpec(ACTION_NOACTION)},
-                             "NoAction"),
-}
-
-
-@dataclass(frozen=True)
-class TableEntry:
-    """A table entry by P4 names: key is the exact-match value as an integer (48-bit DA prefix,
-    or 9-bit port); params maps each action parameter name to an integer."""
-
-    table: str
-    key: int
-    action: str
-    params: dict[str, int] = field(default_factory=dict)
 
 
 def short_name(name: str) -> str:
@@ -164,20 +96,51 @@ def short_name(name: str) -> str:
 
 
 def table_spec(table: str) -> TableSpec:
-    """The spec of ``table`` (short or control-qualified name). Raises MrcError if unknown."""
-    spec = TABLES.get(short_name(table))
-    if spec is None:
-        raise MrcError(f"unknown table {table!r}: the switch has {', '.join(TABLES)}")
-    return spec
+    """The contract of a direct table (short or control-qualified name).
+
+    Raises:
+        MrcError: no such direct table (``ipv6_fib`` takes routes, not entries).
+    """
+    name = short_name(table)
+    if name not in P.TABLE_NAMES:
+        raise MrcError(f"unknown table {table!r}: the switch has {', '.join(P.TABLE_NAMES)}")
+    return MRC_SWITCH.table(name)
 
 
 def check_key(spec: TableSpec, key: int) -> int:
-    """Return ``key`` if it fits the table's key width, else raise MrcError naming the table."""
-    if not isinstance(key, int) or not 0 <= key < (1 << spec.key_bits):
-        raise MrcError(f"table {spec.name}: key {key!r} does not fit {spec.key_field} ({spec.key_bits} bits)")
-    if spec.name == "port_config" and key >= MAX_PORTS:
-        raise MrcError(f"table port_config: port {key} outside 0..{MAX_PORTS - 1}")
+    """Return ``key`` if it fits the table's one key field, else raise MrcError naming the table."""
+    (field_,) = spec.keys
+    if not isinstance(key, int) or not 0 <= key < (1 << field_.bits):
+        raise MrcError(f"table {spec.name}: key {key!r} does not fit {field_.name} ({field_.bits} bits)")
+    if spec.name == P.PORT_CONFIG and key >= PORT_COUNT:
+        raise MrcError(f"table port_config: port {key} outside 0..{PORT_COUNT - 1}")
     return key
+
+
+def entry_key(spec: TableSpec, match: dict) -> int:
+    """The key of a ``TableEntry.match`` for ``spec``: the value of its one key field, checked.
+
+    Raises:
+        MrcError: ``match`` names other fields than the table's key field, or the value does not fit.
+    """
+    (field_,) = spec.keys
+    if set(match) != {field_.name}:
+        raise MrcError(f"table {spec.name}: match {sorted(match)} given, the key is {field_.name!r}")
+    return check_key(spec, match[field_.name])
+
+
+def _check_params(where: str, act: P.ActionSpec, params: dict[str, int] | None,
+                  bools: bool = True) -> dict[str, int]:
+    # ``bools``: table entries have always taken True/False for a 1-bit parameter; members never did.
+    params = dict(params or {})
+    widths = dict(act.params)
+    if set(params) != set(widths):
+        raise MrcError(f"{where}, action {act.name}: parameters {sorted(params)} given, {sorted(widths)} expected")
+    for pname, width in widths.items():
+        value = params[pname]
+        if not isinstance(value, int) or (isinstance(value, bool) and not bools) or not 0 <= value < (1 << width):
+            raise MrcError(f"{where}, action {act.name}: {pname}={value!r} does not fit {width} bits")
+    return params
 
 
 def check_action(spec: TableSpec, action: str, params: dict[str, int] | None) -> tuple[str, dict[str, int]]:
@@ -188,18 +151,10 @@ def check_action(spec: TableSpec, action: str, params: dict[str, int] | None) ->
             not fit its width.
     """
     name = short_name(action)
-    act = spec.actions.get(name)
-    if act is None:
-        raise MrcError(f"table {spec.name}: action {action!r} is not one of {', '.join(spec.actions)}")
-    params = dict(params or {})
-    if set(params) != set(act.params):
-        raise MrcError(f"table {spec.name}, action {name}: parameters {sorted(params)} given, "
-                       f"{sorted(act.params)} expected")
-    for pname, width in act.params.items():
-        value = params[pname]
-        if not isinstance(value, int) or not 0 <= value < (1 << width):
-            raise MrcError(f"table {spec.name}, action {name}: {pname}={value!r} does not fit {width} bits")
-    return name, params
+    names = [a.name for a in spec.actions]
+    if name not in names:
+        raise MrcError(f"table {spec.name}: action {action!r} is not one of {', '.join(names)}")
+    return name, _check_params(f"table {spec.name}", spec.action(name), params)
 
 
 def usid_key(prefix: int) -> UsidKey:
@@ -216,16 +171,23 @@ def usid_key_value(key: UsidKey) -> int:
 
 def encode_usid_action(spec: TableSpec, action: str, params: dict[str, int]) -> TableAction:
     """The ``struct table_action`` of a my_usid/usid_fib action (already validated)."""
-    return TableAction(spec.actions[action].action_id, params.get("port", 0))
+    return TableAction(BPF_ACTION_IDS[action], params.get("port", 0))
+
+
+def _decode_action(actions: tuple[P.ActionSpec, ...], value: TableAction) -> tuple[str, dict[str, int]] | None:
+    for act in actions:
+        if BPF_ACTION_IDS.get(act.name) == value.action:
+            return act.name, ({"port": value.port} if act.params else {})
+    return None
 
 
 def decode_usid_action(spec: TableSpec, value: TableAction) -> tuple[str, dict[str, int]]:
     """(action name, params) of a ``struct table_action``; raises MrcError on a foreign id."""
-    for name, act in spec.actions.items():
-        if act.action_id == value.action:
-            return name, ({"port": value.port} if act.params else {})
-    if spec.name == "usid_fib" and value.action == ACTION_NOACTION:
-        return "drop", {}  # a fresh all-zero default entry means drop (contract)
+    found = _decode_action(spec.actions, value)
+    if found is not None:
+        return found
+    if spec.name == P.USID_FIB and value.action == BPF_ACTION_IDS[P.NO_ACTION]:
+        return P.DROP, {}  # a fresh all-zero default entry means drop (contract)
     raise MrcError(f"table {spec.name}: map holds unknown action id {value.action}")
 
 
@@ -261,29 +223,8 @@ def mac_int(mac: str) -> int:
 
 
 # --- EV-hash (ECMP) mode: ipv6_fib and its action selector (docs/ecmp-mode.md) ---
-IPV6_FIB = "ipv6_fib"
-"""The LPM table of EV-hash mode (P4Info ``MrcIngress.ipv6_fib``), implemented by ECMP_SELECTOR."""
-IPV6_FIB_KEY_FIELD = "hdr.outer_ipv6.dst_addr"
-"""Its one P4Info match field: the full 128-bit DA of the first IPv6 header, LPM."""
-ECMP_SELECTOR = "ecmp_selector"
-"""The action profile (with selector) whose members and groups ipv6_fib entries name."""
-IPV6_FIB_SIZE = 65536
-"""Entries of ipv6_fib (max_entries of the ``ipv6_fib`` LPM trie)."""
-ECMP_MAX_MEMBERS = 4096
-"""Members of ecmp_selector (max_entries of ``ecmp_member``; the P4 action profile size)."""
-ECMP_MAX_GROUPS = 1024
-"""Groups of ecmp_selector (max_entries of ``ecmp_group``)."""
-ECMP_MAX_GROUP_SIZE = 256
-"""Members per group (``@max_group_size(256)``; C ECMP_MAX_GROUP_SIZE)."""
-ECMP_ID_BITS = 32
-"""Member and group ids are P4Runtime uint32."""
-MEMBER_ACTIONS: dict[str, ActionSpec] = {"set_egress": ActionSpec(ACTION_SET_EGRESS, {"port": 9}),
-                                         "drop": ActionSpec(ACTION_DROP)}
-"""The actions an ecmp_selector member may take: the actions of ipv6_fib (those of usid_fib)."""
-FIB_REF_MEMBER = 1
-FIB_REF_GROUP = 2
-FIB_REF_KINDS = {FIB_REF_MEMBER: "member", FIB_REF_GROUP: "group"}
-"""C enum fib_ref_kind -> the name read_routes gives it."""
+FIB_REF_MEMBER, FIB_REF_GROUP = (code for code, kind in sorted(P.FIB_REF_KINDS.items()))
+"""``struct fib_ref.kind`` of a route to a member, and to a group (``P.FIB_REF_KINDS``)."""
 
 
 class Ipv6LpmKey(ctypes.Structure):
@@ -301,7 +242,7 @@ class FibRef(ctypes.Structure):
 class EcmpGroup(ctypes.Structure):
     """C ``struct ecmp_group``: ``count`` member ids in ``member[0:count]``, ascending."""
 
-    _fields_ = [("count", ctypes.c_uint32), ("member", ctypes.c_uint32 * ECMP_MAX_GROUP_SIZE)]
+    _fields_ = [("count", ctypes.c_uint32), ("member", ctypes.c_uint32 * ECMP_PROFILE.max_group_size)]
 
 
 def ipv6_prefix(prefix) -> ipaddress.IPv6Network:
@@ -347,25 +288,19 @@ def check_member_action(member_id: int, action: str, params: dict[str, int] | No
     """
     where = f"action profile {ECMP_SELECTOR}, member {member_id}"
     name = short_name(action) if isinstance(action, str) else action
-    act = MEMBER_ACTIONS.get(name)
+    act = next((a for a in P.MEMBER_ACTIONS if a.name == name), None)
     if act is None:
-        raise MrcError(f"{where}: action {action!r} is not one of {', '.join(MEMBER_ACTIONS)}")
-    params = dict(params or {})
-    if set(params) != set(act.params):
-        raise MrcError(f"{where}, action {name}: parameters {sorted(params)} given, {sorted(act.params)} expected")
-    for pname, width in act.params.items():
-        value = params[pname]
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < (1 << width):
-            raise MrcError(f"{where}, action {name}: {pname}={value!r} does not fit {width} bits")
-    return TableAction(act.action_id, params.get("port", 0))
+        raise MrcError(f"{where}: action {action!r} is not one of {', '.join(a.name for a in P.MEMBER_ACTIONS)}")
+    params = _check_params(where, act, params, bools=False)
+    return TableAction(BPF_ACTION_IDS[act.name], params.get("port", 0))
 
 
 def decode_member_action(value: TableAction) -> tuple[str, dict[str, int]]:
     """(action name, params) of a member's ``struct table_action``; MrcError on a foreign id."""
-    for name, act in MEMBER_ACTIONS.items():
-        if act.action_id == value.action:
-            return name, ({"port": value.port} if act.params else {})
-    raise MrcError(f"action profile {ECMP_SELECTOR}: map holds unknown action id {value.action}")
+    found = _decode_action(P.MEMBER_ACTIONS, value)
+    if found is None:
+        raise MrcError(f"action profile {ECMP_SELECTOR}: map holds unknown action id {value.action}")
+    return found
 
 
 def encode_group(members: tuple[int, ...]) -> EcmpGroup:
@@ -377,4 +312,4 @@ def encode_group(members: tuple[int, ...]) -> EcmpGroup:
 
 def decode_group(group: EcmpGroup) -> tuple[int, ...]:
     """The member ids of a ``struct ecmp_group``, ascending."""
-    return tuple(group.member[:min(group.count, ECMP_MAX_GROUP_SIZE)])
+    return tuple(group.member[:min(group.count, ECMP_PROFILE.max_group_size)])

@@ -29,11 +29,12 @@ import numpy as np
 
 from ..wire.addressing import host_link_name
 from ..wire.constants import BMV2_MAX_PORTS, UsidRole
+from ..wire.pipeline import (DA_PREFIX_FIELD, EGRESS_PORT_FIELD, MY_USID, PORT_CONFIG, SET_EGRESS, SET_PORT,
+                             USID_FIB, USID_UN)
 from ..wire.usid import active_prefix, container_pack, usid_pack
 from .ecmp import DownLinks, EcmpPlan, down_t1_links
 from .entries import (
-    DA_PREFIX_FIELD, EGRESS_PORT_FIELD, MODES, MY_USID, PORT_CONFIG, SET_EGRESS, SET_PORT, USID_FIB, USID_UN,
-    ActionProfileGroup, ActionProfileMember, FibRoute, HostConfig, HostPort, SwitchConfig, SwitchPort, TableEntry,
+    MODES, ActionProfileGroup, ActionProfileMember, FibRoute, HostConfig, HostPort, SwitchConfig, SwitchPort, TableEntry,
 )
 from .model import Topology, TopologyError
 from .plan import MAC_KIND, Role, host_ifname, mac_address, mac_addresses

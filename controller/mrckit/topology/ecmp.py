@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 
 from ..wire.addressing import nic_address, parse_link_name
 from ..wire.constants import MAX_T0_PER_PLANE, UsidRole
-from .entries import SET_EGRESS, ActionProfileGroup, ActionProfileMember, FibRoute
+from ..wire.pipeline import SET_EGRESS
+from .entries import ActionProfileGroup, ActionProfileMember, FibRoute
 from .model import Topology, TopologyError
 from .plan import Role
 

@@ -11,27 +11,10 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-# --- P4 names (design section 4) -------------------------------------------------------------
-MY_USID = "my_usid"
-USID_FIB = "usid_fib"
-PORT_CONFIG = "port_config"
-DA_PREFIX_FIELD = "hdr.outer_ipv6.dst_addr[127:80]"
-"""Exact-match key of ``my_usid`` and ``usid_fib``: the first 48 bits of the outer DA."""
-EGRESS_PORT_FIELD = "standard_metadata.egress_spec"
-"""Exact-match key of ``port_config``: the egress port (9 bits)."""
-USID_UN = "usid_un"
-SET_EGRESS = "set_egress"
-SET_PORT = "set_port"
-DROP = "drop"
-TABLES = (MY_USID, USID_FIB, PORT_CONFIG)
+# Tables, keys and actions are named by the pipeline contract (design section 4, EV-hash mode:
+# docs/ecmp-mode.md), declared once in mrckit.wire.pipeline.
+from ..wire.pipeline import DA_PREFIX_FIELD, ECMP_SELECTOR, FIB_DST_FIELD, IPV6_FIB
 
-# --- EV-hash (ECMP) mode (issue 11, ECMP contract sections 2 and 6) ---------------------------
-IPV6_FIB = "ipv6_fib"
-"""The LPM table of EV-hash mode, implemented by the action selector ``ecmp_selector``."""
-ECMP_SELECTOR = "ecmp_selector"
-"""The action profile (with selector) of ``ipv6_fib``: hashes the flow label and UDP source port."""
-FIB_DST_FIELD = "hdr.outer_ipv6.dst_addr"
-"""LPM key of ``ipv6_fib``: the full 128-bit DA of the first IPv6 header."""
 MODES = ("srv6", "ecmp")
 """Forwarding modes of a fabric: SRv6 uSID source routing (design 3) or EV-hash (issue 11)."""
 

@@ -32,10 +32,11 @@ from ..wire.addressing import parse_link_name, parse_nic_address, path_da
 from ..wire.constants import OUTER_HOP_LIMIT
 from ..wire.ecmp import ev_member
 from ..wire.ev import ev_unpack
+from ..wire.pipeline import DROP, MY_USID, PORT_CONFIG, USID_FIB
 from ..wire.usid import active_prefix, un_shift
 from .compile import CompiledFabric
 from .ecmp import down_t1_links
-from .entries import DROP, MY_USID, PORT_CONFIG, USID_FIB, SwitchConfig, TableEntry
+from .entries import SwitchConfig, TableEntry
 from .model import TopologyError
 
 MAX_SWITCH_HOPS = 8

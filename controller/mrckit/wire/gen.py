@@ -1,13 +1,16 @@
-"""Generate the C and P4 views of the wire constants from the Python source (design section 3).
+"""Generate the C and P4 views of the wire constants (design section 3) and of the switch
+pipeline contract (design section 4, ``mrckit.wire.pipeline``) from the Python source.
 
 ``python -m mrckit.wire.gen`` rewrites, relative to the repository root:
 
-- ``ebpf/include/mrc_wire_gen.h``: ``#define MRC_<NAME> <value>`` for every constant;
+- ``ebpf/include/mrc_wire_gen.h``: ``#define MRC_<NAME> <value>`` for every wire constant;
 - ``p4src/include/mrc_constants.p4``: ``const bit<W> MRC_<NAME> = <value>;``;
+- ``ebpf/include/mrc_pipeline_gen.h`` and ``p4src/include/mrc_pipeline.p4``: the same for the
+  pipeline contract (table sizes, action profile sizes, the eBPF target's action ids...);
 - the constants tables of ``docs/wire-format.md``, between its marker comments.
 
 ``python -m mrckit.wire.gen --check`` exits 1 and names the stale files instead of writing.
-``tests/unit/wire/test_gen.py`` fails when the committed files differ from :func:`render_c` /
+``tests/unit/wire/test_wire_gen.py`` and ``test_pipeline_gen.py`` fail when the committed files differ from :func:`render_c` /
 :func:`render_p4`, so the three languages cannot drift apart.
 
 Naming: a Python enum member ``Opcode.WRITE_ONLY`` becomes ``MRC_OP_WRITE_ONLY`` in C and P4;
@@ -19,7 +22,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import NamedTuple
 
-from . import addressing, ev, usid
+from . import addressing, ev, pipeline, usid
 from . import constants as k
 
 
@@ -151,24 +154,23 @@ def _fmt(c: Const) -> str:
     return f"0x{c.value:x}" if c.hex else str(c.value)
 
 
-def render_c() -> str:
-    """The text of ``ebpf/include/mrc_wire_gen.h``."""
-    lines = [f"/* {_BANNER} */", "#ifndef MRC_WIRE_GEN_H", "#define MRC_WIRE_GEN_H", ""]
-    for title, consts in CONSTANTS:
+def _render_c(groups: list[tuple[str, list[Const]]], guard: str, unsigned: bool = True) -> str:
+    # ``unsigned``: C needs the U suffix above INT_MAX; the P4 preprocessor output must not have it.
+    lines = [f"/* {_BANNER} */", f"#ifndef {guard}", f"#define {guard}", ""]
+    for title, consts in groups:
         lines.append(f"/* {title} */")
         for c in consts:
-            suffix = "U" if c.value > 0x7FFFFFFF else ""
+            suffix = "U" if unsigned and c.value > 0x7FFFFFFF else ""
             comment = f"  /* {c.doc} */" if c.doc else ""
             lines.append(f"#define {c.name} {_fmt(c)}{suffix}{comment}")
         lines.append("")
-    lines.append("#endif /* MRC_WIRE_GEN_H */")
+    lines.append(f"#endif /* {guard} */")
     return "\n".join(lines) + "\n"
 
 
-def render_p4() -> str:
-    """The text of ``p4src/include/mrc_constants.p4``."""
-    lines = [f"/* {_BANNER} */", "#ifndef _MRC_CONSTANTS_P4_", "#define _MRC_CONSTANTS_P4_", ""]
-    for title, consts in CONSTANTS:
+def _render_p4(groups: list[tuple[str, list[Const]]], guard: str) -> str:
+    lines = [f"/* {_BANNER} */", f"#ifndef {guard}", f"#define {guard}", ""]
+    for title, consts in groups:
         lines.append(f"/* {title} */")
         for c in consts:
             if c.value >> c.bits:
@@ -176,8 +178,51 @@ def render_p4() -> str:
             comment = f"  /* {c.doc} */" if c.doc else ""
             lines.append(f"const bit<{c.bits}> {c.name} = {_fmt(c)};{comment}")
         lines.append("")
-    lines.append("#endif /* _MRC_CONSTANTS_P4_ */")
+    lines.append(f"#endif /* {guard} */")
     return "\n".join(lines) + "\n"
+
+
+def render_c() -> str:
+    """The text of ``ebpf/include/mrc_wire_gen.h``."""
+    return _render_c(CONSTANTS, "MRC_WIRE_GEN_H")
+
+
+def render_p4() -> str:
+    """The text of ``p4src/include/mrc_constants.p4``."""
+    return _render_p4(CONSTANTS, "_MRC_CONSTANTS_P4_")
+
+
+def _pipeline_groups(p4: bool) -> list[tuple[str, list[Const]]]:
+    # P4 sizes and thresholds are bit<32>, as p4c wants for table sizes and counter sizes.
+    groups = []
+    for title, consts in pipeline.generated_constants():
+        chosen = [Const(name, value, 32, doc, value > 0xFFFFFF) for name, value, in_p4, doc in consts if in_p4 or not p4]
+        if chosen:
+            groups.append((title, chosen))
+    return groups
+
+
+def pipeline_constants() -> dict[str, int]:
+    """Name → value of every generated constant of the pipeline contract (as the C header has them).
+
+    Read from ``pipeline.MRC_SWITCH`` at each call, as the renderers are, so that a changed
+    contract shows in the output (and in the stale check) at once.
+    """
+    return {c.name: c.value for _, consts in _pipeline_groups(p4=False) for c in consts}
+
+
+def render_pipeline_c() -> str:
+    """The text of ``ebpf/include/mrc_pipeline_gen.h`` (every pipeline constant)."""
+    return _render_c(_pipeline_groups(p4=False), "MRC_PIPELINE_GEN_H")
+
+
+def render_pipeline_p4() -> str:
+    """The text of ``p4src/include/mrc_pipeline.p4`` (the constants the P4 program has a use for).
+
+    They are preprocessor ``#define`` lines, as in C, not ``const``: p4c reads annotations such
+    as ``@max_group_size`` before constant folding and takes only integer literals there.
+    """
+    return _render_c(_pipeline_groups(p4=True), "_MRC_PIPELINE_P4_", unsigned=False)
 
 
 DOC = "docs/wire-format.md"
@@ -207,6 +252,8 @@ def _doc_with_block(current: str) -> str:
 OUTPUTS = {
     "ebpf/include/mrc_wire_gen.h": render_c,
     "p4src/include/mrc_constants.p4": render_p4,
+    "ebpf/include/mrc_pipeline_gen.h": render_pipeline_c,
+    "p4src/include/mrc_pipeline.p4": render_pipeline_p4,
 }
 """Generated file (relative to the repository root) → function that renders its text."""
 

@@ -4,6 +4,7 @@ test namespace, whose ports all point at that namespace's loopback (test runs do
 from mrckit import netns
 from mrckit.bpf.objects import BpfObject
 from mrckit.switch.ebpf_target import SwitchTables
+from mrckit.wire.pipeline import THRESHOLD_NONE
 from switch_frames import prefix48
 
 LO_IFINDEX = 1
@@ -40,7 +41,6 @@ class Harness:
 
 # uSIDs of plane 0 (design 3.3: plane(4) | role(2) | index(10)); role 1 T0, 2 T1, 3 DOWN.
 T0_0, T0_1, T1_5, DOWN_2 = 0x0400, 0x0401, 0x0805, 0x0C02
-INF = 0xFFFFFFFF
 HOST_PORT, FABRIC_PORT, FABRIC_PORT_2, HOST_PORT_2 = 0, 1, 2, 3
 
 
@@ -48,13 +48,13 @@ def mac(port: int, far: bool = False) -> str:
     return f"02:00:00:00:00:{(0xB0 if far else 0xA0) + port:02x}"
 
 
-def port_config(sw, port, *, faces_host, trim=INF, ecn=INF):
+def port_config(sw, port, *, faces_host, trim=THRESHOLD_NONE, ecn=THRESHOLD_NONE):
     sw.tables.write_entry("port_config", port, "set_port", {
         "src_mac": int(mac(port).replace(":", ""), 16), "dst_mac": int(mac(port, True).replace(":", ""), 16),
         "faces_host": int(faces_host), "trim_threshold": trim, "ecn_threshold": ecn})
 
 
-def leaf(sw, my_usid=T0_0, *, trim=INF, ecn=INF):
+def leaf(sw, my_usid=T0_0, *, trim=THRESHOLD_NONE, ecn=THRESHOLD_NONE):
     """A T0 with my uSID ``my_usid``: T1_5 up port 1, T0_1 up port 2, DOWN_2 to host port 3."""
     sw.wire_ports(range(4))
     sw.set_ingress(HOST_PORT)

@@ -20,6 +20,7 @@ from switch_harness import (DOWN_2, FABRIC_PORT, HOST_PORT, T0_0, T1_5, XDP_DROP
 
 from mrckit.wire.constants import Dscp, Ecn, Opcode
 from mrckit.wire.ecmp import ecmp_member, ev_member
+from mrckit.wire.pipeline import THRESHOLD_NONE
 
 ROOT = Path(__file__).resolve().parents[3]
 # The contract's fabric shape (section 6): member id = port + 1, action set_egress(port).
@@ -33,7 +34,7 @@ def member_port(member_id: int) -> int:
     return member_id - 1
 
 
-def ecmp_leaf(sw, *, trim=0xFFFFFFFF, ecn=0xFFFFFFFF, group_members=UPLINK_MEMBERS):
+def ecmp_leaf(sw, *, trim=THRESHOLD_NONE, ecn=THRESHOLD_NONE, group_members=UPLINK_MEMBERS):
     """A T0 in EV-hash mode: ports 0..5 (0 and 5 face hosts), one member per port, group 10 of
     ``group_members`` routing HOST_PREFIX."""
     sw.wire_ports(PORTS)

@@ -8,6 +8,7 @@ import pytest
 
 from mrckit.errors import MrcError
 from mrckit.switch import tables as T
+from mrckit.wire import pipeline as P
 from mrckit.switch.ebpf_target import EntryExists, EntryInUse, EntryNotFound, GroupTooLarge, UnknownReference
 
 P64 = ipaddress.IPv6Network("2001:db8:100:1::/64")
@@ -43,7 +44,7 @@ def test_roundtrip_and_map_layout(tables):
     assert raw[key] == (2).to_bytes(4, "little") + (5).to_bytes(4, "little")
     group = t.maps["ecmp_group"].typed(None, None).lookup(5)
     assert group == b"".join(v.to_bytes(4, "little") for v in (2, 1, 2)) + bytes(4 * 254)
-    assert t.maps["ecmp_member"].lookup(9).action == T.ACTION_DROP
+    assert t.maps["ecmp_member"].lookup(9).action == P.BPF_ACTION_IDS[P.DROP]
 
 
 def test_modify_and_delete_in_dependency_order(tables):
@@ -136,15 +137,15 @@ def test_refused_calls_name_the_problem_and_change_nothing(tables, call, error, 
 def test_full_maps_are_clear_errors(switch):
     """Members: 4096, groups: 1024 (the refused write names the capacity, nothing changes)."""
     t = switch.tables
-    for m in range(T.ECMP_MAX_MEMBERS):
+    for m in range(T.ECMP_PROFILE.size):
         t.write_member(m, "drop")
     with pytest.raises(MrcError, match=r"full \(4096 entries\), cannot add member 4096"):
-        t.write_member(T.ECMP_MAX_MEMBERS, "drop")
-    for g in range(T.ECMP_MAX_GROUPS):
+        t.write_member(T.ECMP_PROFILE.size, "drop")
+    for g in range(T.ECMP_PROFILE.max_groups):
         t.write_group(g, [g])
     with pytest.raises(MrcError, match=r"full \(1024 entries\), cannot add group 1024"):
-        t.write_group(T.ECMP_MAX_GROUPS, [0])
-    assert len(t.read_members()) == T.ECMP_MAX_MEMBERS and len(t.read_groups()) == T.ECMP_MAX_GROUPS
+        t.write_group(T.ECMP_PROFILE.max_groups, [0])
+    assert len(t.read_members()) == T.ECMP_PROFILE.size and len(t.read_groups()) == T.ECMP_PROFILE.max_groups
 
 
 def test_full_ipv6_fib_is_a_clear_error(switch):
@@ -154,7 +155,7 @@ def test_full_ipv6_fib_is_a_clear_error(switch):
     fib = t.maps["ipv6_fib"]
     ref = bytes(T.FibRef(T.FIB_REF_MEMBER, 1))
     head = (64).to_bytes(4, "little") + bytes.fromhex("20010db8")
-    for i in range(T.IPV6_FIB_SIZE - 1):  # raw bytes straight into the map, for speed
+    for i in range(P.MRC_SWITCH.table(P.IPV6_FIB).size - 1):  # raw bytes straight into the map, for speed
         fib.update(head + i.to_bytes(4, "big") + bytes(8), ref)
     t.write_route("2001:db9::/32", member=1)
     with pytest.raises(MrcError, match=r"ipv6_fib: full \(65536 entries\), cannot add prefix 2001:dba::/32"):

@@ -9,6 +9,8 @@ from mrckit.bpf.btf import btf_struct_layout
 from mrckit.errors import MrcError
 from mrckit.switch import tables as T
 from mrckit.switch.ebpf_target import MAP_TYPES, EntryExists, EntryNotFound
+from mrckit.topology.entries import TableEntry
+from mrckit.wire import pipeline as P
 
 
 def test_ctypes_sizes_match_the_maps(switch):
@@ -36,9 +38,9 @@ def test_write_read_delete_roundtrip(switch):
     t.write_entry("my_usid", 0xFCBBBB000400, "usid_un")
     t.write_entry("port_config", 7, "set_port", {"src_mac": 0x0200000000A7, "dst_mac": 0x0200000000B7,
                                                  "faces_host": 1, "trim_threshold": 8, "ecn_threshold": 4})
-    assert t.read_entries("usid_fib") == [T.TableEntry("usid_fib", 0xFCBBBB000805, "set_egress", {"port": 511})]
-    assert t.read_entries("my_usid") == [T.TableEntry("my_usid", 0xFCBBBB000400, "usid_un", {})]
-    assert t.read_entries("port_config") == [T.TableEntry("port_config", 7, "set_port", {
+    assert t.read_entries("usid_fib") == [TableEntry("usid_fib", {P.DA_PREFIX_FIELD: 0xFCBBBB000805}, "set_egress", {"port": 511})]
+    assert t.read_entries("my_usid") == [TableEntry("my_usid", {P.DA_PREFIX_FIELD: 0xFCBBBB000400}, "usid_un", {})]
+    assert t.read_entries("port_config") == [TableEntry("port_config", {P.EGRESS_PORT_FIELD: 7}, "set_port", {
         "src_mac": 0x0200000000A7, "dst_mac": 0x0200000000B7, "faces_host": 1,
         "trim_threshold": 8, "ecn_threshold": 4})]
     # The map bytes are the contract's layout: prefix in network order, pad zero.
@@ -75,7 +77,7 @@ def test_insert_modify_semantics(switch):
 def test_bad_writes_are_refused_and_change_nothing(switch, args, needle):
     with pytest.raises(MrcError, match=needle):
         switch.tables.write_entry(*args)
-    for table in T.TABLES:
+    for table in P.TABLE_NAMES:
         assert switch.tables.read_entries(table) == []
 
 
@@ -150,12 +152,15 @@ def test_slot_cache_follows_the_table(switch):
 
 
 def test_apply_validates_everything_first(switch):
-    good = T.TableEntry("usid_fib", 0xFCBBBB000805, "set_egress", {"port": 1})
-    bad = T.TableEntry("usid_fib", 0xFCBBBB000806, "set_egress", {"port": 999})
+    good = TableEntry("usid_fib", {P.DA_PREFIX_FIELD: 0xFCBBBB000805}, "set_egress", {"port": 1})
+    bad = TableEntry("usid_fib", {P.DA_PREFIX_FIELD: 0xFCBBBB000806}, "set_egress", {"port": 999})
     with pytest.raises(MrcError, match="9 bits"):
         switch.tables.apply([good, bad])
+    misnamed = TableEntry("usid_fib", {P.FIB_DST_FIELD: 0xFCBBBB000806}, "set_egress", {"port": 1})
+    with pytest.raises(MrcError, match="the key is 'hdr.outer_ipv6.dst_addr\\[127:80\\]'"):
+        switch.tables.apply([good, misnamed])
     assert switch.tables.read_entries("usid_fib") == []
-    switch.tables.apply([good, T.TableEntry("my_usid", 0xFCBBBB000400, "usid_un")])
+    switch.tables.apply([good, TableEntry("my_usid", {P.DA_PREFIX_FIELD: 0xFCBBBB000400}, "usid_un", {})])
     assert switch.tables.read_entries("usid_fib") == [good]
 
 

@@ -18,9 +18,10 @@ from mrckit import netns
 from mrckit.bpf.attach import xdp_query
 from mrckit.bpf.fs import BPFFS
 from mrckit.errors import MrcError
-from mrckit.switch.tables import TableEntry
 from mrckit.switch.ebpf_target import MAP_TYPES, EbpfSwitch, SwitchTables, pinned_switches, switch_pin_dir
+from mrckit.topology.entries import TableEntry
 from mrckit.wire.constants import Dscp, Opcode
+from mrckit.wire.pipeline import DA_PREFIX_FIELD, EGRESS_PORT_FIELD, THRESHOLD_NONE
 
 DOWN = [0x0C00, 0x0C01, 0x0C02]
 H2_NIC = "2001:db8:100:0::3"
@@ -62,12 +63,12 @@ def fabric(make_netns, request):
 def switch_entries():
     """The switch's tables: uN for T0_0, one host-facing port per DOWN uSID; port 2 trims from
     a depth of TRIM_THRESHOLD packets."""
-    entries = [TableEntry("my_usid", prefix48(T0_0), "usid_un")]
+    entries = [TableEntry("my_usid", {DA_PREFIX_FIELD: prefix48(T0_0)}, "usid_un", {})]
     for port, usid in enumerate(DOWN):
-        entries.append(TableEntry("usid_fib", prefix48(usid), "set_egress", {"port": port}))
-        entries.append(TableEntry("port_config", port, "set_port", {
+        entries.append(TableEntry("usid_fib", {DA_PREFIX_FIELD: prefix48(usid)}, "set_egress", {"port": port}))
+        entries.append(TableEntry("port_config", {EGRESS_PORT_FIELD: port}, "set_port", {
             "src_mac": mac_int(port_mac(port)), "dst_mac": mac_int(host_mac(port)), "faces_host": 1,
-            "trim_threshold": TRIM_THRESHOLD if port == 2 else 0xFFFFFFFF, "ecn_threshold": 0xFFFFFFFF}))
+            "trim_threshold": TRIM_THRESHOLD if port == 2 else THRESHOLD_NONE, "ecn_threshold": THRESHOLD_NONE}))
     return entries
 
 

@@ -14,7 +14,7 @@ from mrckit.topology import (
     ALL_UPLINKS_GROUP, ActionProfileGroup, ActionProfileMember, FibRoute, SwitchConfig, TableEntry, TopologyError,
     compile_fabric, generate_clos, path_for_ev, paths,
 )
-from mrckit.topology.entries import EGRESS_PORT_FIELD
+from mrckit.wire.pipeline import EGRESS_PORT_FIELD
 from mrckit.topology.walk import Walker
 from mrckit.wire import ev_pack
 from mrckit.wire.ecmp import ev_member

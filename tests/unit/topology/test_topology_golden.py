@@ -13,7 +13,8 @@ import ipaddress
 import pytest
 
 from mrckit.topology import compile_fabric, ev_classes_for_link, generate_clos, path_for_ev, paths
-from mrckit.topology.entries import DA_PREFIX_FIELD, EGRESS_PORT_FIELD, TableEntry
+from mrckit.topology.entries import TableEntry
+from mrckit.wire.pipeline import DA_PREFIX_FIELD, EGRESS_PORT_FIELD
 from mrckit.topology.plan import mac_str
 from mrckit.topology.walk import walk
 from mrckit.wire import ev_pack

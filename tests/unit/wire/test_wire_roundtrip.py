@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scapy.fields import ConditionalField
 from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
 from scapy.packet import Raw
 
 from mrckit.wire import (
@@ -123,10 +124,16 @@ def test_truncated_frames_parse(case, data):
 @SETTINGS
 @given(frames(), st.binary(min_size=1, max_size=40))
 def test_garbage_after_udp_parses(case, garbage):
-    frame = case[0]
-    raw = bytes(frame)
-    udp_end = len(raw) - len(bytes(frame[UDP].payload))
-    data = raw[:udp_end] + garbage
+    # The UDP and IPv6 lengths must cover the garbage, or bytes past the old lengths are
+    # Ethernet padding rather than UDP payload (hypothesis found 21 bytes after a 20-byte ACK).
+    frame = case[0].copy()
+    frame[UDP].remove_payload()
+    frame[UDP].len = None
+    for n in (1, 2):  # the outer IPv6 header and, when encapsulated, the inner one
+        ip = frame.getlayer(IPv6, n)
+        if ip is not None:
+            ip.plen = None
+    data = bytes(frame / Raw(garbage))
     parsed = parse_frame(data)  # any bytes after UDP :4791 parse: short headers become Raw
     assert parsed[UDP].dport == 4791 and bytes(parsed[UDP].payload) == garbage
     assert bytes(parsed) == data

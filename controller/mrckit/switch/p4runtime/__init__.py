@@ -4,7 +4,8 @@ The controller programs the eBPF switch exactly like bmv2: arbitration on Stream
 Set/GetForwardingPipelineConfig with the P4Info of ``p4src/mrc_switch.p4``, Write and Read of
 table entries, Read of counters, Capabilities. Layers, bottom up:
 
-- ``bytestrings``, ``contract``, ``p4info``, ``entries``: P4Runtime values, checked;
+- ``bytestrings``, ``p4info``, ``entries``: P4Runtime values, checked against the pipeline
+  contract ``mrckit.wire.pipeline.MRC_SWITCH``;
 - ``backend``: the switch's tables by P4 names (``mrckit.switch.ebpf_target.SwitchTables``);
 - ``view``, ``arbitration``, ``store``, ``device``: server state and request semantics;
 - ``service``, ``server``, ``process``: gRPC, sockets and TLS, one process per switch.
@@ -13,8 +14,8 @@ table entries, Read of counters, Capabilities. Layers, bottom up:
 >>> P4RuntimeServer(Device(EbpfBackend.open("s0"), MRC_SWITCH), "unix:/run/mrckit/s0.sock").start()  # doctest: +SKIP
 """
 
+from ...wire.pipeline import MRC_SWITCH, Contract
 from .backend import Backend, EbpfBackend
-from .contract import MRC_SWITCH, Contract
 from .device import Device
 from .errors import P4RuntimeError
 from .server import DEFAULT_ADDRESS, P4RuntimeServer, TlsFiles

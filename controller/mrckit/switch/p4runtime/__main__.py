@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import MrcError
+from ...wire.pipeline import MRC_SWITCH
 from . import store
 from .backend import EbpfBackend
-from .contract import MRC_SWITCH
 from .device import Device
 from .process import SERVING_MARKER
 from .server import DEFAULT_ADDRESS, P4RuntimeServer, TlsFiles

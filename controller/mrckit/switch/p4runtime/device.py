@@ -13,10 +13,10 @@ from pathlib import Path
 import grpc
 from finsy.proto import p4r
 
+from ...wire.pipeline import Contract
 from . import action_profiles, entries, store
 from .arbitration import Arbiter, uint128
 from .backend import Backend
-from .contract import Contract
 from .errors import P4RuntimeError, invalid
 from .memory_backend import MemoryBackend
 from .p4info import Pipeline

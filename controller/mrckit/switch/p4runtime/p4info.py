@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from finsy.proto import p4i
 
-from .contract import ActionProfileSpec, Contract, TableSpec
+from ...wire.pipeline import ActionProfileSpec, Contract, TableSpec
 from .errors import invalid
 
 _MATCH = {
