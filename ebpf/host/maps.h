@@ -78,6 +78,8 @@ enum host_stat {
 	STAT_FLOOR_RESTORED,    /* retired EVs made GOOD again to keep min_active GOOD */
 	STAT_TX_PINNED,         /* pinned-EV mode: packets sent on their QP's fixed EV */
 	STAT_TX_DROP_PINNED_DOWN, /* pinned-EV mode: the QP's EV is on a down port or denied path */
+	STAT_RX_TRIM_REPAIRED,  /* trims with stale length fields, lengths set from the frame */
+	STAT_TX_DROP_OVERSIZE,  /* larger than the plane port's MTU once sent (bpf_check_mtu) */
 	STAT_MAX,
 };
 
