@@ -30,7 +30,7 @@
 #include "include/headers.p4"
 
 const bit<32> PORT_COUNT = 512;           /* 9-bit v1model ports */
-const bit<32> DROP_REASON_COUNT = 6;      /* MRC_DROP_NOT_IPV6 .. MRC_DROP_MALFORMED */
+const bit<32> DROP_REASON_COUNT = MRC_DROP_REASON_COUNT; /* MRC_DROP_NOT_IPV6 .. MRC_DROP_OVERSIZE */
 const bit<32> THRESHOLD_NONE = 0xFFFFFFFF; /* a port with no port_config entry: never congested */
 const bit<3>  QUEUE_PRIORITY_HIGH = 1;    /* CONTROL class and trimmed packets */
 const bit<3>  QUEUE_PRIORITY_LOW = 0;

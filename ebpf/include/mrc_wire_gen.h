@@ -140,7 +140,8 @@
 #define MRC_DROP_CONGESTION 3
 #define MRC_DROP_PORT_DOWN 4
 #define MRC_DROP_MALFORMED 5
-#define MRC_DROP_REASON_COUNT 6  /* size of the drop_reason counter */
+#define MRC_DROP_OVERSIZE 6
+#define MRC_DROP_REASON_COUNT 7  /* size of the drop_reason counter */
 
 /* EV layout: plane(31..28) T1(27..20) salt(19..0); sport = EV >> 16, flow label = EV & 0xffff */
 #define MRC_EV_PLANE_SHIFT 28

@@ -32,7 +32,7 @@ ACTION_PROFILES = {"ecmp_selector": {"tables": ["ipv6_fib"], "with_selector": Tr
 SELECTOR_FIELDS = [["outer_ipv6", "flow_label"], ["udp", "src_port"]]
 """The EV hash input, in order (mrckit.wire.ecmp); selector fields are not in the P4Info."""
 COUNTERS = {"rx_port": 512, "tx_port": 512, "trim_port": 512, "ecn_port": 512, "drop_port": 512,
-            "drop_reason": 6}
+            "drop_reason": 7}
 
 
 def load_p4info(path: Path):

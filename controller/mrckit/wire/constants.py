@@ -181,6 +181,9 @@ class DropReason(IntEnum):
     CONGESTION = 3
     PORT_DOWN = 4
     MALFORMED = 5
+    OVERSIZE = 6
+    """Larger than the egress port's MTU. The eBPF target checks it (bpf_check_mtu); the P4
+    program cannot see an MTU, so on bmv2 this index stays 0 (docs/ebpf-switch.md)."""
 
 
 # --- Field widths used by the codecs ------------------------------------------------------
