@@ -30,6 +30,7 @@
 #define MRC_ICRC_LEN 4
 #define MRC_ICRC_PREFIX_LEN 8
 #define MRC_ENCAP_LEN 40
+#define MRC_IPV6_MIN_MTU 1280
 
 /* Transport parameters */
 #define MRC_DEFAULT_PAYLOAD_LEN 2048  /* bytes of RDMA payload per packet */

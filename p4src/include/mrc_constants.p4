@@ -30,6 +30,7 @@ const bit<16> MRC_EETH_LEN = 16;
 const bit<16> MRC_ICRC_LEN = 4;
 const bit<16> MRC_ICRC_PREFIX_LEN = 8;
 const bit<16> MRC_ENCAP_LEN = 40;
+const bit<16> MRC_IPV6_MIN_MTU = 1280;
 
 /* Transport parameters */
 const bit<16> MRC_DEFAULT_PAYLOAD_LEN = 2048;  /* bytes of RDMA payload per packet */
