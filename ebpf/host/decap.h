@@ -49,6 +49,45 @@ static __always_inline int copy_outer_fields(struct ipv6hdr *outer, struct ipv6h
 	return 0;
 }
 
+/* Whether p is a trim whose length fields were left stale: switches that trim to a fixed size
+ * (SONiC, Cumulus; sonic-mgmt's packet-trimming test plan, section 5) cut the frame and
+ * remark the DSCP but keep the IPv6 payload length and the UDP length of the whole packet,
+ * where ours correct them (design 4, step 5). The kernel drops such a frame as truncated, so
+ * the responder would never NACK it and the sender would wait for its RTO.
+ * marked: the header that carries the class (the outer one in SRv6 mode); iplen: the payload
+ * length of p->ip. It must be an MRC write, the one thing a switch trims, with its BTH in the
+ * frame (the responder needs the PSN to NACK), a UDP length equal to iplen (the fields are
+ * the untouched ones of one packet) and checksum 0 as RoCEv2 sends: a checksum over the cut
+ * payload could not be valid. */
+static __always_inline int stale_trim(const struct mrc_pkt *p, const struct ipv6hdr *marked,
+				      __u16 iplen)
+{
+	__u8 dscp = mrc_ipv6_tclass(marked) >> MRC_IPV6_DSCP_SHIFT;
+
+	if (dscp != MRC_DSCP_TRIMMED && dscp != MRC_DSCP_TRIMMED_LASTHOP)
+		return 0;
+	if (!p->bth || !mrc_is_rocev2(p->udp) || !mrc_is_write(p->bth->opcode))
+		return 0;
+	if (p->udp->check || bpf_ntohs(p->udp->len) != iplen)
+		return 0;
+	return (void *)(p->ip + 1) + iplen > p->data_end;
+}
+
+/* Set the lengths of a stale_trim() frame from the frame itself, as our switch's trim does:
+ * p->ip's payload length and the UDP length, and the outer payload length when p->ip is the
+ * inner header. Returns the new payload length of p->ip. */
+static __always_inline __u16 repair_trim(const struct mrc_pkt *p)
+{
+	__u16 len = p->data_end - (void *)(p->ip + 1);
+
+	p->ip->payload_len = bpf_htons(len);
+	p->udp->len = bpf_htons(len);
+	if (p->inner && p->ip == p->inner)
+		p->outer->payload_len = bpf_htons(len + MRC_IPV6_LEN);
+	count(STAT_RX_TRIM_REPAIRED);
+	return len;
+}
+
 /* What both modes do with an MRC packet for the local NIC address (ip6: the IPv6 header that
  * carries UDP, iplen its payload length, already checked against the frame): QP 0x2 traffic
  * to the agent's port, SACK/NACK feedback to the EV state. */
@@ -83,8 +122,11 @@ static __always_inline int rx_plain(struct host_config *cfg, const struct mrc_pk
 	}
 	plen = bpf_ntohs(ip->payload_len);
 	if (plen < MRC_UDP_LEN || (void *)udp + plen > p->data_end) {
-		count(STAT_RX_DROP_MALFORMED);
-		return XDP_DROP;
+		if (!stale_trim(p, ip, plen)) {
+			count(STAT_RX_DROP_MALFORMED);
+			return XDP_DROP;
+		}
+		plen = repair_trim(p);
 	}
 	rx_mrc(p, plen, cfg);
 	count(STAT_RX_PLAIN);

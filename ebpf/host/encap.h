@@ -126,6 +126,19 @@ static __always_inline int tx_push_outer(struct __sk_buff *skb, struct host_conf
 	return 0;
 }
 
+/* Whether the frame, grown by `grow` bytes (the outer header in SRv6 mode, 0 in EV-hash
+ * mode), exceeds the MTU of the plane port it is redirected to. A veth drops such a frame in
+ * its transmit path, after this program has counted it as sent, so it is dropped and counted
+ * here instead. bpf_check_mtu() compares skb->len + grow with the port's MTU plus its
+ * Ethernet header, in the port's namespace; a GSO skb passes, its segments are checked when
+ * it is segmented. A helper error (no such device) is left to the redirect. */
+static __always_inline int tx_oversize(struct __sk_buff *skb, __u32 ifindex, __s32 grow)
+{
+	__u32 mtu_len = 0;
+
+	return bpf_check_mtu(skb, ifindex, &mtu_len, grow, 0) == BPF_MTU_CHK_RET_FRAG_NEEDED;
+}
+
 /* EV-hash mode: the packet goes out as is, so only its Ethernet header changes: to the T0
  * port that the plane port faces, from the plane port. */
 static __always_inline int tx_set_eth(struct __sk_buff *skb, struct plane_port *pp)

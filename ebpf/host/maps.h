@@ -80,6 +80,8 @@ enum host_stat {
 	STAT_TX_PINNED,         /* pinned-EV mode: packets sent on their QP's fixed EV */
 	STAT_TX_DROP_PINNED_DOWN, /* pinned-EV mode: the QP's EV is on a down port or denied path */
 	STAT_RTX_NONE_DELIVERED, /* a retransmission with nothing sent after it delivered: no LOSS */
+	STAT_RX_TRIM_REPAIRED,  /* trims with stale length fields, lengths set from the frame */
+	STAT_TX_DROP_OVERSIZE,  /* larger than the plane port's MTU once sent (bpf_check_mtu) */
 	STAT_MAX,
 };
 

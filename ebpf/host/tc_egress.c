@@ -107,6 +107,10 @@ int mrc_host_egress(struct __sk_buff *skb)
 		count(STAT_TX_DROP_NO_GOOD_EV);
 		return TC_ACT_SHOT;
 	}
+	if (tx_oversize(skb, pp->ifindex, host_load.mode == HOST_MODE_ECMP ? 0 : MRC_IPV6_LEN)) {
+		count(STAT_TX_DROP_OVERSIZE);
+		return TC_ACT_SHOT;
+	}
 	s = &set->slots[SLOT_IDX(pc.slot)];
 	word0 = tx_word0(s->ev, tclass);
 	if (tx_mark_inner(skb, s->ev, word0)) {

@@ -46,9 +46,18 @@ int mrc_host_ingress(struct xdp_md *ctx)
 	}
 	plen = bpf_ntohs(outer->payload_len);
 	iplen = bpf_ntohs(inner->payload_len);
-	if (plen != iplen + MRC_IPV6_LEN || (void *)(inner + 1) + iplen > data_end) {
+	if (plen != iplen + MRC_IPV6_LEN) {
 		count(STAT_RX_DROP_MALFORMED);
 		return XDP_DROP;
+	}
+	if ((void *)(inner + 1) + iplen > data_end) {
+		/* Shorter than its lengths say: a trim from a switch that leaves them stale is
+		 * repaired and goes on to be NACKed; anything else is malformed. */
+		if (p.ip != inner || !stale_trim(&p, outer, iplen)) {
+			count(STAT_RX_DROP_MALFORMED);
+			return XDP_DROP;
+		}
+		iplen = repair_trim(&p);
 	}
 	if (!addr_eq(&inner->daddr, cfg->nic_addr)) {
 		count(STAT_RX_DROP_NOT_LOCAL);

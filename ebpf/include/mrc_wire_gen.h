@@ -30,6 +30,7 @@
 #define MRC_ICRC_LEN 4
 #define MRC_ICRC_PREFIX_LEN 8
 #define MRC_ENCAP_LEN 40
+#define MRC_IPV6_MIN_MTU 1280
 
 /* Transport parameters */
 #define MRC_DEFAULT_PAYLOAD_LEN 2048  /* bytes of RDMA payload per packet */
@@ -140,7 +141,8 @@
 #define MRC_DROP_CONGESTION 3
 #define MRC_DROP_PORT_DOWN 4
 #define MRC_DROP_MALFORMED 5
-#define MRC_DROP_REASON_COUNT 6  /* size of the drop_reason counter */
+#define MRC_DROP_OVERSIZE 6
+#define MRC_DROP_REASON_COUNT 7  /* size of the drop_reason counter */
 
 /* EV layout: plane(31..28) T1(27..20) salt(19..0); sport = EV >> 16, flow label = EV & 0xffff */
 #define MRC_EV_PLANE_SHIFT 28

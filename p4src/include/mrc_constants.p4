@@ -30,6 +30,7 @@ const bit<16> MRC_EETH_LEN = 16;
 const bit<16> MRC_ICRC_LEN = 4;
 const bit<16> MRC_ICRC_PREFIX_LEN = 8;
 const bit<16> MRC_ENCAP_LEN = 40;
+const bit<16> MRC_IPV6_MIN_MTU = 1280;
 
 /* Transport parameters */
 const bit<16> MRC_DEFAULT_PAYLOAD_LEN = 2048;  /* bytes of RDMA payload per packet */
@@ -140,7 +141,8 @@ const bit<32> MRC_DROP_NO_ROUTE = 2;
 const bit<32> MRC_DROP_CONGESTION = 3;
 const bit<32> MRC_DROP_PORT_DOWN = 4;
 const bit<32> MRC_DROP_MALFORMED = 5;
-const bit<32> MRC_DROP_REASON_COUNT = 6;  /* size of the drop_reason counter */
+const bit<32> MRC_DROP_OVERSIZE = 6;
+const bit<32> MRC_DROP_REASON_COUNT = 7;  /* size of the drop_reason counter */
 
 /* EV layout: plane(31..28) T1(27..20) salt(19..0); sport = EV >> 16, flow label = EV & 0xffff */
 const bit<8> MRC_EV_PLANE_SHIFT = 28;

@@ -6,7 +6,8 @@ entries; "modify", "delete" and "read" act on what "write" made. "ecmp" inserts 
 members 2 and 3, group 7 of both, and ipv6_fib entries naming the group and a member;
 "ecmp-modify" and "ecmp-delete" change and remove them; "ecmp-bad" tries a weighted member.
 "metadata" inserts usid_fib entries with and without metadata and reads them back, also
-filtered by metadata and by action (spec 9.1.6).
+filtered by metadata and by action (spec 9.1.6). "arbitration" tries one insert with the
+shell's election id (0, 1) and reports the error, if any (spec 5.3: primary or not).
 Each run prints one JSON object with what p4runtime-shell read back, so the test can compare
 it with the BPF maps.
 """
@@ -142,6 +143,14 @@ def main():
                 entry("usid_fib", KEY, "0xfcbbbb001001", "set_egress", port="2").insert()
                 out["error"] = None
             except Exception as exc:  # p4runtime-shell's P4RuntimeWriteException
+                out["error"] = str(exc)
+        elif step == "arbitration":
+            # The shell arbitrates once, with election id (0, 1): a write shows whether that
+            # made it primary.
+            try:
+                entry("usid_fib", KEY, "0xfcbbbb001001", "drop").insert()
+                out["error"] = None
+            except Exception as exc:  # p4runtime-shell's P4RuntimeWriteException / P4RuntimeException
                 out["error"] = str(exc)
         elif step == "metadata":
             metadata_step(out)

@@ -12,6 +12,7 @@ from scapy.layers.l2 import Ether
 
 import p4rt
 from p4rt_harness import DEVICE_CONFIG, P4INFO_PATH, ROOT, load_p4info
+from mrckit.wire.constants import DropReason
 from test_p4rt_forwarding import XDP_DROP, XDP_REDIRECT, frame
 
 SHELL_PYTHON = ROOT / ".venv-p4rt/bin/python"
@@ -42,7 +43,7 @@ def test_p4runtime_shell_programs_every_table(need_shell, server, switch, tmp_pa
 
     out = shell(server.address, "setup", tmp_path)
     assert out["tables"] == {"my_usid": [], "usid_fib": [], "port_config": []}
-    assert out["cells"] == 512 and len(out["drop_reason"]) == 6
+    assert out["cells"] == 512 and len(out["drop_reason"]) == len(DropReason)
 
     out = shell(server.address, "write", tmp_path)
     assert out["tables"]["my_usid"] == [{"key": "fcbbbb000101", "action": action_id["usid_un"], "params": []}]
@@ -67,7 +68,7 @@ def test_p4runtime_shell_programs_every_table(need_shell, server, switch, tmp_pa
     # my_usid now does nothing: uSID 0x0101 is looked up in the FIB, misses, and takes the default
     verdict, data = switch.run(pkt)
     assert verdict == XDP_REDIRECT and Ether(data)[IPv6].dst == "fcbb:bb00:101:1001::"
-    assert shell(server.address, "read", tmp_path)["drop_reason"] == [[i, 0, 0] for i in range(6)]
+    assert shell(server.address, "read", tmp_path)["drop_reason"] == [[i, 0, 0] for i in range(len(DropReason))]
 
     out = shell(server.address, "delete", tmp_path)
     assert out["tables"] == {"my_usid": [], "usid_fib": [], "port_config": []}

@@ -213,6 +213,31 @@ def test_finsy_reads_back_metadata_and_filters_by_action(target):
     assert sorted(e.metadata for e in dropped) == ([b"finsy"] if target[0] == "ebpf" else [b"", b"finsy"])
 
 
+def test_finsy_sees_one_error_per_failed_update_of_a_batch(target):
+    """Spec 12: a batch that fails in part is UNKNOWN with one detail per update, in order;
+    finsy keeps the failed ones, by their index in the batch."""
+    def fib(key, action="drop", **params):
+        return fy.P4TableEntry("usid_fib", match=fy.P4TableMatch(**{"hdr.outer_ipv6.dst_addr[127:80]": key}),
+                               action=fy.P4TableAction(action, **params))
+
+    async def run():
+        opts = fy.SwitchOptions(p4info=P4INFO_PATH, p4blob=DEVICE_CONFIG, device_id=DEVICE_ID)
+        async with fy.Switch("sw", target[1], opts) as sw:
+            await sw.delete_all()
+            await sw.insert([fib(1)])
+            with pytest.raises(fy.P4ClientError) as info:
+                await sw.write([+fib(2), +fib(1), -fib(9), +fib(3, "set_egress", port=4)])
+            keys = sorted([int(v) for e in [e async for e in sw.read(fy.P4TableEntry("usid_fib"))]
+                           for v in dict(e.match).values()])
+            return info.value, keys
+
+    exc, keys = asyncio.run(run())
+    assert exc.code == fy.GRPCStatusCode.UNKNOWN
+    assert {i: e.canonical_code for i, e in exc.details.items()} == {
+        1: fy.GRPCStatusCode.ALREADY_EXISTS, 2: fy.GRPCStatusCode.NOT_FOUND}
+    assert keys == [1, 2, 3]  # the updates that could be applied were
+
+
 def test_p4runtime_shell_metadata_and_filters(target, tmp_path):
     from test_p4rt_shell import SHELL_PYTHON, shell
     if not SHELL_PYTHON.exists():
@@ -225,3 +250,20 @@ def test_p4runtime_shell_metadata_and_filters(target, tmp_path):
         assert out["by_metadata"] == out["by_action"] == [tagged, plain]
     else:
         assert (out["by_metadata"], out["by_action"]) == ([tagged], [plain])
+
+
+def test_p4runtime_shell_below_election_id_past_is_not_primary(target, clients, tmp_path):
+    """p4runtime-shell arbitrates once, with election id 1, and has no re-arbitration: after a
+    primary with id 1000 came and went, the spec keeps election_id_past at 1000, so the shell
+    is not primary and its write is refused. bmv2 (PI) keeps no election_id_past and lets it
+    write."""
+    from test_p4rt_shell import SHELL_PYTHON, shell
+    if not SHELL_PYTHON.exists():
+        pytest.skip("p4runtime-shell virtualenv .venv-p4rt missing: run `make p4rt-shell`")
+    shell(target[1], "setup", tmp_path)
+    clients(1000).close()
+    out = shell(target[1], "arbitration", tmp_path)
+    if target[0] == "bmv2":
+        assert out["error"] is None
+    else:
+        assert "PERMISSION_DENIED" in out["error"]

@@ -11,6 +11,7 @@ import p4rt
 from p4rt_harness import load_p4info
 
 from mrckit.switch.p4runtime.backend import _map_id
+from mrckit.wire.constants import DropReason
 
 OK, INVALID, NOT_FOUND, EXISTS, ABORTED, RANGE, INTERNAL = 0, 3, 5, 6, 10, 11, 13
 KEY = 0xFCBBBB001001
@@ -195,14 +196,14 @@ def test_read_by_key_and_wildcards(client, p4info):
 
 def test_counter_reads_wildcard_by_counter_and_index(client, switch, p4info):
     cells = client.read(p4rt.counter(p4info))
-    assert len(cells) == 5 * 512 + 6
+    assert len(cells) == 5 * 512 + len(DropReason)
     assert all(c.counter_entry.data.packet_count == 0 for c in cells)
     drops = client.read(p4rt.counter(p4info, "drop_reason"))
-    assert [c.counter_entry.index.index for c in drops] == list(range(6))
+    assert [c.counter_entry.index.index for c in drops] == list(range(len(DropReason)))
     (one,) = client.read(p4rt.counter(p4info, "tx_port", 17))
     assert one.counter_entry.index.index == 17
     with pytest.raises(grpc.RpcError) as info:
-        client.read(p4rt.counter(p4info, "drop_reason", 6))
+        client.read(p4rt.counter(p4info, "drop_reason", len(DropReason)))
     assert info.value.code() == grpc.StatusCode.UNKNOWN
     assert [c for c, _ in p4rt.batch_errors(info.value)] == [INVALID]
 

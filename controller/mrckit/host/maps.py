@@ -89,6 +89,12 @@ class Stat(IntEnum):
     TX_PINNED = 38
     TX_DROP_PINNED_DOWN = 39
     RTX_NONE_DELIVERED = 40
+    RX_TRIM_REPAIRED = 41
+    """TRIMMED/TRIMMED_LASTHOP frames whose length fields exceeded the frame (a switch that trims
+    to a fixed size and leaves them stale), repaired and passed on (docs/host.md)."""
+    TX_DROP_OVERSIZE = 42
+    """Frames larger than the plane port's MTU once sent (after the 40-byte outer header in
+    SRv6 mode), dropped rather than handed to a port that would drop them unseen."""
 
 
 TX_DROPS = tuple(s for s in Stat if s.name.startswith("TX_DROP_"))

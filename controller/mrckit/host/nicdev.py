@@ -15,13 +15,11 @@ import ipaddress
 
 from ..errors import MrcError
 from ..netns import run
-from ..wire.constants import ENCAP_LEN
+from ..wire.constants import ENCAP_LEN, IPV6_MIN_MTU
 
 NIC_PREFIX = "2001:db8:100::/48"
 GATEWAY = "fe80::1"
 GATEWAY_MAC = "02:00:00:00:00:01"
-IPV6_MIN_MTU = 1280
-"""RFC 8200 section 5: every IPv6 link carries 1280-byte packets."""
 
 
 def nic_mtu(port_mtus: dict[str, int]) -> int:

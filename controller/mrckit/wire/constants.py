@@ -37,6 +37,9 @@ EETH_LEN = 16
 ICRC_LEN = 4
 ICRC_PREFIX_LEN = 8
 """Bytes of ones the ICRC runs over first, in place of the InfiniBand LRH (design 3.1)."""
+IPV6_MIN_MTU = 1280
+"""RFC 8200 section 5: every IPv6 link carries packets of this many bytes (L3) unfragmented,
+so a frame no longer than it plus Ethernet fits any egress port (the switch's MTU check)."""
 ENCAP_LEN = IPV6_LEN
 """Bytes that SRv6 encapsulation adds: one outer IPv6 header, no SRH (design section 3.1)."""
 
@@ -181,6 +184,9 @@ class DropReason(IntEnum):
     CONGESTION = 3
     PORT_DOWN = 4
     MALFORMED = 5
+    OVERSIZE = 6
+    """Larger than the egress port's MTU. The eBPF target checks it (bpf_check_mtu); the P4
+    program cannot see an MTU, so on bmv2 this index stays 0 (docs/ebpf-switch.md)."""
 
 
 # --- Field widths used by the codecs ------------------------------------------------------

@@ -7,7 +7,7 @@ from collections import Counter
 
 import host_pkt as pkt
 from host_pkt import Dscp, Ecn, Opcode
-from test_fuzz import mutate
+from test_fuzz import mutate, stale_trim
 
 from mrckit.host.maps import RX_DROPS, Stat
 from mrckit.wire.addressing import nic_address
@@ -19,16 +19,22 @@ XDP_DROP, XDP_PASS = 1, 2
 NIC = nic_address(pkt.A_LEAF, pkt.A_DOWN).packed
 
 
-def model(frame: bytes) -> tuple[int, bytes, Stat]:
-    """(verdict, bytes out, counter) that XDP ingress must produce for ``frame`` in ecmp mode."""
+def model(frame: bytes, repaired: list | None = None) -> tuple[int, bytes, Stat]:
+    """(verdict, bytes out, counter) that XDP ingress must produce for ``frame`` in ecmp mode;
+    a repaired trim appends to ``repaired``."""
+    repaired = [] if repaired is None else repaired
     if len(frame) < 54 or frame[12:14] != b"\x86\xdd" or frame[14] >> 4 != 6 or frame[20] != 17:
         return XDP_PASS, frame, Stat.RX_PASS_OTHER
     if len(frame) < 62 or frame[38:54] != NIC or frame[56:58] != b"\x12\xb7":
         return XDP_PASS, frame, Stat.RX_PASS_OTHER
     plen = int.from_bytes(frame[18:20], "big")
-    if plen < 8 or 54 + plen > len(frame):
-        return XDP_DROP, b"", Stat.RX_DROP_MALFORMED
     out = bytearray(frame)
+    if plen < 8 or 54 + plen > len(frame):
+        if not stale_trim(frame[14:], frame[14:], plen):
+            return XDP_DROP, b"", Stat.RX_DROP_MALFORMED
+        plen = len(frame) - 54  # repaired: the lengths are set from the frame
+        out[18:20] = out[58:60] = plen.to_bytes(2, "big")
+        repaired.append(1)
     if len(frame) >= 74 and plen >= 20 and frame[67:70] == bytes([0, 0, QP_ENDPOINT_OPS]):
         old = int.from_bytes(out[56:58], "big")
         out[56:58] = AGENT_UDP_PORT.to_bytes(2, "big")
@@ -51,6 +57,9 @@ def seeds() -> list[bytes]:
            for l4 in l4s for chksum in (0, None)]
     out.append(pkt.plain(pkt.NIC_B, pkt.NIC_C, l4s[0]))
     out.append(pkt.encapped(pkt.NIC_B, pkt.NIC_A, l4s[0], ev=ev, outer_tc=0, inner_tc=0))
+    # A fixed-size trim with stale lengths (docs/host.md), both classes.
+    for dscp in (Dscp.TRIMMED, Dscp.TRIMMED_LASTHOP):
+        out.append(pkt.plain(pkt.NIC_B, pkt.NIC_A, l4s[0], tc=pkt.tclass(dscp))[:100])
     return out
 
 
@@ -61,9 +70,10 @@ def test_30k_mutated_plain_packets(ecmp_dp):
     base = seeds()
     want = Counter()
     drops = 0
+    repaired: list = []
     for i in range(PACKETS):
         frame = mutate(rng, rng.choice(base)) if i % 10 else rng.choice(base)
-        verdict, out, stat = model(frame)
+        verdict, out, stat = model(frame, repaired)
         res = ecmp_dp.ingress.test_run(frame)
         assert res.retval == verdict, (i, frame.hex())
         if verdict == XDP_PASS:
@@ -74,4 +84,5 @@ def test_30k_mutated_plain_packets(ecmp_dp):
     for stat in [Stat.RX_PLAIN, Stat.RX_PASS_OTHER, Stat.RX_DECAP, *RX_DROPS]:
         assert got[stat.name] == want[stat.name], stat.name
     assert sum(got[s.name] for s in RX_DROPS) == drops > 300
+    assert got["RX_TRIM_REPAIRED"] == len(repaired) > 300
     assert want["RX_PLAIN"] > 5_000 and got["FB_SACK"] > 0 and got["RX_AGENT"] > 0

@@ -9,7 +9,7 @@ from host_pkt import Dscp, Ecn, Opcode
 
 from mrckit.host.maps import RX_DROPS, Stat
 from mrckit.wire.addressing import nic_address
-from mrckit.wire.constants import AGENT_UDP_PORT, QP_ENDPOINT_OPS, MultipathState, NackReason
+from mrckit.wire.constants import AGENT_UDP_PORT, QP_ENDPOINT_OPS, WRITE_OPCODES, MultipathState, NackReason
 from mrckit.wire.ev import ev_pack
 
 PACKETS = 100_000
@@ -17,8 +17,20 @@ XDP_DROP, XDP_PASS = 1, 2
 NIC = nic_address(pkt.A_LEAF, pkt.A_DOWN).packed
 
 
-def model(frame: bytes) -> tuple[int, bytes, Stat]:
-    """(verdict, bytes out, counter) that XDP ingress must produce for ``frame``."""
+def stale_trim(marked: bytes, ip: bytes, iplen: int) -> bool:
+    """Whether a frame shorter than its lengths is a trim that XDP repairs (docs/host.md):
+    ``marked`` is the IPv6 header with the class, ``ip`` the one carrying UDP and what follows
+    (to the frame's end), ``iplen`` its payload length field."""
+    dscp = (((marked[0] & 0xF) << 4) | (marked[1] >> 4)) >> 2
+    return (dscp in (Dscp.TRIMMED, Dscp.TRIMMED_LASTHOP) and ip[6] == 17 and len(ip) >= 60
+            and ip[42:44] == b"\x12\xb7" and ip[48] in WRITE_OPCODES and ip[46:48] == b"\0\0"
+            and int.from_bytes(ip[44:46], "big") == iplen and 40 + iplen > len(ip))
+
+
+def model(frame: bytes, repaired: list | None = None) -> tuple[int, bytes, Stat]:
+    """(verdict, bytes out, counter) that XDP ingress must produce for ``frame``; a repaired
+    trim appends to ``repaired``."""
+    repaired = [] if repaired is None else repaired
     if len(frame) < 54 or frame[12:14] != b"\x86\xdd":
         return XDP_PASS, frame, Stat.RX_PASS_OTHER
     outer = frame[14:54]
@@ -28,8 +40,14 @@ def model(frame: bytes) -> tuple[int, bytes, Stat]:
         return XDP_DROP, b"", Stat.RX_DROP_MALFORMED
     inner = bytearray(frame[54:])
     plen, iplen = int.from_bytes(outer[4:6], "big"), int.from_bytes(inner[4:6], "big")
-    if plen != iplen + 40 or 94 + iplen > len(frame):
+    if plen != iplen + 40:
         return XDP_DROP, b"", Stat.RX_DROP_MALFORMED
+    if 94 + iplen > len(frame):
+        if not stale_trim(outer, bytes(inner), iplen):
+            return XDP_DROP, b"", Stat.RX_DROP_MALFORMED
+        iplen = len(inner) - 40  # repaired: the lengths are set from the frame
+        inner[4:6] = inner[44:46] = iplen.to_bytes(2, "big")
+        repaired.append(1)
     if bytes(inner[24:40]) != NIC:
         return XDP_DROP, b"", Stat.RX_DROP_NOT_LOCAL
     otc = ((outer[0] & 0xF) << 4) | (outer[1] >> 4)
@@ -70,6 +88,10 @@ def seeds() -> list[bytes]:
                                     chksum=chksum))
     out.append(pkt.encapped(pkt.NIC_B, pkt.NIC_C, l4s[0], ev=ev, outer_tc=ctl, inner_tc=0))
     out.append(pkt.plain(pkt.NIC_B, pkt.NIC_A, l4s[0]))
+    # A fixed-size trim with stale lengths (docs/host.md), both classes.
+    for dscp in (Dscp.TRIMMED, Dscp.TRIMMED_LASTHOP):
+        out.append(pkt.encapped(pkt.NIC_B, pkt.NIC_A, l4s[0], ev=ev, outer_tc=pkt.tclass(dscp),
+                                inner_tc=data)[:140])
     return out
 
 
@@ -103,9 +125,10 @@ def test_100k_mutated_packets(dp):
     base = seeds()
     want = Counter()
     drops = 0
+    repaired: list = []
     for i in range(PACKETS):
         frame = mutate(rng, rng.choice(base)) if i % 10 else rng.choice(base)
-        verdict, out, stat = model(frame)
+        verdict, out, stat = model(frame, repaired)
         res = dp.ingress.test_run(frame)
         assert res.retval == verdict, (i, frame.hex())
         if verdict == XDP_PASS:
@@ -116,4 +139,5 @@ def test_100k_mutated_packets(dp):
     for stat in [Stat.RX_DECAP, Stat.RX_PASS_OTHER, *RX_DROPS]:
         assert got[stat.name] == want[stat.name], stat.name
     assert sum(got[s.name] for s in RX_DROPS) == drops > 1000
+    assert got["RX_TRIM_REPAIRED"] == len(repaired) > 1000
     assert want["RX_DECAP"] > 10_000 and got["FB_SACK"] > 0

@@ -11,6 +11,7 @@ from mrckit.switch import tables as T
 from mrckit.switch.ebpf_target import MAP_TYPES, EntryExists, EntryNotFound
 from mrckit.topology.entries import TableEntry
 from mrckit.wire import pipeline as P
+from mrckit.wire.constants import DropReason
 
 
 def test_ctypes_sizes_match_the_maps(switch):
@@ -97,7 +98,7 @@ def test_counters_and_settings_validation(switch):
     with pytest.raises(MrcError, match="unknown counter"):
         t.counter("bogus", 0)
     with pytest.raises(MrcError, match="outside"):
-        t.counter("drop_reason", 6)
+        t.counter("drop_reason", len(DropReason))
     assert t.counter("MyIngress.rx_port", 511) == (0, 0)
     with pytest.raises(MrcError):
         t.set_queue_rate(0, -1)

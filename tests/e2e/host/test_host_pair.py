@@ -1,8 +1,9 @@
 """Two hosts wired port to port: the dataplane and the agent over real veth, sockets and XDP."""
 
 from host_helpers import udp_socket, wait_for
-from hostpair import host_pair
+from hostpair import PORT_MTU, host_pair
 
+from mrckit import netns
 from mrckit.host.maps import Reason
 from mrckit.wire.constants import EvState
 
@@ -50,3 +51,23 @@ def _drain(q, out):
     while not q.empty():
         out.append(q.get())
     return True
+
+
+def test_a_frame_too_large_for_the_plane_port_is_dropped_and_counted_at_tc_egress(make_netns):
+    """nic0's MTU raised to the plane ports' own (40 bytes too much): a datagram that fits nic0
+    but not the port once encapsulated is dropped by tc egress (TX_DROP_OVERSIZE) rather than
+    counted sent and lost in the veth; one that fits after the outer header arrives."""
+    with host_pair(make_netns) as (a, b):
+        netns.run(["ip", "link", "set", "nic0", "mtu", str(PORT_MTU)], ns=a.ns)
+        rx = udp_socket(b.ns, b.nic, 4791)
+        tx = udp_socket(a.ns, a.nic, 0)
+        fits = bytes(PORT_MTU - 40 - 48)          # IPv6 + UDP + payload = port MTU - 40
+        too_big = bytes(PORT_MTU - 40 - 48 + 1)   # one byte more: 1 byte over once encapsulated
+        tx.sendto(too_big, (b.nic, 4791))
+        tx.sendto(fits, (b.nic, 4791))
+        data, _ = rx.recvfrom(65536)
+        assert data == fits
+        st = a.agent.stats()
+        assert (st["dp_tx_drop_oversize"], st["dp_tx_encap"]) == (1, 1)
+        assert sum(r["tx_packets"] for r in a.agent.ev_table(b.nic)) == 1
+        tx.close(), rx.close()

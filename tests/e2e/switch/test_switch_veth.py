@@ -20,7 +20,7 @@ from mrckit.bpf.fs import BPFFS
 from mrckit.errors import MrcError
 from mrckit.switch.ebpf_target import MAP_TYPES, EbpfSwitch, SwitchTables, pinned_switches, switch_pin_dir
 from mrckit.topology.entries import TableEntry
-from mrckit.wire.constants import Dscp, Opcode
+from mrckit.wire.constants import DropReason, Dscp, Opcode
 from mrckit.wire.pipeline import DA_PREFIX_FIELD, EGRESS_PORT_FIELD, THRESHOLD_NONE
 
 DOWN = [0x0C00, 0x0C01, 0x0C02]
@@ -199,3 +199,32 @@ def test_setup_reuses_pins_and_teardown_is_idempotent(fabric):
     netns.delete(sw)
     EbpfSwitch(name, sw, {0: "p0"}).teardown()  # the namespace is gone: still quiet
     assert os.path.isdir(BPFFS)
+
+
+def test_frame_over_the_egress_mtu_is_dropped_and_counted_not_counted_sent(fabric):
+    """Port 1 and h1 have a smaller MTU than the rest. A veth would drop the oversize frame in
+    its transmit path, after the switch counted it in tx_port; the switch drops it as
+    `oversize` instead (bpf_check_mtu on the DEVMAP's ifindex), and the frame behind it, which
+    fits, arrives."""
+    sw, hosts, name = fabric
+    small = 1280
+    netns.run(["ip", "link", "set", "p1", "mtu", str(small)], ns=sw)
+    netns.run(["ip", "link", "set", "eth0", "mtu", str(small)], ns=hosts[1])
+    hdrs = 40 + 40 + 8 + len(mrc_headers(Opcode.WRITE_ONLY)) + 4  # outer to ICRC, no payload
+
+    def frame(l3_len, psn):
+        return mrc_frame(container(T0_0, DOWN[1]), payload=l3_len - hdrs, src=host_mac(0), dst=port_mac(0), psn=psn)
+
+    too_big, fits = frame(small + 1, 1), frame(small, 2)
+    assert len(fits) == 14 + small
+    with EbpfSwitch(name, sw, {0: "p0", 1: "p1", 2: "p2"}, entries=switch_entries()) as switch:
+        with RawPort(hosts[1], "eth0") as rx, RawPort(hosts[0], "eth0") as tx:
+            tx.send(too_big)
+            tx.send(fits)  # behind it on the same queue: once it is here, too_big was decided
+            got = rx.recv(is_mrc, count=1, timeout=10.0)
+        tables = switch.tables
+        assert [len(f) for f in got] == [len(fits)]
+        assert int.from_bytes(got[0][111:114], "big") == 2  # BTH PSN (bytes 9-11 after UDP): `fits`
+        assert tables.counter("tx_port", 1) == (1, len(fits))
+        assert tables.counter("drop_port", 1) == (1, len(too_big))
+        assert tables.counter("drop_reason", DropReason.OVERSIZE) == (1, len(too_big))
