@@ -3,7 +3,7 @@
 - eBPF target: this process loads and pins each switch's program and attaches it to the
   switch's ports (``EbpfSwitch.setup``, inside the switch's namespace, which also fills the
   DEVMAP there as design section 9 requires); the pins keep it alive after we exit. Then ONE
-  P4Runtime server process serves every switch (issue 23), in the root namespace, each switch
+  P4Runtime server process serves every switch, in the root namespace, each switch
   on its own unix socket (or loopback TCP port when the user asks for ports) with its own
   device id and gRPC server. It reaches the switches only through their pins.
 - bmv2 target: one ``simple_switch_grpc`` per switch (``mrckit.switch.bmv2``).

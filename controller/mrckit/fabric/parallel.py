@@ -1,4 +1,4 @@
-"""Bring-up steps run in parallel (issue 23): one function over many nodes on a few threads.
+"""Bring-up steps run in parallel: one function over many nodes on a few threads.
 
 The work of one item is mostly waiting on the kernel or on a child process (``ip``, a BPF
 load, a process start), so threads overlap it even on two cores. Each thread enters a node's

@@ -1,4 +1,4 @@
-"""An idle agent costs nothing (issue 23, docs/host.md "An idle agent"): with no traffic and no
+"""An idle agent costs nothing (docs/host.md "An idle agent"): with no traffic and no
 EV to probe it runs no sweep; a send wakes it through the dataplane's ring, it sweeps while the
 send is unacked and goes idle again; a denied EV keeps it probing until the denial is lifted."""
 

@@ -1,4 +1,4 @@
-"""The controller's report inbox wakes on a write (inotify), not on a tick (issue 23)."""
+"""The controller's report inbox wakes on a write (inotify), not on a tick."""
 
 import asyncio
 

@@ -3,7 +3,7 @@
 
 The eBPF switch manager (``EbpfSwitch(p4runtime=...)``, through ``process.ServerProcess``)
 starts the one-switch form inside the switch's network namespace. An emulated fabric starts
-the many-switch form once for all its switches (issue 23: one Python process per switch cost
+the many-switch form once for all its switches (one Python process per switch cost
 about 50 MB and a Python start-up each): every switch keeps its own device id, its own socket
 and its own gRPC server, reached through its pins, so each is programmed exactly as one bmv2
 is. It serves until SIGTERM/SIGINT, then stops cleanly (exit code 0).
