@@ -55,14 +55,6 @@ BMV2_TIMEOUT_EXP = 18
 """The writer's RTO on bmv2: 1.024 us x 2^18 = 268 ms. Ten bmv2 processes on two cores delay
 some packets by tens of ms; a spurious RTO retransmits a packet that was only late, and the
 host dataplane then retires the healthy EV that carried it (LOSS)."""
-NATIVE_TIMEOUT_EXP = 13
-"""The native writer's RTO in the demo: 1.024 us x 2^13 = 8.4 ms, not the endpoint's own 2^8
-(262 us). The host dataplane retires an EV for LOSS on each retransmission (docs/host.md), and
-with path-aware retirement takes its path's 32 EVs with it; on this shared 2-core machine at
-load 10-20 a 262 us or 1-2 ms timer fires on ACKs that are only late, and the EV set thrashed
-(tens of thousands of retirements, the agents too busy to answer the sampler, writes of 40-60
-s). ``--timeout-exp 8`` runs the endpoint's default on a quieter machine. The failover the
-demo measures is detection by this timer, so it is about one RTO."""
 MIN_FAULT_S = 1.5
 """The fault lasts at least this long (unless 80 % of the bytes are placed first): the flap
 process must start, the agents detect and the controller deny, whatever the write's speed."""
@@ -337,7 +329,10 @@ class _Run:
             return self.opts.timeout_exp
         if self.opts.target == "bmv2":
             return BMV2_TIMEOUT_EXP
-        return NATIVE_TIMEOUT_EXP if self.opts.endpoint == "native" else timeout_exp("python", None)
+        # The endpoint's own: native 2^8 = 262 us (the RTO waits at least twice the slowest
+        # recent RTT, and a retransmission retires an EV only once a later send was delivered,
+        # so a busy machine no longer makes a short timer thrash the EV set), Python 2^16.
+        return timeout_exp(self.opts.endpoint, None)
 
     def _bmv2_args(self) -> list[str]:
         """bmv2 reads its ports through libpcap rings; a window it cannot forward at once is
