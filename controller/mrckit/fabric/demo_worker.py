@@ -48,9 +48,20 @@ SACK_EVERY_PACKET = 1
 the host agent's per-EV ack times need."""
 
 
+RANDBYTES_CHUNK = 64 << 20
+"""randbytes() draws size x 8 bits as one C int count, so 256 MiB and more overflow: draw in
+64 MiB chunks (a multiple of 4 bytes, so the result equals one draw where one draw works)."""
+
+
+def seeded_bytes(seed: int | str, size: int) -> bytes:
+    """``size`` pseudo-random bytes from ``random.Random(seed)``, any size up to memory."""
+    rng = random.Random(seed)
+    return b"".join(rng.randbytes(min(RANDBYTES_CHUNK, size - off)) for off in range(0, size, RANDBYTES_CHUNK))
+
+
 def demo_data(seed: int, size: int) -> bytes:
     """The ``size`` bytes the demo writes for ``seed`` (deterministic)."""
-    return random.Random(seed).randbytes(size)
+    return seeded_bytes(seed, size)
 
 
 def _say(**msg) -> None:

@@ -76,3 +76,16 @@ def test_zoom_window_holds_every_mark_and_the_floor():
     assert zoom_window_us([]) == (-200.0, 200.0)
     lo, hi = zoom_window_us([-50.0, 3_000.0])
     assert lo <= -200 and hi >= 3_000 and hi - 3_000 == pytest.approx(0.1 * 3_050)
+
+
+def test_seeded_bytes_reach_past_randbytes_limit_and_match_one_draw():
+    """randbytes() cannot draw 256 MiB at once (its bit count overflows a C int); the demo's
+    data comes in chunks that equal one draw wherever one draw works."""
+    import random
+
+    from mrckit.fabric.demo_worker import RANDBYTES_CHUNK, seeded_bytes
+
+    n = RANDBYTES_CHUNK + 5
+    assert seeded_bytes(7, n) == random.Random(7).randbytes(n)
+    big = seeded_bytes(3, (256 << 20) + 1)
+    assert len(big) == (256 << 20) + 1 and big[-4096:] != bytes(4096)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import queue
-import random
 import sys
 import threading
 import time
@@ -35,7 +34,9 @@ MODULE = "mrckit.apps.traffic.worker"
 
 def flow_data(seed: int, flow: int, size: int) -> bytes:
     """The ``size`` bytes that flow ``flow`` of a run seeded ``seed`` writes (deterministic)."""
-    return random.Random(f"mrc-traffic/{seed}/{flow}").randbytes(size)
+    from ...fabric.demo_worker import seeded_bytes
+
+    return seeded_bytes(f"mrc-traffic/{seed}/{flow}", size)
 
 
 _SAY = threading.Lock()
