@@ -258,9 +258,13 @@ def test_a_failed_link_is_localised_denied_everywhere_and_lifted_after_restore(f
     rows.append({"kind": "restored", "time_ns": t_up, "links": [FAILED_LINK], "detail": restore_line})
     rows.sort(key=lambda m: m["time_ns"])
     print("\n" + "\n".join(format_marks(rows)))
-    order = ["link_down", "first_assumed_bad", "localised", "deny_all_hosts", "restored", "lifted"]
+    order = ["link_down", "localised", "deny_all_hosts", "restored", "lifted"]
     firsts = [next(i for i, m in enumerate(rows) if m["kind"] == k) for k in order]
     assert firsts == sorted(firsts), [rows[i]["kind"] for i in firsts]
+    # The episode that localised began with host evidence before the localisation; on a busy
+    # machine a spurious ASSUMED_BAD may have begun it just before the link went down.
+    t_loc = rows[firsts[1]]["time_ns"]
+    assert any(m["kind"] == "first_assumed_bad" and m["time_ns"] <= t_loc for m in marks), marks
     assert min(counts.values()) > 3  # the MRC traffic went on across the failure
 
 
