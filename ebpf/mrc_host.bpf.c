@@ -29,8 +29,9 @@
  * Layout (as Katran splits its balancer): ebpf/host/maps.h (structs and maps), stats.h
  * (counters, events, transmit accounting), evset.h (EV set and pick), encap.h (tc egress
  * rewriting), loss.h (loss retirement), feedback.h (SACK/NACK), decap.h (XDP ingress MRC
- * handling), and one program file per attach point: tc_egress.c and xdp_ingress.c. They form
- * one object so that both programs share the maps.
+ * handling), one program file per attach point: tc_egress.c and xdp_ingress.c, and
+ * slot_write.c, the syscall program through which the agent changes a live slot. They form
+ * one object so that the programs share the maps.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -39,5 +40,6 @@
 
 #include "host/tc_egress.c"
 #include "host/xdp_ingress.c"
+#include "host/slot_write.c"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -205,6 +205,35 @@ struct tx_rec {
 #define TXR_NACKED 1         /* a NACK echoed this PSN and EV: reached the receiver */
 #define TXR_ACKED 2          /* a SACK triggered by this PSN echoed this EV: delivered */
 
+/* One field-wise change of one slot of a peer's EV set, applied in the kernel by the syscall
+ * program mrc_host_slot_write (ebpf/host/slot_write.c). The agent reads a set, decides, and
+ * writes back only the fields it decided, so the dataplane's counters, which keep moving
+ * meanwhile, are never overwritten with an older copy. */
+struct slot_write {
+	__u8 peer[16];       /* in: key of peer_evs (peer NIC address, network order) */
+	__u32 index;         /* in: slot, below the set's n */
+	__u32 expect_ev;     /* in: the EV the agent's read saw in the slot */
+	__u32 ev;            /* in: the EV to hold; != expect_ev replaces it (fresh counters) */
+	__u8 state;          /* in: MRC_EV_STATE_* */
+	__u8 reason;         /* in: enum ev_reason */
+	__u16 flags;         /* in: SLOT_WRITE_* */
+	__u32 skip_until_rot;/* in */
+	__u32 pad;
+	__u64 bad_ns;        /* in */
+	__u64 tx_packets;    /* in: a new EV's resumed counts; out: the replaced EV's last counts */
+	__u64 tx_bytes;
+	__u64 last_tx_ns;    /* out: the replaced EV's */
+	__u64 acked;         /* out: the replaced EV's */
+};
+#define SLOT_WRITE_CLEAR_PENDING 1 /* nothing outstanding on the EV (it was made GOOD) */
+/* mrc_host_slot_write's return values */
+enum slot_write_result {
+	SLOT_WRITE_OK,
+	SLOT_WRITE_NO_PEER,      /* no set for the peer (never sent to, or evicted) */
+	SLOT_WRITE_BAD_INDEX,    /* index at or past the set's n */
+	SLOT_WRITE_STALE,        /* the slot holds another EV than expect_ev: nothing written */
+};
+
 /* A dataplane EV state change, pushed to the agent through ev_events. */
 struct ev_event {
 	__u8 peer[16];

@@ -170,6 +170,23 @@ class Program:
         return RunResult(opts.retval, data_out, opts.duration, ctx_bytes)
 
 
+    def run_syscall(self, ctx: ctypes.Structure) -> int:
+        """Run a ``SEC("syscall")`` program once with BPF_PROG_RUN on ``ctx`` (a ctypes
+        struct, changed in place by what the program wrote to its context). Returns the
+        program's return value.
+
+        Raises:
+            BpfError: the kernel refused the run (EINVAL: not a syscall program).
+        """
+        buf = ctypes.create_string_buffer(bytes(ctx), ctypes.sizeof(ctx))
+        # A syscall program takes no packet and copies its context back into ctx_in.
+        opts = L.TestRunOpts(sz=ctypes.sizeof(L.TestRunOpts), ctx_in=ctypes.addressof(buf),
+                             ctx_size_in=ctypes.sizeof(ctx))
+        L.check(L.require().bpf_prog_test_run_opts(self.fd, ctypes.byref(opts)),
+                f"BPF_PROG_RUN of {self.name}")
+        ctypes.memmove(ctypes.addressof(ctx), buf, ctypes.sizeof(ctx))
+        return opts.retval
+
 def _log_tail(text: str, lines: int = 10) -> str:
     """The verifier's last words (just before END PROG LOAD LOG), else libbpf's last lines."""
     head, sep, _ = text.partition("-- END PROG LOAD LOG --")

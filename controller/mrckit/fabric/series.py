@@ -31,12 +31,12 @@ class PathCounter:
     """Cumulative data packets per EV and per path, from successive EV-table reads.
 
     Feed every read to :meth:`update` (rows as ``mrckit.host.agent.HostAgent.ev_table`` or the
-    gRPC ``EvInfo`` give them: ``ev``, ``plane``, ``t1``, ``tx_packets``, ``retired``). A slot
-    row whose count is below the last one seen for that EV starts a new life of the EV: the old
-    count is kept. A retired row is the agent's copy of the slot's count when the EV left it,
-    which may predate the last packets the slot counted: it can raise the count, never start a
-    new life. A life that ends and restarts between two reads, and exceeds its old count by
-    then, is undercounted; reads every few tens of ms make that rare.
+    gRPC ``EvInfo`` give them: ``ev``, ``plane``, ``t1``, ``tx_packets``, ``retired``). The
+    agent keeps an EV's count across its lives (retired, probed back, reused: the dataplane
+    hands the last count over when the EV leaves a slot), so counts only go down when a peer's
+    set is made anew (its LRU entry evicted, the agent reconfigured): a slot row below the
+    last count seen for that EV starts a new life, and the old count is kept. A retired row
+    is the count when the EV left its slot: it can raise the count, never start a new life.
     """
 
     def __init__(self):

@@ -21,13 +21,14 @@ from ..wire.constants import MAX_PLANES
 from ..wire.constants import HostFlag
 from ..wire.ev import ev_plane
 from ..wire.usid import DEFAULT_LOCATOR
-from .maps import (HOST_MODES, LINK_KIND, MAX_EVS, EvEvent, EvSet, EvSlot, HostConfigMap, HostLoad,
-                   LinkKey, PeerKey,
-                   PlaneGroup, PlanePort, Stat, TxRec, tx_index)
+from .maps import (HOST_MODES, LINK_KIND, MAX_EVS, SLOT_WRITE_CLEAR_PENDING, U8, EvEvent, EvSet,
+                   EvSlot, HostConfigMap, HostLoad, LinkKey, PeerKey, PlaneGroup, PlanePort,
+                   SlotWrite, SlotWriteResult, Stat, TxRec, tx_index)
 
 OBJECT = "mrc_host"
 TC_PROG = "mrc_host_egress"
 XDP_PROG = "mrc_host_ingress"
+SLOT_WRITE_PROG = "mrc_host_slot_write"
 
 
 def addr_bytes(addr: str | ipaddress.IPv6Address) -> bytes:
@@ -119,6 +120,7 @@ class HostDataplane:
         self.tx_records = self.obj.map("tx_records", key_type=U32, value_type=TxRec)
         self.egress: Program = self.obj.program(TC_PROG)
         self.ingress: Program = self.obj.program(XDP_PROG)
+        self.slot_writer: Program = self.obj.program(SLOT_WRITE_PROG)
         self._events = _RingBuffer(self.obj.map("ev_events"))
         self.attached: list[tuple[str, str]] = []
 
@@ -240,54 +242,66 @@ class HostDataplane:
         self.peers.update(_u8s(PeerKey, addr_bytes(peer)), value)
 
     def merge_slots(self, peer: str | ipaddress.IPv6Address, snapshot: EvSet,
-                    indices: Iterable[int]) -> None:
+                    indices: Iterable[int]) -> dict[int, EvSlot]:
         """Write the agent's changes to slots ``indices`` of ``snapshot`` (an earlier read of the
         peer's set) into the live set, keeping what the dataplane did meanwhile.
 
-        The map holds whole sets, so this re-reads the live set just before writing, to make
-        the window in which a counter or feedback update can be lost microseconds long. A slot
-        whose EV the agent replaced is copied whole (fresh counters); otherwise only its state,
-        reason and SKIP rotation are taken, and an EV made GOOD has nothing outstanding.
+        Each slot is written field-wise in the kernel (``mrc_host_slot_write``): its state,
+        reason, SKIP rotation and ``bad_ns``; an EV made GOOD has nothing outstanding. A slot
+        whose EV the agent replaced gets the new EV with fresh counters, except ``tx_packets``
+        and ``tx_bytes``, which resume from the snapshot's values. A slot whose EV changed
+        since the snapshot is left alone.
+
+        Returns:
+            replaced EV -> its last counts in the dataplane (``tx_packets``, ``tx_bytes``,
+            ``last_tx_ns``, ``acked`` of an :class:`EvSlot`), for each slot whose EV this
+            write replaced: the snapshot's copies of those counts may be older.
         """
-        indices = sorted(indices)
-        if not indices:
-            return
-        key = _u8s(PeerKey, addr_bytes(peer))
-        live = self.peers.lookup(key)
-        if live is None:
-            return
-        for i in indices:
-            new, cur = snapshot.slots[i], live.slots[i]
-            if new.ev != cur.ev:
-                live.slots[i] = new
-                continue
-            cur.state, cur.reason, cur.skip_until_rot = new.state, new.reason, new.skip_until_rot
-            cur.bad_ns = new.bad_ns
-            if new.state == 0:
-                cur.pending_ns = 0
-        self.peers.update(key, live)
+        raw = addr_bytes(peer)
+        before = self.peer_set(peer)
+        if before is None:
+            return {}
+        out = {}
+        for i in sorted(indices):
+            new, old_ev = snapshot.slots[i], before.slots[i].ev
+            cmd = SlotWrite(peer=_u8s(U8 * 16, raw), index=i, expect_ev=old_ev, ev=new.ev,
+                            state=new.state, reason=new.reason,
+                            flags=SLOT_WRITE_CLEAR_PENDING if new.state == 0 else 0,
+                            skip_until_rot=new.skip_until_rot, bad_ns=new.bad_ns,
+                            tx_packets=new.tx_packets, tx_bytes=new.tx_bytes)
+            if self._slot_write(cmd) == SlotWriteResult.OK and new.ev != old_ev:
+                out[old_ev] = EvSlot(ev=old_ev, tx_packets=cmd.tx_packets, tx_bytes=cmd.tx_bytes,
+                                     last_tx_ns=cmd.last_tx_ns, acked=cmd.acked)
+        return out
 
     def write_slot(self, peer: str | ipaddress.IPv6Address, index: int, ev: int | None = None,
                    state: int | None = None, reset: bool = False) -> bool:
         """Change slot ``index`` of a peer's set: its EV and/or state, and with ``reset`` its
-        counters. Only those fields are written, re-reading the set just before, so the
-        dataplane's concurrent counter updates are mostly kept. Returns False for an unknown
-        peer."""
-        key = _u8s(PeerKey, addr_bytes(peer))
-        cur = self.peers.lookup(key)
-        if cur is None:
+        counters. A new EV starts with fresh counters (``tx_packets`` and ``tx_bytes`` too).
+        Only those fields are written, in the kernel, so the dataplane's concurrent counter
+        updates are kept. Returns False for an unknown peer or a slot past the set's n."""
+        cur = self.peer_set(peer)
+        if cur is None or not 0 <= index < cur.n:
             return False
         slot = cur.slots[index]
         if reset:
-            cur.slots[index] = EvSlot(ev=slot.ev, state=slot.state, group=slot.group)
-            slot = cur.slots[index]  # a view into cur, not the temporary
-        if ev is not None:
-            slot.ev = ev
-        if state is not None:
-            slot.state = state
-            slot.skip_until_rot = 0
-        self.peers.update(key, cur)
-        return True
+            self.peers.update(_u8s(PeerKey, addr_bytes(peer)), self._reset_slot(cur, index))
+            slot = cur.slots[index]
+        cmd = SlotWrite(peer=_u8s(U8 * 16, addr_bytes(peer)), index=index, expect_ev=slot.ev,
+                        ev=slot.ev if ev is None else ev,
+                        state=slot.state if state is None else state, reason=slot.reason,
+                        skip_until_rot=0 if state is not None else slot.skip_until_rot,
+                        bad_ns=slot.bad_ns)
+        return self._slot_write(cmd) == SlotWriteResult.OK
+
+    @staticmethod
+    def _reset_slot(evset: EvSet, index: int) -> EvSet:
+        slot = evset.slots[index]
+        evset.slots[index] = EvSlot(ev=slot.ev, state=slot.state, group=slot.group)
+        return evset
+
+    def _slot_write(self, cmd: SlotWrite) -> SlotWriteResult:
+        return SlotWriteResult(self.slot_writer.run_syscall(cmd))
 
     def tx_record(self, peer: str | ipaddress.IPv6Address, psn: int) -> TxRec | None:
         """The EV that carried the last transmission of data PSN ``psn`` (24 bits) to ``peer``,

@@ -138,6 +138,31 @@ class EvSlot(ctypes.Structure):
                 ("skips", U64), ("nacks", U64), ("bad_ns", U64)]
 
 
+
+class SlotWrite(ctypes.Structure):
+    """``struct slot_write``: the command of the syscall program ``mrc_host_slot_write``, one
+    field-wise change of one slot of a peer's live set. ``tx_packets``/``tx_bytes`` go in as a
+    new EV's resumed counts and, with ``last_tx_ns`` and ``acked``, come back as the replaced
+    EV's last counts (CLOCK_MONOTONIC ns)."""
+
+    _fields_ = [("peer", U8 * 16), ("index", U32), ("expect_ev", U32), ("ev", U32),
+                ("state", U8), ("reason", U8), ("flags", U16), ("skip_until_rot", U32),
+                ("pad", U32), ("bad_ns", U64), ("tx_packets", U64), ("tx_bytes", U64),
+                ("last_tx_ns", U64), ("acked", U64)]
+
+
+SLOT_WRITE_CLEAR_PENDING = 1
+"""``slot_write.flags``: nothing is outstanding on the EV (it was made GOOD)."""
+
+
+class SlotWriteResult(IntEnum):
+    """Return values of ``mrc_host_slot_write`` (the C SLOT_WRITE_*)."""
+
+    OK = 0
+    NO_PEER = 1
+    BAD_INDEX = 2
+    STALE = 3
+
 class PlaneGroup(ctypes.Structure):
     """``struct plane_group``: one plane's run of slots ``base..base+n-1`` in a set and its
     scan order (equal planes: the pick draws a group in turn, then an EV within it)."""

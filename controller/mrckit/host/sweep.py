@@ -45,8 +45,18 @@ class SweepMixin:
                 self._set_state(peer, s, GOOD, Reason.SKIP_EXPIRED, now)
                 changed.add(i)
         changed |= self._keep_floor(peer, evset, now)
-        self.dp.merge_slots(peer, evset, changed)
+        for ev, last in self.dp.merge_slots(peer, evset, changed).items():
+            self._retired_counts(st, ev, last)
         self._probe_peer(peer, st, evset, now, budget)
+
+    @staticmethod
+    def _retired_counts(st: PeerState, ev: int, last) -> None:
+        """Keep the dataplane's last counts of ``ev``, just replaced: the agent's read, taken
+        before it decided, misses what was sent on the EV since."""
+        st.tx_totals[ev] = (last.tx_packets, last.tx_bytes)
+        target = st.retired.get(ev)
+        if target is not None:
+            target.tx_packets, target.last_tx_ns, target.acked = last.tx_packets, last.last_tx_ns, last.acked
 
     def _retire_siblings(self, peer, evset: EvSet, index: int, now: int) -> set[int]:
         """Path-aware retirement after an RTO: the GOOD/SKIP EVs on the path of slot ``index``

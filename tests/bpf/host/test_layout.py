@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[3] / "ebpf" / "host" / "maps.h"
 @pytest.mark.parametrize("ctype, cname", [
     (maps.HostConfigMap, "host_config"), (maps.PlanePort, "plane_port"), (maps.EvSlot, "ev_slot"),
     (maps.EvSet, "ev_set"), (maps.PlaneGroup, "plane_group"), (maps.LinkKey, "link_key"),
-    (maps.TxRec, "tx_rec"), (maps.HostLoad, "host_load"),
+    (maps.TxRec, "tx_rec"), (maps.HostLoad, "host_load"), (maps.SlotWrite, "slot_write"),
 ])
 def test_struct_layouts_match_btf(ctype, cname):
     assert layout_mismatches(ctype, btf_struct_layout("mrc_host", cname)) == []
@@ -36,3 +36,9 @@ def _c_enum(name: str) -> list[str]:
 def test_stat_and_reason_enums_match_c():
     assert [f"STAT_{s.name}" for s in maps.Stat] + ["STAT_MAX"] == _c_enum("host_stat")
     assert [f"REASON_{r.name}" for r in maps.Reason if r < 16] == _c_enum("ev_reason")
+
+
+def test_slot_write_constants_match_c():
+    assert [f"SLOT_WRITE_{r.name}" for r in maps.SlotWriteResult] == _c_enum("slot_write_result")
+    flag = re.search(r"#define SLOT_WRITE_CLEAR_PENDING (\d+)", SRC.read_text())[1]
+    assert maps.SLOT_WRITE_CLEAR_PENDING == int(flag)
