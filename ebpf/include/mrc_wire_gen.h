@@ -42,6 +42,7 @@
 #define MRC_ALWAYS_SKIP_WINDOW 16  /* ... among this many packets */
 #define MRC_PSN_BITS 24
 #define MRC_PSN_MOD 0x1000000
+#define MRC_BTH_DEFAULT_PKEY 0xffff  /* BTH P_Key: default partition */
 
 /* Bit layouts inside header fields (see docs/wire-format.md) */
 #define MRC_BTH_FLAG_ACKREQ 0x80

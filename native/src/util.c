@@ -6,8 +6,6 @@
 
 #include "mrcep.h"
 
-#define DEFAULT_PKEY 0xffff
-
 int64_t mrcep_tuning(const char *name)
 {
 	static const struct { const char *name; int64_t value; } table[] = {
@@ -174,7 +172,7 @@ void mrcep_pack_bth(uint8_t *buf, uint8_t opcode, uint8_t flags, uint32_t dqpn, 
 	struct mrc_bth *b = (struct mrc_bth *)buf;
 	b->opcode = opcode;
 	b->se_m_pad_tver = 0;
-	b->pkey = htons(DEFAULT_PKEY);
+	b->pkey = htons(MRC_BTH_DEFAULT_PKEY);
 	b->resv8 = 0;
 	mrcep_put24(b->dqpn, dqpn & 0xffffff);
 	b->flags = flags;

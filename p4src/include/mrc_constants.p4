@@ -42,6 +42,7 @@ const bit<8> MRC_ALWAYS_SKIP_CE_MIN = 8;  /* ALWAYS_SKIP: CE marks ... */
 const bit<8> MRC_ALWAYS_SKIP_WINDOW = 16;  /* ... among this many packets */
 const bit<8> MRC_PSN_BITS = 24;
 const bit<32> MRC_PSN_MOD = 0x1000000;
+const bit<16> MRC_BTH_DEFAULT_PKEY = 0xffff;  /* BTH P_Key: default partition */
 
 /* Bit layouts inside header fields (see docs/wire-format.md) */
 const bit<8> MRC_BTH_FLAG_ACKREQ = 0x80;

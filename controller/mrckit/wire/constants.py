@@ -67,6 +67,9 @@ ALWAYS_SKIP_WINDOW = 16
 PSN_BITS = 24
 PSN_MOD = 1 << PSN_BITS
 
+BTH_DEFAULT_PKEY = 0xFFFF
+"""BTH P_Key of every MRC packet: the default partition, full membership (as RoCE)."""
+
 # --- BTH byte 8 flags -----------------------------------------------------------------------
 BTH_FLAG_ACKREQ = 0x80
 BTH_FLAG_RTX = 0x20

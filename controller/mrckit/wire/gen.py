@@ -88,6 +88,7 @@ def _build() -> list[tuple[str, list[Const]]]:
             Const("MRC_ALWAYS_SKIP_WINDOW", k.ALWAYS_SKIP_WINDOW, 8, "... among this many packets"),
             Const("MRC_PSN_BITS", k.PSN_BITS, 8),
             Const("MRC_PSN_MOD", k.PSN_MOD, 32, "", True),
+            Const("MRC_BTH_DEFAULT_PKEY", k.BTH_DEFAULT_PKEY, 16, "BTH P_Key: default partition", True),
         ]),
         ("Bit layouts inside header fields (see docs/wire-format.md)",
          _plain(_LAYOUT8, k, 8) + _plain(_LAYOUT16, k, 16)
