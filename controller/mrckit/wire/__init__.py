@@ -1,12 +1,14 @@
 """The mrckit MRC wire profile (design section 3): constants, codecs and scapy layers.
 
 This package imports nothing else of mrckit. Importing it does not import scapy: the scapy
-layers are in :mod:`mrckit.wire.layers` and whole frames in :mod:`mrckit.wire.packet`.
+layers are in :mod:`mrckit.wire.layers` and whole frames in :mod:`mrckit.wire.packet`. The
+hot-path struct codecs are :mod:`mrckit.wire.headers` (BTH through EETH) and
+:mod:`mrckit.wire.ipv6` (Ethernet, IPv6 and UDP headers with the EV applied).
 See ``docs/wire-format.md``.
 """
 
 from .constants import *  # noqa: F401,F403
-from .ev import EvFields, ev_from_wire, ev_pack, ev_plane, ev_t1, ev_to_wire, ev_unpack  # noqa: F401
+from .ev import EvFields, ev_from_flowinfo, ev_from_wire, ev_pack, ev_plane, ev_t1, ev_to_wire, ev_unpack  # noqa: F401
 from .usid import (  # noqa: F401
     DEFAULT_LOCATOR, UsidFields, active_prefix, container_pack, container_unpack, to_ipv6,
     un_shift, usid_pack, usid_unpack,

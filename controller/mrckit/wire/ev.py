@@ -74,6 +74,14 @@ def ev_to_wire(ev: int) -> tuple[int, int]:
     return ev & 0xFFFF, ev >> 16
 
 
+def ev_from_flowinfo(flowinfo: int, udp_sport: int) -> int:
+    """The 32-bit EV of a received packet from the socket's ``IPV6_FLOWINFO`` value (the flow
+    label, possibly with the traffic class above it: only bits 15..0 are EV bits) and the UDP
+    source port (0..65535). Unchecked, for hot paths over kernel-reported values;
+    :func:`ev_from_wire` checks its arguments."""
+    return (udp_sport << EV_SPORT_SHIFT) | (flowinfo & EV_FLOW_LABEL_MASK)
+
+
 def ev_from_wire(flow_label: int, udp_sport: int) -> int:
     """Rebuild the EV from a 20-bit flow label and a UDP source port.
 

@@ -22,6 +22,11 @@ import zlib
 
 from .constants import BTH_LEN, ICRC_LEN, ICRC_PREFIX_LEN, IPPROTO_UDP, IPV6_LEN, UDP_LEN
 
+ICRC = struct.Struct("<I")
+"""The ICRC trailer, 32 bits least-significant byte first: ``ICRC.pack_into`` and
+``ICRC.unpack_from`` for hot paths that hold the value as an int."""
+assert ICRC.size == ICRC_LEN
+
 ICRC_PREFIX = b"\xff" * ICRC_PREFIX_LEN
 """Stands in for the InfiniBand LRH, which RoCEv2 does not carry."""
 
@@ -58,6 +63,19 @@ def masked(inner: bytes) -> bytes:
     return ICRC_PREFIX + bytes(buf)
 
 
+def masked_headers(ip6_udp: bytes) -> bytes:
+    """What the ICRC runs over before the BTH: the prefix, then the inner IPv6 and UDP headers
+    (``ip6_udp``, 48 bytes) with their variant fields set to 0xFF, as :func:`masked` sets them.
+    An incremental ICRC starts from the CRC of these bytes and continues over the BTH onward.
+
+    Raises:
+        ValueError: ``ip6_udp`` not 48 bytes, not IPv6, or not UDP.
+    """
+    if len(ip6_udp) != IPV6_LEN + UDP_LEN:
+        raise ValueError(f"IPv6 + UDP headers are {IPV6_LEN + UDP_LEN} bytes, got {len(ip6_udp)}")
+    return masked(ip6_udp + bytes(BTH_LEN))[:-BTH_LEN]
+
+
 def icrc_compute(inner: bytes) -> int:
     """The ICRC of ``inner`` (inner IPv6 header .. end of payload, ICRC excluded), as a 32-bit int.
 
@@ -69,7 +87,7 @@ def icrc_compute(inner: bytes) -> int:
 
 def icrc_bytes(value: int) -> bytes:
     """The 4 wire bytes of an ICRC value, least-significant byte first."""
-    return struct.pack("<I", value)
+    return ICRC.pack(value)
 
 
 def icrc_append(inner: bytes) -> bytes:
