@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from mrckit.wire.constants import (
     BTH_LEN, DEFAULT_PAYLOAD_LEN, ICRC_LEN, MPR_UNIT_PSNS, PSN_MOD, UDP_PORT_ROCEV2, Opcode,
 )
+from mrckit.wire.headers import parse_bth
 
 from .cc import NsccConfig
-from .headers import parse_bth
 from .memory import MemoryRegion, MemoryTable
 from .requestor import Completion, RequestorQp, RetryConfig, TCLASS_CONTROL
 from .responder import RecvCompletion, Responder, ResponderQp, SACK_COALESCE_BYTES

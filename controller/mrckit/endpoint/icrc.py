@@ -16,13 +16,12 @@ the BTH and the rest with ``zlib.crc32``'s running value: no copy of the payload
 from __future__ import annotations
 
 import ipaddress
-import struct
 import zlib
 
 from mrckit.wire.constants import IPPROTO_UDP, UDP_LEN, UDP_PORT_ROCEV2
-from mrckit.wire.icrc import ICRC_PREFIX
+from mrckit.wire.icrc import ICRC, masked_headers
+from mrckit.wire.ipv6 import ipv6_header, udp_header
 
-ICRC = struct.Struct("<I")
 _ONES = b"\xff"
 
 
@@ -31,23 +30,23 @@ class IcrcContext:
     bytes. Packets are UDP payloads (BTH first) to or from UDP port 4791."""
 
     def __init__(self, src: str | bytes, dst: str | bytes):
-        self._addrs = _packed(src) + _packed(dst)
+        self._src, self._dst = _packed(src), _packed(dst)
         self._prefix: dict[int, int] = {}
 
     def _prefix_crc(self, udp_payload_len: int) -> int:
         crc = self._prefix.get(udp_payload_len)
         if crc is None:
             udp_len = UDP_LEN + udp_payload_len
-            ip6 = struct.pack(">IHBB", 0x6FFFFFFF, udp_len, IPPROTO_UDP, 0xFF) + self._addrs
-            udp = struct.pack(">HHHH", 0xFFFF, UDP_PORT_ROCEV2, udp_len, 0xFFFF)
-            crc = zlib.crc32(ICRC_PREFIX + ip6 + udp)
+            # The fields left 0 here are variant: the ICRC masks them to ones.
+            ip6 = ipv6_header(self._src, self._dst, udp_len, IPPROTO_UDP, tc=0, flow_label=0, hop_limit=0)
+            crc = zlib.crc32(masked_headers(ip6 + udp_header(0, UDP_PORT_ROCEV2, udp_len)))
             self._prefix[udp_payload_len] = crc
         return crc
 
     def compute(self, *parts, total: int) -> int:
         """CRC of a packet whose UDP payload (ICRC included) is ``total`` bytes long and whose
         bytes before the ICRC are the concatenation of ``parts`` (buffers; the first holds the
-        whole BTH). Returns the 32-bit value (pack it with :data:`ICRC`)."""
+        whole BTH). Returns the 32-bit value (pack it with :data:`mrckit.wire.icrc.ICRC`)."""
         first = memoryview(parts[0])
         crc = zlib.crc32(first[:4], self._prefix_crc(total))
         crc = zlib.crc32(_ONES, crc)

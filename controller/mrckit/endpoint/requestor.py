@@ -35,10 +35,12 @@ from mrckit.wire.constants import (
     BTH_FLAG_ACKREQ, BTH_FLAG_RTX, BTH_FLAG_TS, DEFAULT_PAYLOAD_LEN, ICRC_LEN, MPR_UNIT_PSNS,
     TIME_UNIT_NS, Dscp, Ecn, MultipathState, NackReason, Opcode,
 )
+from mrckit.wire.headers import (NACK_LEN, SACK_LEN, Nack, Sack, pack_data_packet, pack_probe,
+                                 parse_nack, parse_sack)
+from mrckit.wire.icrc import ICRC
 
 from .cc import NsccConfig, NsccWindow
-from .headers import NACK_LEN, SACK_LEN, Nack, Sack, pack_data_packet, pack_probe, parse_nack, parse_sack
-from .icrc import ICRC, IcrcContext
+from .icrc import IcrcContext
 from .psn import unwrap
 from .stats import RequestorStats
 

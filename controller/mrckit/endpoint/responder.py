@@ -33,13 +33,15 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from mrckit.wire.constants import (
-    ALWAYS_SKIP_CE_MIN, BTH_FLAG_ACKREQ, BTH_FLAG_RTX, BTH_LEN, DEFAULT_PAYLOAD_LEN, ICRC_LEN,
-    IMM_OPCODES, MPR_UNIT_PSNS, PETH_LEN, PSN_MOD, RCVD_BYTES_UNIT, SETH_OFFSET_MAX, WRITE_OPCODES, Dscp, Ecn,
-    MultipathState, NackReason, Opcode,
+    ALWAYS_SKIP_CE_MIN, ALWAYS_SKIP_WINDOW, BTH_FLAG_ACKREQ, BTH_FLAG_RTX, BTH_LEN,
+    DEFAULT_PAYLOAD_LEN, ICRC_LEN, IMM_OPCODES, MPR_UNIT_PSNS, PETH_LEN, PSN_MOD, RCVD_BYTES_UNIT,
+    SETH_OFFSET_MAX, WRITE_OPCODES, Dscp, Ecn, MultipathState, NackReason, Opcode,
 )
+from mrckit.wire.ev import ev_from_flowinfo
+from mrckit.wire.headers import Nack, Sack, pack_nack, pack_sack, parse_bth, parse_data_headers, parse_probe
+from mrckit.wire.icrc import ICRC
 
-from .headers import Nack, Sack, pack_nack, pack_sack, parse_bth, parse_data_headers, parse_probe
-from .icrc import ICRC, IcrcContext
+from .icrc import IcrcContext
 from .memory import MemoryTable
 from .psn import unwrap
 from .stats import ResponderStats
@@ -48,7 +50,8 @@ SACK_COALESCE_BYTES = 8192
 """Send a SACK once this many bytes arrived since the last one (ours; EMU uses 4 KiB)."""
 SACK_MIN_PACKET_BYTES = 1024
 """Each packet counts at least this many bytes toward coalescing [L/M: EMU, UET]."""
-ALWAYS_SKIP_HISTORY_MASK = 0xFFFF  # the last 16 packets per EV (ALWAYS_SKIP_WINDOW)
+ALWAYS_SKIP_HISTORY_MASK = (1 << ALWAYS_SKIP_WINDOW) - 1
+"""Per EV, one bit per packet received (1 = CE-marked), the last ALWAYS_SKIP_WINDOW kept."""
 _BITS01 = bytes.maketrans(b"\x00\x01", b"01")
 
 Emit = Callable[[bytes, str], None]
@@ -145,7 +148,7 @@ class Responder:
         if qp is None or (qp.peer is not None and peer != qp.peer):
             st.unknown_qp += 1
             return
-        ev = (sport << 16) | (flowinfo & 0xFFFF)
+        ev = ev_from_flowinfo(flowinfo, sport)
         dscp = tclass >> 2
         if dscp == Dscp.TRIMMED or dscp == Dscp.TRIMMED_LASTHOP:
             # A trimmed packet keeps its headers but loses payload and ICRC (design 3.1, 4).

@@ -12,7 +12,7 @@ import errno
 import socket
 import struct
 
-from mrckit.wire.constants import UDP_PORT_ROCEV2
+from mrckit.wire.constants import IPV6_FLOW_LABEL_MASK, UDP_PORT_ROCEV2
 
 SOL_UDP = 17
 UDP_NO_CHECK6_TX = 101
@@ -104,7 +104,7 @@ class UdpTransport:
                 if kind == IPV6_TCLASS and len(data) >= 4:
                     tclass = _INT.unpack_from(data)[0]
                 elif kind == IPV6_FLOWINFO and len(data) >= 4:
-                    flow = _BE32.unpack_from(data)[0] & 0xFFFFF
+                    flow = _BE32.unpack_from(data)[0] & IPV6_FLOW_LABEL_MASK
         return n, tclass, flow, addr[1], addr[0]
 
     def close(self) -> None:

@@ -40,7 +40,8 @@ import time
 import numpy as np
 
 from ..errors import MrcError
-from ..wire.constants import BTH_FLAG_TS, BTH_LEN, METH_LEN, TIME_UNIT_NS, TSETH_LEN, WRITE_OPCODES
+from ..wire.ev import ev_from_flowinfo
+from ..wire.headers import data_tx_timestamp, unwrap_timestamp
 
 MODULE = "mrckit.fabric.demo_worker"
 SACK_EVERY_PACKET = 1
@@ -97,7 +98,7 @@ class EvTally:
         inner = responder.handle
 
         def handle(buf, n, tclass, flowinfo, sport, peer):
-            ev = (sport << 16) | (flowinfo & 0xFFFF)
+            ev = ev_from_flowinfo(flowinfo, sport)
             t_ns = _send_time(buf, n, time.monotonic_ns())
             with self._lock:
                 self._sent.setdefault(ev, []).append(t_ns)
@@ -115,11 +116,8 @@ class EvTally:
 def _send_time(buf, n: int, arrival_ns: int) -> int:
     """When a packet arriving at ``arrival_ns`` was sent (ns): its TSETH tx_timestamp when it is
     a data packet with ts = 1, else ``arrival_ns``."""
-    if n < BTH_LEN + METH_LEN + TSETH_LEN or buf[0] not in WRITE_OPCODES or not buf[8] & BTH_FLAG_TS:
-        return arrival_ns
-    ts = int.from_bytes(buf[BTH_LEN + METH_LEN:BTH_LEN + METH_LEN + 2], "big")
-    now = arrival_ns // TIME_UNIT_NS
-    return (now - ((now - ts) & 0xFFFF)) * TIME_UNIT_NS
+    ts = data_tx_timestamp(buf, n)
+    return arrival_ns if ts is None else unwrap_timestamp(ts, arrival_ns)
 
 
 def timeout_exp(endpoint: str, exp: int | None) -> int:

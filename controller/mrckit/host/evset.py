@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from ..wire.ev import SALT_MASK, ev_pack, ev_unpack
+from ..wire.ev import PLANE_SHIFT, SALT_MASK, ev_pack, ev_unpack
 
 MIN_EVS, MAX_EVS = 128, 256
 """An EV set holds 128..256 EVs per peer [H: P1], equal per plane."""
@@ -75,7 +75,7 @@ def build_template(t1_counts: dict[int, int], count: int = 128, backups_per_plan
     return Template(active, backups)
 
 
-OPAQUE_MASK = (1 << 28) - 1
+OPAQUE_MASK = (1 << PLANE_SHIFT) - 1
 """EV bits below the plane: all of them are random in EV-hash mode."""
 
 
@@ -84,7 +84,7 @@ def _opaque_template(rng: random.Random, planes: list[int], count: int, backups:
     values = iter(_unique_values(rng, count + backups * len(planes), OPAQUE_MASK))
     active, spare = [], {}
     for plane in planes:
-        evs = [(plane << 28) | next(values) for _ in range(per_plane + backups)]
+        evs = [(plane << PLANE_SHIFT) | next(values) for _ in range(per_plane + backups)]
         active += evs[:per_plane]
         spare[plane] = evs[per_plane:]
     return Template(active, spare)

@@ -11,6 +11,7 @@ from pyroute2 import IPRoute
 
 from ..wire.constants import EpOp
 from ..wire.ev import ev_plane
+from ..wire.headers import ep_request, timestamp_units
 from . import probe as P
 from .events import make_event
 from .maps import EvSet, Reason
@@ -76,7 +77,8 @@ class PortMixin:
             if ev is None:
                 self.counters["port_status_unsent"] += 1
                 continue
-            if self._send_frame(peer, ev, P.ep_request(EpOp.PORT_STATUS_UPDATE, 0, mask, 0)):
+            l4 = ep_request(EpOp.PORT_STATUS_UPDATE, 0, mask, 0, timestamp_units(time.monotonic_ns()))
+            if self._send_frame(peer, ev, l4):
                 self.counters["port_status_sent"] += 1
 
 

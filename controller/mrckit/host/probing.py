@@ -11,7 +11,8 @@ import time
 
 from ..wire.addressing import parse_nic_address
 from ..wire.constants import EpOp, EpStatus
-from ..wire.ev import ev_pack, ev_plane, ev_unpack
+from ..wire.ev import SALT_MASK, ev_from_flowinfo, ev_pack, ev_plane, ev_unpack
+from ..wire.headers import EpRequest, EpResponse, ep_request, ep_response, parse_ep, timestamp_units
 from . import probe as P
 from .config import _mac
 from .events import make_event
@@ -70,8 +71,9 @@ class ProbeMixin:
         pid = self._next_probe_id
         self._next_probe_id = pid % 0xFFFF + 1
         plane, t1, _ = ev_unpack(ev)
-        resp_ev = ev_pack(plane, t1, self._rng.randint(1, 0xFFFFF))
-        l4 = P.ep_request(EpOp.EV_PROBE, pid, self._port_mask(), resp_ev)
+        resp_ev = ev_pack(plane, t1, self._rng.randint(1, SALT_MASK))
+        l4 = ep_request(EpOp.EV_PROBE, pid, self._port_mask(), resp_ev,
+                        timestamp_units(time.monotonic_ns()))
         if not self._send_frame(peer, ev, l4):
             return False
         target.last_probe_ns, target.outstanding = now, pid
@@ -173,29 +175,29 @@ class ProbeMixin:
             flow = 0
             for level, ctype, cdata in anc:
                 if level == socket.IPPROTO_IPV6 and ctype == IPV6_FLOWINFO and len(cdata) >= 4:
-                    flow = int.from_bytes(cdata[:4], "big") & 0xFFFF
-            msg = P.parse_ep(data)
+                    flow = int.from_bytes(cdata[:4], "big")
+            msg = parse_ep(data)
             peer = ipaddress.IPv6Address(addr[0].split("%")[0])
-            req_ev = (addr[1] << 16) | flow
-            if isinstance(msg, P.EpRequest):
+            req_ev = ev_from_flowinfo(flow, addr[1])
+            if isinstance(msg, EpRequest):
                 self._on_request(peer, msg, req_ev)
-            elif isinstance(msg, P.EpResponse):
+            elif isinstance(msg, EpResponse):
                 self._on_response(peer, msg)
             else:
                 self.counters["ep_malformed"] += 1
 
-    def _on_request(self, peer, req: P.EpRequest, req_ev: int) -> None:
+    def _on_request(self, peer, req: EpRequest, req_ev: int) -> None:
         now = time.monotonic_ns()
         if req.op == EpOp.EV_PROBE:
             self.counters["probes_answered"] += 1
-            l4 = P.ep_response(EpOp.EV_PROBE, EpStatus.OK, req.probe_id, req_ev, req.tx_timestamp,
-                               P.timestamp_units(time.monotonic_ns() - now))
+            l4 = ep_response(EpOp.EV_PROBE, EpStatus.OK, req.probe_id, req_ev, req.tx_timestamp,
+                             timestamp_units(time.monotonic_ns() - now))
             self._send_frame(peer, req.resp_ev, l4)
         elif req.op == EpOp.PORT_STATUS_UPDATE:
             self.counters["port_status_received"] += 1
             self._on_port_status(peer, req.port_status_mask, now)
 
-    def _on_response(self, peer, resp: P.EpResponse) -> None:
+    def _on_response(self, peer, resp: EpResponse) -> None:
         pending = self._outstanding.pop(resp.probe_id, None)
         if pending is None or pending[0] != peer or pending[1] != resp.req_ev:
             self.counters["probe_answers_unmatched"] += 1

@@ -15,11 +15,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from mrckit.endpoint.headers import (BTH, NACK_LEN, PROBE_LEN, SACK_LEN, Nack, Sack, pack_bth,
-                                     pack_data_headers, pack_nack, pack_probe, pack_sack)
-from mrckit.endpoint.icrc import ICRC, IcrcContext
-from mrckit.wire.constants import (BTH_FLAG_ACKREQ, BTH_FLAG_RTX, BTH_FLAG_TS, IMM_OPCODES, WRITE_OPCODES,
-                                   Dscp, Ecn, NackReason, Opcode, PSN_MOD)
+from mrckit.endpoint.icrc import IcrcContext
+from mrckit.wire.constants import (BTH_FLAG_ACKREQ, BTH_FLAG_RTX, BTH_FLAG_TS, BTH_LEN, ICRC_LEN, IMM_OPCODES,
+                                   WRITE_OPCODES, Dscp, Ecn, NackReason, Opcode, PSN_MOD)
+from mrckit.wire.headers import (NACK_LEN, PROBE_LEN, SACK_LEN, Nack, Sack, pack_bth, pack_data_headers,
+                                 pack_nack, pack_probe, pack_sack)
+from mrckit.wire.icrc import ICRC
 
 A, B, OTHER = "2001:db8:100:1::1", "2001:db8:100:1::2", "2001:db8:100:7::9"
 REGIONS = ((0x1000, 0x10000, 16384), (0x2000, 0x7FFF_FFFF_F000, 8192))  # (rkey, base VA, length)
@@ -27,7 +28,6 @@ MTU = 1024
 MPR = 128
 QPS = (0x100, 0x101, 0x102)  # responder QPs; the requestor side's remote is QPS[0]
 REMOTE_QPN = 0x300
-ICRC_LEN = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +123,7 @@ def _trimmed(rng: random.Random, stream: _Stream) -> tuple[bytes, int]:
     """A trimmed write: its headers only, or cut anywhere (a switch that trims to a fixed size
     leaves stale lengths), with a TRIMMED DSCP."""
     pkt, _ = _data_packet(rng, stream, False)
-    cut = rng.choice((BTH.size, 28, 40, rng.randrange(len(pkt) + 1)))
+    cut = rng.choice((BTH_LEN, 28, 40, rng.randrange(len(pkt) + 1)))
     return pkt[:cut], rng.choice((Dscp.TRIMMED, Dscp.TRIMMED_LASTHOP)) << 2 | Ecn.ECT0
 
 
@@ -132,7 +132,7 @@ def _hostile(rng: random.Random, stream: _Stream) -> tuple[bytes, int]:
     r = rng.random()
     tclass = rng.randrange(256)
     if r < 0.3:
-        buf = bytearray(BTH.size)
+        buf = bytearray(BTH_LEN)
         pack_bth(buf, rng.randrange(256), rng.randrange(256), stream.spec.qpn, stream.psn())
         body = bytes(buf) + rng.randbytes(rng.choice((0, 4, 12, 16, 24, 28, rng.randrange(200))))
         return body + _icrc(body, stream.spec.peer or A, B), tclass
@@ -207,10 +207,10 @@ def reply(rng: random.Random, una: int, next_psn: int, dqpn: int = QPS[0]) -> by
         n = pack_nack(buf, dqpn, Nack(reason, rng.randrange(1 << 32), near(), rng.randrange(1 << 16)))
     elif r < 0.9:
         pack_bth(buf, Opcode.ACK, 0, dqpn, near())
-        n = BTH.size + rng.randrange(8)
+        n = BTH_LEN + rng.randrange(8)
     else:
         pack_bth(buf, rng.choice((Opcode.SACK, Opcode.NACK)), rng.randrange(256), dqpn, near())
-        n = BTH.size + rng.randrange(max(SACK_LEN, NACK_LEN))
+        n = BTH_LEN + rng.randrange(max(SACK_LEN, NACK_LEN))
     body = bytes(buf[:n])
     pkt = body + _icrc(body, B, A)
     if rng.random() < 0.05:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from mrckit.endpoint.headers import data_header_len, parse_bth, parse_nack, parse_sack
+from mrckit.wire.headers import data_header_len, parse_bth, parse_nack, parse_sack
 from mrckit.endpoint.memory import MemoryTable
 from mrckit.endpoint.requestor import RequestorQp, RetryConfig
 from mrckit.endpoint.responder import Responder, ResponderQp

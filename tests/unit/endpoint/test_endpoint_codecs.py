@@ -8,13 +8,13 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.packet import Raw
 
-from mrckit.endpoint.headers import (
+from mrckit.endpoint.icrc import IcrcContext
+from mrckit.wire.constants import BTH_FLAG_ACKREQ, BTH_FLAG_RTX, BTH_FLAG_TS, Opcode
+from mrckit.wire.headers import (
     Nack, Sack, pack_bth, pack_data_headers, pack_nack, pack_probe, pack_sack, parse_bth,
     parse_data_headers, parse_nack, parse_probe, parse_sack,
 )
-from mrckit.endpoint.icrc import ICRC, IcrcContext
-from mrckit.wire.constants import BTH_FLAG_ACKREQ, BTH_FLAG_RTX, BTH_FLAG_TS, Opcode
-from mrckit.wire.icrc import icrc_compute
+from mrckit.wire.icrc import ICRC, icrc_compute
 from mrckit.wire.layers import CCState, ImmDt, METH, MrcBTH, NETH, PETH, RETH, SETH, TSETH, dissect
 
 A, B = "2001:db8:100:1::1", "2001:db8:100:1::2"

@@ -2,7 +2,7 @@
 
 import pytest
 from endpoint_harness import Link, RKEY
-from mrckit.endpoint.headers import Nack
+from mrckit.wire.headers import Nack
 from mrckit.endpoint.requestor import QpError, RetryConfig
 from mrckit.wire.constants import Opcode
 from mrckit.wire.layers import METH, RETH, MrcBTH

@@ -19,6 +19,7 @@ from mrckit.topology import compile_fabric, generate_clos
 from mrckit.wire.addressing import nic_address, port_address
 from mrckit.wire.constants import EpOp, EvState
 from mrckit.wire.ev import ev_pack
+from mrckit.wire.headers import ep_request
 from mrckit.wire.icrc import icrc_check
 
 
@@ -75,7 +76,7 @@ def test_plain_probe_frame_is_the_data_packet_shape():
     ev = ev_pack(1, 0x7A, 0x54321)
     port = P.PortView(bytes.fromhex("020000000a01"), bytes.fromhex("02000000f001"),
                       ipaddress.IPv6Address(port_address(1, 0, 0)))
-    l4 = P.ep_request(EpOp.EV_PROBE, 5, 0b11, ev_pack(1, 0, 9))
+    l4 = ep_request(EpOp.EV_PROBE, 5, 0b11, ev_pack(1, 0, 9), 0)
     frame = P.plain_frame(port, nic_address(0, 0), nic_address(3, 4), ev, l4)
     pkt = Ether(frame)
     ip = pkt[IPv6]

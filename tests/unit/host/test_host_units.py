@@ -13,10 +13,12 @@ from mrckit.host.config import AgentConfig, Port, Settings, from_proto, from_top
 from mrckit.host.evset import build_template
 from mrckit.topology import compile_fabric, generate_clos
 from mrckit.wire.addressing import nic_address, path_da, port_address
-from mrckit.wire.constants import EpOp, EpStatus, Opcode
+from mrckit.wire.constants import Dscp, Ecn, EpOp
 from mrckit.wire.ev import ev_pack, ev_unpack
+from mrckit.wire.headers import ep_request
 from mrckit.wire.icrc import icrc_check
-from mrckit.wire.layers import EETH, ERTH, MrcBTH
+from mrckit.wire.layers import MrcBTH
+from mrckit.wire.packet import mrc_frame
 
 
 def test_template_is_equal_per_plane_and_spreads_over_t1():
@@ -105,25 +107,11 @@ def test_from_topology_host_config():
     assert cfg.ports[0].neighbor_mac == ":".join(f"{b:02x}" for b in host.ports[0].t0_mac.to_bytes(6, "big"))
 
 
-def test_ep_packets_round_trip_and_match_the_wire_layers():
-    req = P.ep_request(EpOp.EV_PROBE, 77, 0b11, 0x12345678, tx_timestamp=999)
-    assert P.parse_ep(req) == P.EpRequest(EpOp.EV_PROBE, 77, 0b11, 0x12345678, 999)
-    layer = MrcBTH(req)
-    assert (layer.opcode, layer.dqpn) == (Opcode.EP_REQ, 2)
-    erth = ERTH(req[12:])
-    assert (erth.op, erth.probe_id, erth.port_status_mask, erth.resp_ev) == (1, 77, 3, 0x12345678)
-    resp = P.ep_response(EpOp.EV_PROBE, EpStatus.OK, 77, 0xABCDEF01, 999, 5)
-    assert P.parse_ep(resp) == P.EpResponse(EpOp.EV_PROBE, EpStatus.OK, 77, 0xABCDEF01, 999, 5)
-    eeth = EETH(resp[12:])
-    assert (eeth.status, eeth.req_ev, eeth.req_tx_timestamp, eeth.service_time) == (0, 0xABCDEF01, 999, 5)
-    assert P.parse_ep(b"\x00" * 10) is None
-
-
 def test_encapsulated_frame_follows_the_evs_path():
     ev = ev_pack(1, 2, 0x54321)
     port = P.PortView(bytes.fromhex("020000000a01"), bytes.fromhex("02000000f001"),
                       ipaddress.IPv6Address(port_address(1, 0, 0)))
-    l4 = P.ep_request(EpOp.PORT_STATUS_UPDATE, 0, 0b01, 0)
+    l4 = ep_request(EpOp.PORT_STATUS_UPDATE, 0, 0b01, 0, 0)
     frame = P.encapsulated_frame(port, 0xFCBBBB00, 0, nic_address(0, 0), nic_address(3, 4), 3, 4, ev, l4)
     pkt = Ether(frame)
     outer, inner = pkt[IPv6], pkt[IPv6].payload
@@ -132,6 +120,11 @@ def test_encapsulated_frame_follows_the_evs_path():
     assert (outer.nh, outer.tc >> 2, outer.fl, inner.fl) == (41, 46, 0x4321, 0x4321)
     assert (inner[UDP].sport, inner[UDP].dport, inner[UDP].chksum) == (ev >> 16, 4791, 0)
     assert icrc_check(bytes(inner)) and bytes(inner[UDP].payload)[:-4] == l4
+    oracle = mrc_frame(MrcBTH(l4 + bytes(4), icrc=None), ev=ev, inner_src=nic_address(0, 0),
+                       inner_dst=nic_address(3, 4), outer_src=port_address(1, 0, 0),
+                       outer_dst=path_da(1, 2, 0, 3, 4), dscp=Dscp.CONTROL, ecn=Ecn.NOT_ECT,
+                       src_mac="02:00:00:00:0a:01", dst_mac="02:00:00:00:f0:01")
+    assert frame == bytes(oracle)
 
 
 @pytest.mark.parametrize("text, message", [

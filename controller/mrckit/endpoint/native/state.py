@@ -195,16 +195,16 @@ class NativeRequestorQp:
         self._after()
 
     def on_sack(self, s, now: int) -> None:
-        """Apply a parsed :class:`mrckit.endpoint.headers.Sack` (as RequestorQp.on_sack)."""
-        from ..headers import pack_sack
+        """Apply a parsed :class:`mrckit.wire.headers.Sack` (as RequestorQp.on_sack)."""
+        from mrckit.wire.headers import pack_sack
         buf = bytearray(64)
         pack_sack(buf, self.qpn, s)
         self.lib.mrcep_req_on_sack(self.ptr, bytes(buf), now)
         self._after()
 
     def on_nack(self, nk, now: int) -> None:
-        """Apply a parsed :class:`mrckit.endpoint.headers.Nack` (as RequestorQp.on_nack)."""
-        from ..headers import pack_nack
+        """Apply a parsed :class:`mrckit.wire.headers.Nack` (as RequestorQp.on_nack)."""
+        from mrckit.wire.headers import pack_nack
         buf = bytearray(64)
         pack_nack(buf, self.qpn, nk)
         self.lib.mrcep_req_on_nack(self.ptr, bytes(buf), now)
