@@ -58,6 +58,8 @@ DENIALS_NOT_APPLIED = ("ecmp mode: EVs are opaque (the switches hash them), so n
 
 RTMGRP_LINK = 1          # linux/rtnetlink.h: link state change notifications
 UDP_NO_CHECK6_RX = 102   # linux/udp.h: accept the zero UDP checksum of RoCEv2
+PROBE_DRAIN = 1024
+"""EP messages a sweep reads from the agent's socket, at most, before it expires probes."""
 EV_COUNTERS = ("tx_packets", "tx_bytes", "acked", "nacks", "skips", "unacked_tx")
 """The EV counters of a failure report (EvCounters in host_agent.proto)."""
 
@@ -281,6 +283,9 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             # sweep acts on it (a LOSS comes before its REPLACED).
             sets = list(self.dp.peer_sets())
             self._drain_dataplane_events()
+            # Answers that came while the agent waited for a core are on time: read them all
+            # before the clock declares their probes lost.
+            self._receive(limit=PROBE_DRAIN)
             self._expire_probes(now)
             budget = [self.cfg.settings.max_probes_per_sweep]
             for peer, evset in sets:
@@ -389,6 +394,8 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             else:
                 changed = self.dp.deny_link(ln.plane, ln.leaf, ln.kind, ln.index, denied)
             (self._denied_links.add if denied else self._denied_links.discard)(str(ln))
+            for st in self.peers.values():
+                st.probe_reports.clear()  # the controller hears each path's next result afresh
             crossing = 0
             for peer, evset in self.dp.peer_sets():
                 crossing += sum(1 for i in range(evset.n) if str(ln) in self._links_of(peer, evset.slots[i].ev))

@@ -20,6 +20,9 @@ from .maps import EvSet, Reason
 from .state import BAD, DENIED, GOOD, SKIP, PeerState, ProbeTarget
 from .sweep import path_siblings
 
+PROBE_REPORT_NS = 100_000_000
+"""Least time (ns) between two published probe results of one path that say the same."""
+
 log = logging.getLogger("mrckit.host")
 IPV6_FLOWINFO = 11       # linux/in6.h: deliver the flow label (the EV's low half) as a cmsg
 
@@ -145,9 +148,25 @@ class ProbeMixin:
             st.probes.pop(ev, None)
             self.dp.merge_slots(peer, evset, {index} | self._path_back(peer, st, evset, index, now))
         elif slot.state == DENIED or (slot.state == GOOD and self._crosses_denied(peer, ev)):
-            links = ",".join(sorted(self._links_of(peer, ev) & self._denied_links))
-            self._publish(make_event(str(peer), ev, slot.state, slot.state, Reason.PROBE_RESULT.name,
-                                     ts_ns=now, probe_ok=ok, plane=ev_plane(ev), link=links))
+            self._report_probe(peer, st, ev, slot.state, ok, now)
+
+    def _report_probe(self, peer, st: PeerState, ev: int, state: int, ok: bool, now: int) -> None:
+        """Publish a probe result across denied links (PROBE_RESULT): at once when the result
+        of the EV's path changes, else at most once per :data:`PROBE_REPORT_NS` per path.
+
+        Every EV across a denied link is probed every probe interval (1 ms): one event per
+        probe would be thousands a second per host, more than the controller, which needs
+        each path's state and not each probe, can read on a busy machine; behind on its
+        stream, it would lift a restored link seconds late, or never."""
+        key = ev if self.cfg.opaque_evs else ev & ~SALT_MASK  # the path: plane and T1
+        last = st.probe_reports.get(key)
+        if last is not None and last[0] == ok and now - last[1] < PROBE_REPORT_NS:
+            self.counters["probe_results_held"] += 1
+            return
+        st.probe_reports[key] = (ok, now)
+        links = ",".join(sorted(self._links_of(peer, ev) & self._denied_links))
+        self._publish(make_event(str(peer), ev, state, state, Reason.PROBE_RESULT.name,
+                                 ts_ns=now, probe_ok=ok, plane=ev_plane(ev), link=links))
 
 
     def _path_back(self, peer, st: PeerState, evset: EvSet, index: int, now: int) -> set[int]:
@@ -166,8 +185,11 @@ class ProbeMixin:
                 out.add(j)
         return out
 
-    def _receive(self) -> None:
-        for _ in range(64):
+    def _receive(self, limit: int = 64) -> None:
+        """Handle up to ``limit`` EP messages waiting on the agent's UDP socket."""
+        if self._udp is None:
+            return
+        for _ in range(limit):
             try:
                 data, anc, _flags, addr = self._udp.recvmsg(2048, socket.CMSG_SPACE(4))
             except BlockingIOError:

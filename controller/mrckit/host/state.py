@@ -30,3 +30,4 @@ class PeerState:
     probes: dict[int, ProbeTarget] = field(default_factory=dict)   # probed EVs still in the set
     dead_planes: set[int] = field(default_factory=set)             # from PORT_STATUS_UPDATE
     tx_totals: dict[int, tuple[int, int]] = field(default_factory=dict)  # EV -> (tx packets, bytes) when it last left a slot
+    probe_reports: dict[int, tuple[bool, int]] = field(default_factory=dict)  # path -> (ok, ns) last published

@@ -140,3 +140,31 @@ def test_agent_floor_restores_least_recently_failed(agent):
     assert len(good) == agent.cfg.settings.min_active == 32
     assert sorted(good) == list(range(22)) + list(range(after.n - 10, after.n))
     assert sum(1 for e in agent.events.history if e.reason == "FLOOR") == 22
+
+
+def test_probe_results_across_a_denied_link_are_published_per_path_and_on_change(agent):
+    from mrckit.host.probing import PROBE_REPORT_NS
+    from mrckit.host.state import ProbeTarget
+    dp = agent.dp
+    send(dp, 1)
+    peer = pkt.ip(pkt.NIC_B)
+    st = agent.peers.setdefault(peer, agent._new_peer_state())
+    rows = rows_of(dp)
+    path = [i for i, r in enumerate(rows) if ev_unpack(r["ev"])[:2] == ev_unpack(rows[0]["ev"])[:2]]
+    for i in path:
+        dp.write_slot(pkt.NIC_B, i, state=EvState.DENIED)
+        st.probes[rows[i]["ev"]] = ProbeTarget()
+    evs = [rows[i]["ev"] for i in path]
+    t0 = time.monotonic_ns()
+
+    def results():
+        return [(e.ev, e.probe_ok) for e in agent.events.history if e.reason == "PROBE_RESULT"]
+
+    for k, ev in enumerate(evs):  # the same answer on every EV of the path: one event
+        agent._probe_result(peer, ev, ok=True, now=t0 + k)
+    assert results() == [(evs[0], True)]
+    agent._probe_result(peer, evs[1], ok=False, now=t0 + 100)  # a change: at once
+    agent._probe_result(peer, evs[2], ok=False, now=t0 + 200)
+    agent._probe_result(peer, evs[3], ok=False, now=t0 + 100 + PROBE_REPORT_NS)  # the same, later
+    assert results() == [(evs[0], True), (evs[1], False), (evs[3], False)]
+    assert agent.counters["probe_results_held"] == len(evs) - 1 + 1

@@ -17,6 +17,7 @@ from hostpair import PORT_MTU, mac
 
 from mrckit import netns
 from mrckit.host.nicdev import create_nic_device, nic_mtu
+from mrckit.host.probing import PROBE_REPORT_NS
 from mrckit.proto import host_agent_pb2 as pb
 from mrckit.proto import host_agent_pb2_grpc as pbg
 from mrckit.wire.addressing import nic_address, port_address
@@ -103,8 +104,12 @@ def test_grpc_api_and_cli_against_running_agents(agents):
     time.sleep(0.1)
     after = stub.GetStats(pb.GetStatsRequest(include_evs=True)).peers[0].evs
     assert all(e.tx_packets == before[e.ev] for e in after if e.ev in crossing)
-    # The agent probes the EVs crossing it and reports each result as an event.
-    seen = _collect(events, lambda got: {e.ev for e in got if e.reason == "PROBE_RESULT" and e.probe_ok} >= crossing)
+    # The agent probes the EVs crossing it and reports its path's results as events: the first
+    # at once, then one per path per PROBE_REPORT_NS while they say the same.
+    seen = _collect(events, lambda got: sum(e.reason == "PROBE_RESULT" for e in got) >= 2, timeout=10)
+    results = [e for e in seen if e.reason == "PROBE_RESULT"]
+    assert all(e.probe_ok and e.ev in crossing and e.link == "p0/t0-1/t1-2" for e in results)
+    assert results[1].timestamp_ns - results[0].timestamp_ns >= PROBE_REPORT_NS
     assert any(e.reason == "LINK_DENIED" and e.link == "p0/t0-1/t1-2" for e in seen)
 
     # Deny one EV by value for every peer; the CLI table shows it.
