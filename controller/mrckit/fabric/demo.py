@@ -364,6 +364,7 @@ class _Run:
             down_before = self._links_down()
             marks["t_fault"] = time.monotonic_ns()
             line = self._fail()
+            phases.in_effect(time.monotonic_ns())
             self.fault_log.append((marks["t_fault"], line))
             self.dead_evs = self._dead_evs(rows, down_before)
             self.say(f"fault injected at {placed * 100 // self.size} % of the bytes: "

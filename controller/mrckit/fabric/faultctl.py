@@ -8,7 +8,8 @@ This kernel has no netem (design section 9), so:
   before any PHY notices: its first drop stamps when the link died in the dataplane's clock
   (:func:`first_drop_ns`), and restore removes it;
 - ``flap HZ``: a small process (``python -m mrckit.fabric.flap``) toggles both ends, down for
-  half a period and up for the other half, until restored;
+  half a period and up for the other half, until restored; ``fail`` returns once it flaps
+  (its greeting is in its log), so a caller's fault starts when the link's does;
 - ``loss PCT`` and ``blackhole``: the fault XDP program of ``mrckit.fabric.faults`` in front
   of the switch or host program on BOTH ends (each end faults the traffic it receives), so
   both directions lose;
@@ -42,11 +43,15 @@ from ..bpf.attach import xdp_detach
 from ..errors import MrcError
 from ..switch.ebpf_target import EbpfSwitch
 from . import faults, linkstate, procs
+from .flap import GREETING as FLAP_GREETING
 from .state import FabricState, now_iso
 
 LINK_KINDS = ("down", "flap", "loss", "blackhole")
 MAX_FLAP_HZ = 50.0
 """Each toggle runs iproute2 twice; faster flapping would measure process start-up."""
+FLAP_START_S = 30.0
+"""How long ``fail --flap`` waits for the flap process to start (a Python start-up, seconds on
+a busy machine) before it gives up and stops it."""
 
 
 def find_link(state: FabricState, a: str, b: str) -> tuple[str, str, str, str]:
@@ -107,7 +112,12 @@ def fail_link(state: FabricState, a: str, b: str, kind: str, value: float | None
         argv = [sys.executable, "-m", "mrckit.fabric.flap", *ends[0], *ends[1], str(value)]
         if state.link_names.get(key):
             argv += [state.name, state.link_names[key]]
-        _, info = procs.start(argv, state.dir / f"flap-{na}-{nb}.log", ns=None, address="")
+        proc, info = procs.start(argv, state.dir / f"flap-{na}-{nb}.log", ns=None, address="")
+        try:  # return once the link flaps: its first down follows the process's greeting
+            procs.wait_ready({f"flap {na}-{nb}": (proc, info)}, FLAP_GREETING, FLAP_START_S)
+        except MrcError:
+            procs.stop(info)
+            raise
         state.flappers[key] = info
     link = state.link_names.get(key, "")
     state.faults[key] = {"kind": kind, "value": value, "a": na, "b": nb, "link": link, "since": now_iso()}

@@ -19,6 +19,9 @@ import time
 from ..errors import MrcError
 from . import linkstate
 
+GREETING = "flapping"
+"""The first word the process prints, just before its first down: the link flaps from then."""
+
 
 def _set(ends: list[tuple[str, str]], up: bool, *, keep: bool = True) -> None:
     for ns, ifname in ends:
@@ -66,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    print(f"flapping {args[1]}@{args[0]} <-> {args[3]}@{args[2]} at {args[4]} Hz", flush=True)
+    print(f"{GREETING} {args[1]}@{args[0]} <-> {args[3]}@{args[2]} at {args[4]} Hz", flush=True)
     count = flap(ends, float(args[4]), stop, _reporter(*args[5:]) if len(args) == 7 else None)
     print(f"stopped after {count} flaps; link up", flush=True)
     return 0

@@ -50,6 +50,12 @@ class Phases:
         self.failed_ns: int | None = None
         self.restored = False
 
+    def in_effect(self, now_ns: int) -> None:
+        """The fault took effect at ``now_ns`` (CLOCK_MONOTONIC): its minimum duration counts
+        from here, not from the decision (starting a flap process takes a while on a busy
+        machine)."""
+        self.failed_ns = now_ns
+
     def due(self, placed: int, now_ns: int = 0) -> str | None:
         """The action due at ``placed`` bytes placed at time ``now_ns`` (CLOCK_MONOTONIC), if
         any (and mark it done)."""
