@@ -194,6 +194,16 @@ static inline int64_t mrcep_unwrap(uint32_t psn, int64_t ref)
 	return ref + (d >= MRC_PSN_MOD / 2 ? d - MRC_PSN_MOD : d);
 }
 
+static inline int mrcep_is_write(uint8_t op)
+{
+	switch (op) {
+	case MRC_OP_WRITE_FIRST: case MRC_OP_WRITE_MIDDLE: case MRC_OP_WRITE_LAST:
+	case MRC_OP_WRITE_LAST_IMM: case MRC_OP_WRITE_ONLY: case MRC_OP_WRITE_ONLY_IMM:
+		return 1;
+	}
+	return 0;
+}
+
 static inline void mrcep_put24(uint8_t *p, uint32_t v)
 {
 	p[0] = v >> 16; p[1] = v >> 8; p[2] = v;
@@ -243,6 +253,21 @@ uint64_t mrcep_ep_send_errors(struct mrc_ep *ep);
 int mrcep_ep_turn(struct mrc_ep *ep, int64_t now);
 void mrcep_ep_dispatch(struct mrc_ep *ep, const uint8_t *buf, uint32_t n, uint8_t tclass, uint32_t flow,
 		       uint16_t sport, const uint8_t peer[16], int64_t now);
+
+/* The arrival log: when on, every datagram handed to the responder (data, PROBEs) is noted
+ * with the EV it came on and, for a data packet with BTH ts = 1, its TSETH tx_timestamp, so a
+ * caller can count per EV what arrived and when it was sent (the demo's loss accounting). Off
+ * by default; the log grows until drained. mrcep_ep_arrivals() moves up to `max` of the oldest
+ * entries to `out` and returns how many; both are called with the endpoint locked. */
+struct mrc_arrival {
+	int64_t arrival_ns;    /* CLOCK_MONOTONIC */
+	uint32_t ev;           /* MRC_EV_FROM_WIRE(UDP sport, flow label) */
+	uint16_t tx_timestamp; /* TSETH, units of MRC_TIME_UNIT_NS; valid when has_ts */
+	uint16_t has_ts;
+};
+int mrcep_ep_log_arrivals(struct mrc_ep *ep, int on);
+uint32_t mrcep_ep_arrivals(struct mrc_ep *ep, struct mrc_arrival *out, uint32_t max);
+uint64_t mrcep_ep_arrivals_lost(const struct mrc_ep *ep);
 
 void mrcep_pack_bth(uint8_t *buf, uint8_t opcode, uint8_t flags, uint32_t dqpn, uint32_t psn);
 

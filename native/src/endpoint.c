@@ -78,6 +78,10 @@ struct mrc_ep {
 	char error[MRCEP_ERROR_LEN];
 	struct rx_batch rx;
 	struct tx_batch tx;
+	int log_on;               /* the arrival log (mrcep_ep_log_arrivals) */
+	struct mrc_arrival *log;
+	uint32_t nlog, caplog, logread;
+	uint64_t log_lost;        /* entries not kept: the log could not grow */
 };
 
 static int64_t mono_ns(void)
@@ -274,6 +278,75 @@ int mrcep_ep_wait(struct mrc_ep *ep, struct mrc_ep_event *ev, int64_t timeout_ns
 	return got;
 }
 
+/* --- the arrival log ------------------------------------------------------------------ */
+int mrcep_ep_log_arrivals(struct mrc_ep *ep, int on)
+{
+	ep->log_on = !!on;
+	return 0;
+}
+
+static int log_room(struct mrc_ep *ep)
+{
+	struct mrc_arrival *grown;
+	uint32_t cap;
+	if (ep->nlog < ep->caplog)
+		return 1;
+	if (ep->logread) {  /* drained entries first: slide the rest down */
+		memmove(ep->log, ep->log + ep->logread, (size_t)(ep->nlog - ep->logread) * sizeof(*ep->log));
+		ep->nlog -= ep->logread;
+		ep->logread = 0;
+		if (ep->nlog < ep->caplog)
+			return 1;
+	}
+	cap = ep->caplog ? ep->caplog * 2 : 4096;
+	grown = cap > ep->caplog ? realloc(ep->log, (size_t)cap * sizeof(*ep->log)) : NULL;
+	if (!grown)
+		return 0;
+	ep->log = grown;
+	ep->caplog = cap;
+	return 1;
+}
+
+/* Note one datagram for the responder: its EV and, for a data packet with BTH ts = 1 and room
+ * for a TSETH, the sender's tx_timestamp (design 3.2). */
+static void log_arrival(struct mrc_ep *ep, const uint8_t *buf, uint32_t n, uint32_t flow, uint16_t sport,
+			int64_t now)
+{
+	const struct mrc_bth *b = (const struct mrc_bth *)buf;
+	struct mrc_arrival *a;
+	if (!log_room(ep)) {
+		ep->log_lost++;
+		return;
+	}
+	a = &ep->log[ep->nlog++];
+	a->arrival_ns = now;
+	a->ev = MRC_EV_FROM_WIRE(sport, flow);
+	a->has_ts = n >= MRC_BTH_LEN + MRC_METH_LEN + MRC_TSETH_LEN && mrcep_is_write(b->opcode) &&
+		    (b->flags & MRC_BTH_FLAG_TS);
+	a->tx_timestamp = 0;
+	if (a->has_ts) {
+		const struct mrc_tseth *t = (const struct mrc_tseth *)(buf + MRC_BTH_LEN + MRC_METH_LEN);
+		a->tx_timestamp = ntohs(t->tx_timestamp);
+	}
+}
+
+uint32_t mrcep_ep_arrivals(struct mrc_ep *ep, struct mrc_arrival *out, uint32_t max)
+{
+	uint32_t n = ep->nlog - ep->logread;
+	if (n > max)
+		n = max;
+	memcpy(out, ep->log + ep->logread, (size_t)n * sizeof(*out));
+	ep->logread += n;
+	if (ep->logread == ep->nlog)
+		ep->logread = ep->nlog = 0;
+	return n;
+}
+
+uint64_t mrcep_ep_arrivals_lost(const struct mrc_ep *ep)
+{
+	return ep->log_lost;
+}
+
 /* --- receive -------------------------------------------------------------------------- */
 void mrcep_ep_dispatch(struct mrc_ep *ep, const uint8_t *buf, uint32_t n, uint8_t tclass, uint32_t flow,
 		       uint16_t sport, const uint8_t peer[16], int64_t now)
@@ -281,6 +354,8 @@ void mrcep_ep_dispatch(struct mrc_ep *ep, const uint8_t *buf, uint32_t n, uint8_
 	struct mrc_req *r;
 	if (n < MRC_BTH_LEN + MRC_ICRC_LEN ||
 	    (buf[0] != MRC_OP_SACK && buf[0] != MRC_OP_NACK && buf[0] != MRC_OP_ACK)) {
+		if (ep->log_on)
+			log_arrival(ep, buf, n, flow, sport, now);
 		mrcep_resp_handle(ep->resp, buf, n, tclass, flow, sport, peer);
 		return;
 	}
@@ -541,6 +616,7 @@ void mrcep_ep_free(struct mrc_ep *ep)
 	mrc_map_free(&ep->reqs);  /* the requestors belong to the binding, which frees them */
 	free(ep->active);
 	free(ep->events);
+	free(ep->log);
 	pthread_mutex_destroy(&ep->mu);
 	pthread_mutex_destroy(&ep->evmu);
 	pthread_cond_destroy(&ep->cv);

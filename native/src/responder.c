@@ -297,16 +297,6 @@ static int is_imm(uint8_t op)
 	return op == MRC_OP_WRITE_LAST_IMM || op == MRC_OP_WRITE_ONLY_IMM;
 }
 
-static int is_write(uint8_t op)
-{
-	switch (op) {
-	case MRC_OP_WRITE_FIRST: case MRC_OP_WRITE_MIDDLE: case MRC_OP_WRITE_LAST:
-	case MRC_OP_WRITE_LAST_IMM: case MRC_OP_WRITE_ONLY: case MRC_OP_WRITE_ONLY_IMM:
-		return 1;
-	}
-	return 0;
-}
-
 static void push_comp(struct mrc_resp *r, const struct rqp *q, const struct pending_imm *p)
 {
 	if (r->ncomp == r->capcomp) {
@@ -518,7 +508,7 @@ void mrcep_resp_handle(struct mrc_resp *r, const uint8_t *buf, uint32_t n, uint8
 	}
 	if (q->failed)
 		return nack(r, q, peer, MRC_NACK_UNEXP_EVENT, mrcep_unwrap(psn24, q->epsn), ev, 0);
-	if (is_write(b->opcode)) {
+	if (mrcep_is_write(b->opcode)) {
 		data(r, q, buf, n, b->opcode, b->flags, psn24, ev,
 		     (tclass & MRC_IPV6_ECN_MASK) == MRC_ECN_CE, peer);
 	} else if (b->opcode == MRC_OP_PROBE && n >= MRC_BTH_LEN + MRC_PETH_LEN + MRC_ICRC_LEN) {

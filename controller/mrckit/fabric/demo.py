@@ -113,7 +113,7 @@ class DemoOptions:
     seed: int | None = None
     size: int | None = None
     duration_s: float = DEFAULT_DURATION_S
-    endpoint: str = "native"
+    endpoint: str = "python"
     timeout_exp: int | None = None
     fail: str = "down"
     loss_percent: float = DEFAULT_LOSS_PERCENT

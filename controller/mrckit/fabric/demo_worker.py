@@ -17,8 +17,9 @@ The processes talk JSON lines on stdout; the demo writes commands on stdin:
   WRITE_WITH_IMM of the ``--seed`` data, and prints ``{"done": ..., "started_ns": ...,
   "finished_ns": ..., "stats": {...}}`` or ``{"error": TEXT}``.
 
-Both run ``--endpoint`` (``native`` or ``python``, ``mrckit.endpoint.implementation``); only the
-Python responder can tally packets per EV (``ev_rx_sent`` is empty with the native one).
+Both run ``--endpoint`` (``native`` or ``python``, ``mrckit.endpoint.implementation``); each
+responder tallies packets per EV, the Python one by wrapping its ``handle`` (``EvTally``), the
+native one from the C endpoint's arrival log (``NativeTally``).
 
 The data is ``random.Random(seed).randbytes(size)``: both sides and the demo derive it.
 :class:`WorkerProcess` is the demo's side: it starts one of these in a host's namespace and
@@ -113,6 +114,24 @@ class EvTally:
             return {str(ev): sorted(t // 1000 for t in times) for ev, times in self._sent.items()}
 
 
+class NativeTally:
+    """:class:`EvTally` for the native endpoint, whose packets no Python code sees: the C
+    endpoint's arrival log (``NativeEndpoint.arrivals``) notes each datagram handed to the
+    responder with its EV, its arrival time and its TSETH tx_timestamp, and this dates it the
+    same way."""
+
+    def __init__(self, ep):
+        self._ep = ep
+        self._sent: dict[int, list[int]] = {}
+        ep.log_arrivals(True)
+
+    def snapshot(self) -> dict[str, list[int]]:
+        """As :meth:`EvTally.snapshot`."""
+        for ev, arrival_ns, ts in self._ep.arrivals():
+            self._sent.setdefault(ev, []).append(arrival_ns if ts is None else unwrap_timestamp(ts, arrival_ns))
+        return {str(ev): sorted(t // 1000 for t in times) for ev, times in self._sent.items()}
+
+
 def _send_time(buf, n: int, arrival_ns: int) -> int:
     """When a packet arriving at ``arrival_ns`` was sent (ns): its TSETH tx_timestamp when it is
     a data packet with ts = 1, else ``arrival_ns``."""
@@ -146,8 +165,7 @@ def _endpoint(args):
 
 def respond(args) -> int:
     ep = _endpoint(args)(args.nic, sack_coalesce_bytes=SACK_EVERY_PACKET)
-    # The native responder handles packets in C, where no Python wrapper sees them: no tally.
-    tally = EvTally(ep.responder) if args.endpoint == "python" else None
+    tally = EvTally(ep.responder) if args.endpoint == "python" else NativeTally(ep)
     try:
         mr = ep.register_mr(args.size, rkey=args.rkey)
         ep.create_qp(args.peer, qpn=args.qpn, remote_qpn=args.remote_qpn)
@@ -166,7 +184,7 @@ def respond(args) -> int:
                      stats=_stats(ep.responder.stats))
             elif done:
                 closed.wait(args.every)
-        _say(final=True, t_ns=time.monotonic_ns(), stats=_stats(ep.responder.stats), ev_rx_sent=tally.snapshot() if tally else {})
+        _say(final=True, t_ns=time.monotonic_ns(), stats=_stats(ep.responder.stats), ev_rx_sent=tally.snapshot())
     finally:
         ep.close()
     return 0

@@ -222,11 +222,6 @@ class LossStats(BaseModel):
             dead_link_packets_lost: packets lost on them (per EV, ``tx - rx``, summed).
     """
 
-    per_ev_measured: bool = True
-    """False when the responder could not count arrivals per EV (the native one handles packets
-    in C): the per-EV figures (``packets_lost_by_ev``, ``evs_with_loss``,
-    ``packets_lost_to_fault``, ``t_last_loss_s``, ``lost``, ``dead_link_packets_lost``) are then
-    0 or empty, not measured."""
     packets_sent: int = 0
     packets_received: int = 0
     packets_lost: int = 0

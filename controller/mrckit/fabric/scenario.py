@@ -180,14 +180,11 @@ def analyze(run: RunRecord) -> DemoReport:
 def _loss(run: RunRecord):
     retirements = [(e.t_ns, e.ev) for e in _sender_events(run)
                    if e.ev and e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS]
-    per_ev = run.endpoint_name == "python"  # only the Python responder tallies arrivals per EV
     rec = run.recorder
-    stats = loss_stats(tx_samples=rec.ev_samples if per_ev else [], last_tx=rec.ev_last_tx if per_ev else [],
-                      read_end_ns=rec.ev_read_end_ns if per_ev else [],
+    stats = loss_stats(tx_samples=rec.ev_samples, last_tx=rec.ev_last_tx, read_end_ns=rec.ev_read_end_ns,
                       rx_sent=run.rx_sent, packets_sent=run.packets_sent, packets_received=run.packets_received,
                       t_fault_ns=run.t_fault_ns, t_restore_ns=run.t_restore_ns, retirements=retirements,
                       link_packets_lost=run.link_packets_lost)
-    stats.per_ev_measured = per_ev
     _dead_link_figures(run, stats)
     return stats
 
@@ -198,7 +195,7 @@ def _dead_link_figures(run: RunRecord, loss) -> None:
     out = {e.ev for e in _sender_events(run)
            if e.ev in dead and run.t_fault_ns <= e.t_ns <= run.t_restore_ns
            and ((e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS) or e.new_state == "DENIED")}
-    final_tx = run.recorder.ev_samples[-1][1] if run.recorder.ev_samples and loss.per_ev_measured else {}
+    final_tx = run.recorder.ev_samples[-1][1] if run.recorder.ev_samples else {}
     lost = per_ev_loss(final_tx, run.rx_sent)
     loss.dead_link_evs = len(dead)
     loss.dead_link_evs_retired = len(out)

@@ -1,6 +1,7 @@
 """The native endpoint's batched socket loop over a real veth: a burst read by recvmmsg keeps
 each datagram's own traffic class and flow label, a sendmmsg batch refused part-way fails
-only the QP whose packet does not fit, and busy-polling completes a verified write."""
+only the QP whose packet does not fit, busy-polling completes a verified write, and the arrival
+log notes what the responder was handed."""
 
 import hashlib
 import os
@@ -96,3 +97,37 @@ def test_busy_polling_endpoints_complete_a_verified_write(netns_pair):
     finally:
         ep_a.close()
         ep_b.close()
+
+
+def test_the_arrival_log_notes_each_datagram_for_the_responder_with_its_ev_and_tseth(netns_pair):
+    """What the demo's loss accounting reads (``NativeTally``): every datagram handed to the
+    responder, in order, with its EV (sport << 16 | flow label) and the TSETH tx_timestamp of a
+    data packet with BTH ts = 1; replies for the requestor are not noted, and nothing is noted
+    while the log is off."""
+    from mrckit.wire.layers import TSETH
+
+    def data(psn, ts):
+        bth = MrcBTH(opcode=Opcode.WRITE_ONLY, dqpn=0x200, psn=psn, ts=int(ts is not None))
+        pkt = bth / METH() / (TSETH(tx_timestamp=ts) if ts is not None else b"") / RETH(va=0, rkey=0x1000, dma_len=4)
+        return bytes(IPv6(src=ADDR_A, dst=ADDR_B) / UDP(sport=0x1234, dport=4791) / pkt / b"abcd")[48:]
+
+    sack = bytes(IPv6(src=ADDR_A, dst=ADDR_B) / UDP(sport=9, dport=4791)
+                 / MrcBTH(opcode=Opcode.SACK, dqpn=0x100, psn=0) / SETH())[48:]
+    with netns.enter(netns_pair.ns_b):
+        ep = NativeEndpoint(ADDR_B, start=False)
+    try:
+        ep.register_mr(64, rkey=0x1000)
+        ep.create_qp(ADDR_A, qpn=0x200, remote_qpn=0x100)
+        first = data(0, 7)
+        ep.dispatch(first, len(first), 0, 0x11, 0x1234, ADDR_A, 1_000)  # log off: not noted
+        ep.log_arrivals(True)
+        for pkt, flow, now in [(data(1, 0xBEEF), 0x22, 2_000), (data(2, None), 0x33, 3_000),
+                               (sack, 0x44, 4_000), (b"\x0a", 0x55, 5_000)]:
+            ep.dispatch(pkt, len(pkt), 0, flow, 0x1234, ADDR_A, now)
+        assert ep.arrivals() == [((0x1234 << 16) | 0x22, 2_000, 0xBEEF), ((0x1234 << 16) | 0x33, 3_000, None),
+                                 ((0x1234 << 16) | 0x55, 5_000, None)]
+        assert ep.arrivals() == [] and ep.arrivals_lost == 0  # drained
+        st = ep.responder.stats  # the responder saw each, the one sent while the log was off too
+        assert (st.packets, st.placed_packets, st.malformed) == (4, 3, 1)
+    finally:
+        ep.close()

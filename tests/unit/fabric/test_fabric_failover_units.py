@@ -52,17 +52,17 @@ def test_duration_sizes_the_write_at_the_endpoints_rate():
     assert write_size_for(3.0, 12 * MIB) == 36 * MIB
     assert write_size_for(2.0, 1.3 * MIB) == 3 * MIB  # whole MiB
     assert write_size_for(0.5, 100) == MIB and write_size_for(120, 1e12) == 1 << 30  # clamped
-    native, python = DemoOptions(duration_s=3.0), DemoOptions(endpoint="python", duration_s=3.0)
+    native, python = DemoOptions(endpoint="native", duration_s=3.0), DemoOptions(duration_s=3.0)
     assert native.write_size() == write_size_for(3.0, RATE_ESTIMATE["native"])
     assert python.write_size() == write_size_for(3.0, RATE_ESTIMATE["python"]) < native.write_size()
-    bmv2 = DemoOptions(target="bmv2", duration_s=3.0)
+    bmv2 = DemoOptions(target="bmv2", endpoint="native", duration_s=3.0)
     assert bmv2.write_size() == write_size_for(3.0, BMV2_RATE_ESTIMATE) < native.write_size()
     assert DemoOptions(size=7 * MIB, duration_s=60).write_size() == 7 * MIB  # --size overrides
 
 
 def test_agent_settings_follow_the_endpoint_and_target():
-    assert DemoOptions().endpoint == "native" and DemoOptions().agent_settings() == AGENT_SETTINGS
-    assert DemoOptions(endpoint="python").agent_settings() == PYTHON_AGENT_SETTINGS
+    assert DemoOptions().endpoint == "python" and DemoOptions().agent_settings() == PYTHON_AGENT_SETTINGS
+    assert DemoOptions(endpoint="native").agent_settings() == AGENT_SETTINGS
     assert DemoOptions(target="bmv2").agent_settings() == BMV2_AGENT_SETTINGS
     assert AGENT_SETTINGS.rto_ns < PYTHON_AGENT_SETTINGS.rto_ns
 

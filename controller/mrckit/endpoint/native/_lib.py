@@ -66,6 +66,13 @@ class EpEvent(C.Structure):
                 ("recv", RecvComp)]
 
 
+class Arrival(C.Structure):
+    """struct mrc_arrival: one datagram handed to the responder (the arrival log)."""
+
+    _fields_ = [("arrival_ns", C.c_int64), ("ev", C.c_uint32), ("tx_timestamp", C.c_uint16),
+                ("has_ts", C.c_uint16)]
+
+
 EV_SEND, EV_RECV = 1, 2
 """struct mrc_ep_event kinds (MRCEP_EV_SEND, MRCEP_EV_RECV)."""
 
@@ -132,6 +139,9 @@ _SIGNATURES = {
     "mrcep_ep_error": (C.c_char_p, [_P]),
     "mrcep_ep_send_errors": (C.c_uint64, [_P]),
     "mrcep_ep_turn": (C.c_int, [_P, C.c_int64]),
+    "mrcep_ep_log_arrivals": (C.c_int, [_P, C.c_int]),
+    "mrcep_ep_arrivals": (C.c_uint32, [_P, C.POINTER(Arrival), C.c_uint32]),
+    "mrcep_ep_arrivals_lost": (C.c_uint64, [_P]),
     "mrcep_ep_dispatch": (None, [_P, _P, C.c_uint32, C.c_uint8, C.c_uint32, C.c_uint16, C.c_char_p, C.c_int64]),
 }
 

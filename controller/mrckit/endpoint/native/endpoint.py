@@ -128,6 +128,31 @@ class NativeEndpoint(QpSetup):
         """Packets the socket refused (ENOBUFS, unreachable...): counted as lost."""
         return self.lib.mrcep_ep_send_errors(self.ptr)
 
+    # --- the arrival log ----------------------------------------------------------------
+    def log_arrivals(self, on: bool = True) -> None:
+        """Start (or stop) noting every datagram handed to the responder: see :meth:`arrivals`."""
+        with self._lock():
+            self.lib.mrcep_ep_log_arrivals(self.ptr, int(on))
+
+    def arrivals(self) -> list[tuple[int, int, int | None]]:
+        """The datagrams the responder was handed since the last call, oldest first, while the
+        log is on: ``(EV, arrival time ns CLOCK_MONOTONIC, TSETH tx_timestamp or None)``; the
+        timestamp (16 bits, 1.024 us units, design 3.2) is there for a data packet with BTH
+        ts = 1. Entries the log could not keep (out of memory) are counted by
+        :attr:`arrivals_lost`."""
+        out, chunk = [], (_lib.Arrival * 4096)()
+        while True:
+            with self._lock():
+                n = self.lib.mrcep_ep_arrivals(self.ptr, chunk, len(chunk))
+            out.extend((a.ev, a.arrival_ns, a.tx_timestamp if a.has_ts else None) for a in chunk[:n])
+            if n < len(chunk):
+                return out
+
+    @property
+    def arrivals_lost(self) -> int:
+        """Arrivals the log could not keep (it could not grow)."""
+        return self.lib.mrcep_ep_arrivals_lost(self.ptr)
+
     # --- the completion thread ----------------------------------------------------------
     def _run_events(self) -> None:
         ev = _lib.EpEvent()
