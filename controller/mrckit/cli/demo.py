@@ -16,13 +16,13 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
               help="srv6: the demo on an SRv6 fabric. ecmp: the same write and fault on an EV-hash "
               "(ECMP) fabric and then on an SRv6 fabric, compared (the cost of opaque paths).")
 @click.option("--endpoint", type=click.Choice(["native", "python"]), default="python", show_default=True,
-              help="The MRC endpoint at both ends: the Python reference, or the C one (fast enough here "
-              "that a write ends before the controller's DENY and LIFT: docs/demo.md, Known limits).")
+              help="The MRC endpoint at both ends: the Python reference, or the C one (not yet the "
+              "default: docs/demo.md, Known limits).")
 @click.option("--timeout-exp", type=int, default=None,
               help="The writer's RTO, 1.024 us x 2^N (default: the endpoint's own, native 8 = 262 us, "
               "python 16 = 67 ms).")
 @click.option("--duration", type=float, default=8.0, show_default=True,
-              help="Seconds the write should last; its size follows from the endpoint's expected rate.")
+              help="Seconds the write should last; a short warm-up write measures the rate that sizes it.")
 @click.option("--size", default=None, help="Bytes to write, e.g. 16M, 64MiB, 1G (overrides --duration).")
 @click.option("--fail", "fail", type=click.Choice(["down", "flap", "loss", "blackhole"]), default="down",
               show_default=True, help="How the link p0/t0-1/t1-1 fails at a third of the transfer.")

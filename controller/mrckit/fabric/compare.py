@@ -162,10 +162,11 @@ def comparison_checks(report: ComparisonReport) -> list[Check]:
 
 
 def run_comparison(opts, observer=None) -> ComparisonReport:
-    """Run the demo in EV-hash mode, then in SRv6 mode, with ``opts``'s size, fault and target
-    and one seed, and compare them (``opts`` is a ``mrckit.fabric.demo.DemoOptions``; its
-    ``mode`` is ignored). Each run builds its own fabric, ``<name>e`` then ``<name>s``, and tears
-    it down before the next starts.
+    """Run the demo in EV-hash mode, then in SRv6 mode, with ``opts``'s fault and target, one
+    seed and one size (``--size``, or what the first run's warm-up write gave), and compare
+    them (``opts`` is a ``mrckit.fabric.demo.DemoOptions``; its ``mode`` is ignored). Each run
+    builds its own fabric, ``<name>e`` then ``<name>s``, and tears it down before the next
+    starts.
 
     Raises:
         MrcError: a bad option, or either run failed (see ``run_demo``).
@@ -179,14 +180,15 @@ def run_comparison(opts, observer=None) -> ComparisonReport:
         raise MrcError(f"--name {base!r}: at most {MAX_BASE_NAME} characters with --mode ecmp "
                        "(the two runs' fabrics are NAMEe and NAMEs)")
     seed = opts.seed if opts.seed is not None else random.getrandbits(32)
-    reports = {}
+    reports, size = {}, opts.size  # None: the first run's warm-up sizes both
     for mode in MODES:
-        run_opts = dataclasses.replace(opts, mode=mode, seed=seed, name=f"{base}{mode[0]}", size=opts.write_size(),
+        run_opts = dataclasses.replace(opts, mode=mode, seed=seed, name=f"{base}{mode[0]}", size=size,
                                        logs=str(Path(opts.logs) / mode) if opts.logs else "")
         run_opts.check()
         obs.phase(f"run {MODES.index(mode) + 1} of 2: {mode} mode"
                   + (" (switches hash the EV; hosts cannot see paths)" if mode == "ecmp"
                      else " (hosts source-route each EV), the baseline"))
         reports[mode] = run_demo(run_opts, obs)
+        size = reports[mode].bytes.sent
     return compare(reports["ecmp"], reports["srv6"], seed)
 

@@ -44,6 +44,13 @@ endpoint: the write is sized to last ``--duration`` at that rate (``--size`` ove
 this demo's own goodput (JSON ``goodput_gbps``): native 34-42 MB/s at load 2-3 with its 262 us
 RTO, Python 4 MB/s. A faster or slower run only stretches the phases, which follow the bytes
 (the fault at a third, the restore at two thirds)."""
+WARMUP_S = 1.0
+"""How long the warm-up write should last at the expected rate. Without ``--size`` the demo
+first times a write of that size between the same two hosts, then sizes its own write to last
+``--duration`` at the rate measured: the native endpoint's rate here ranges from about 35 MB/s
+(the machine busy) to 145 MB/s (quiet), and a write shorter than the controller's DENY and LIFT
+(0.3-2.5 s) cannot show a path come back."""
+WARMUP_SEED = 0
 BMV2_RATE_ESTIMATE = 3 << 20
 """Bytes per second across a bmv2 fabric, whichever the endpoint: bmv2 forwards a few thousand
 packets a second here (the native endpoint moved 32 MiB in 11.5 s)."""
@@ -122,16 +129,23 @@ class DemoOptions:
     settings: Settings | None = None
     logs: str = ""
 
-    def write_size(self) -> int:
-        """Bytes to write: ``size`` when given, else ``duration_s`` at the expected rate
-        (``RATE_ESTIMATE`` of the endpoint, at most ``BMV2_RATE_ESTIMATE`` on bmv2), rounded
-        to MiB, within 1 MiB .. 1 GiB."""
+    def expected_rate(self) -> int:
+        """Bytes/s the write is expected to move: ``RATE_ESTIMATE`` of the endpoint, at most
+        ``BMV2_RATE_ESTIMATE`` on bmv2."""
+        rate = RATE_ESTIMATE[self.endpoint]
+        return min(rate, BMV2_RATE_ESTIMATE) if self.target == "bmv2" else rate
+
+    def warmup_size(self) -> int:
+        """Bytes of the warm-up write: ``WARMUP_S`` at the expected rate (whole MiB, >= 1 MiB)."""
+        return write_size_for(WARMUP_S, self.expected_rate())
+
+    def write_size(self, rate_bps: float | None = None) -> int:
+        """Bytes to write: ``size`` when given, else ``duration_s`` at ``rate_bps`` (bytes/s,
+        measured by the warm-up write) or, without it, at the expected rate; rounded to MiB,
+        within 1 MiB .. 1 GiB."""
         if self.size is not None:
             return self.size
-        rate = RATE_ESTIMATE[self.endpoint]
-        if self.target == "bmv2":
-            rate = min(rate, BMV2_RATE_ESTIMATE)
-        return write_size_for(self.duration_s, rate)
+        return write_size_for(self.duration_s, rate_bps or self.expected_rate())
 
     def agent_settings(self) -> Settings:
         """The host agents' settings: ``settings`` when given, else the ones tuned for this
@@ -249,7 +263,8 @@ class _Run:
         self.dead_evs: frozenset[int] = frozenset()
         self.fault_drops: int | None = None
         self.first_drop_ns: int | None = None
-        self.size = opts.write_size()
+        self.size = opts.size
+        """Bytes of the write: ``--size``, or set by the warm-up write."""
 
     def say(self, text: str) -> None:
         self.demo_log.append((time.monotonic_ns(), text))
@@ -266,9 +281,9 @@ class _Run:
             for w in watchers:
                 w.stop()
 
-    def _transfer(self, watchers, workers) -> RunRecord:
-        size = self.size
-        seed = self.opts.seed if self.opts.seed is not None else random.getrandbits(32)
+    def _pair(self, size: int, seed: int, workers: list) -> tuple[WorkerProcess, WorkerProcess]:
+        """Start the responder and the writer of a ``size``-byte write of the ``seed`` data, and
+        wait until both are ready (the writer then waits for ``go``)."""
         common = ["--size", str(size), "--seed", str(seed), "--rkey", str(RKEY), "--endpoint", self.opts.endpoint]
         rx = WorkerProcess(self.b, ["respond", "--nic", self.b.nic_address, "--peer", self.a.nic_address,
                                     "--qpn", str(QPN_RECEIVER), "--remote-qpn", str(QPN_SENDER), *common])
@@ -280,6 +295,29 @@ class _Run:
         workers.append(tx)
         rx.wait("ready", 60)
         tx.wait("ready", 60)
+        return rx, tx
+
+    def _warm_up(self, workers: list) -> float:
+        """The write's rate now (bytes/s): a write of ``DemoOptions.warmup_size`` between the
+        same two hosts, on the same fabric, timed by the writer (post to completion)."""
+        size = self.opts.warmup_size()
+        rx, tx = self._pair(size, WARMUP_SEED, workers)
+        tx.send("go")
+        done = tx.wait("done", WRITE_TIMEOUT_S)
+        for w in (tx, rx):
+            w.close()
+            workers.remove(w)
+        seconds = max(done["finished_ns"] - done["started_ns"], 1) / 1e9
+        self.say(f"warm-up write: {size} B in {seconds:.2f} s ({size / seconds / 1e6:.1f} MB/s); the write is "
+                 f"sized to last {self.opts.duration_s:g} s at that rate")
+        return size / seconds
+
+    def _transfer(self, watchers, workers) -> RunRecord:
+        if self.size is None:
+            self.size = self.opts.write_size(self._warm_up(workers))
+        size = self.size
+        seed = self.opts.seed if self.opts.seed is not None else random.getrandbits(32)
+        rx, tx = self._pair(size, seed, workers)
         sha_sent = hashlib.sha256(demo_data(seed, size)).hexdigest()
         phases = Phases(size, min_fault_ns=int(MIN_FAULT_S * 1e9))
         rec = Recorder(time.monotonic_ns(), [(p, s) for p in range(self.fab.topology.planes)

@@ -35,6 +35,11 @@ class EvTableSampler:
         self.channel = grpc.insecure_channel(host.agent_address)
         self.stub = pbg.HostAgentStub(self.channel)
         self.last_rows: list[dict] = []
+        try:  # before the write starts: earlier writes' packets are not its
+            rec.begin(self.rows())
+        except grpc.RpcError as exc:
+            self.channel.close()
+            raise MrcError(f"cannot read {host.name}'s EV table from its agent: {exc.code().name}") from None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="demo-sampler", daemon=True)
         self._thread.start()

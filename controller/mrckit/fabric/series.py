@@ -42,6 +42,12 @@ class PathCounter:
     def __init__(self):
         self._evs: dict[int, _EvCount] = {}
         self._path: dict[int, tuple[int, int]] = {}
+        self._start: dict[int, int] = {}
+
+    def start_here(self) -> None:
+        """Count from the reads so far: what they hold (an earlier write's packets, such as the
+        demo's warm-up write) is left out of :meth:`per_ev` and :meth:`per_path`."""
+        self._start = {ev: c.total for ev, c in self._evs.items()}
 
     def update(self, rows: Iterable[Mapping]) -> None:
         """Account one read of the EV table."""
@@ -59,14 +65,14 @@ class PathCounter:
     def per_path(self) -> dict[tuple[int, int], int]:
         """(plane, spine) -> data packets sent so far on EVs of that path."""
         out: dict[tuple[int, int], int] = {}
-        for ev, count in self._evs.items():
+        for ev, n in self.per_ev().items():
             key = self._path[ev]
-            out[key] = out.get(key, 0) + count.total
+            out[key] = out.get(key, 0) + n
         return out
 
     def per_ev(self) -> dict[int, int]:
-        """EV -> data packets sent so far on it."""
-        return {ev: c.total for ev, c in self._evs.items()}
+        """EV -> data packets sent so far on it (since :meth:`start_here`)."""
+        return {ev: c.total - self._start.get(ev, 0) for ev, c in self._evs.items()}
 
 
 @dataclass
@@ -95,6 +101,12 @@ class Recorder:
     ev_last_tx: list[dict[int, int]] = field(default_factory=list)
     ev_read_end_ns: list[int] = field(default_factory=list)
     _last_tx: dict[int, int] = field(default_factory=dict)
+
+    def begin(self, ev_rows: Iterable[Mapping]) -> None:
+        """Count from this EV-table read, taken before the transfer starts: the packets it
+        holds belong to earlier writes."""
+        self.counter.update(ev_rows)
+        self.counter.start_here()
 
     def record(self, t_ns: int, bytes_placed: int, ev_rows: Iterable[Mapping],
                read_end_ns: int | None = None) -> Sample:

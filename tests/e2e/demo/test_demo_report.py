@@ -13,7 +13,7 @@ from mrckit.fabric.plots import plot_report, rates
 from mrckit.fabric.render import render
 from mrckit.fabric.report import DemoReport, json_schema
 from mrckit.fabric.scenario import Phases, analyze
-from mrckit.fabric.series import PathCounter
+from mrckit.fabric.series import PathCounter, Recorder
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "demo.md"
 
@@ -62,6 +62,17 @@ def test_path_counter_takes_a_retired_snapshot_as_the_same_life():
     pc.update([dict(ev=a, plane=0, t1=1, tx_packets=9, retired=True)])       # a later copy
     pc.update([dict(ev=a, plane=0, t1=1, tx_packets=2)])                     # back in a slot
     assert pc.per_ev() == {a: 11}
+
+
+def test_a_recorder_counts_from_its_first_read_so_an_earlier_write_is_left_out():
+    rec = Recorder(0, [(0, 0), (0, 1)])
+    a, b = 0x0010_0001, 0x0000_0002
+    rec.begin([dict(ev=a, plane=0, t1=1, tx_packets=100)])               # the warm-up write's
+    rec.record(10, 0, [dict(ev=a, plane=0, t1=1, tx_packets=130), dict(ev=b, plane=0, t1=0, tx_packets=5)])
+    assert rec.ev_samples[-1] == (10, {a: 30, b: 5})
+    assert rec.samples[-1].path_packets == {(0, 0): 5, (0, 1): 30}
+    rec.record(20, 0, [dict(ev=a, plane=0, t1=1, tx_packets=2)])         # a back in a slot, fresh counters
+    assert rec.ev_samples[-1][1] == {a: 32, b: 5}  # 30 + 2
 
 
 @pytest.mark.parametrize("kind", ["down", "blackhole"])

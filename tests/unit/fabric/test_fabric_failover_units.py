@@ -4,8 +4,8 @@ import pytest
 
 from mrckit.errors import MrcError
 from mrckit.fabric.demo import (
-    AGENT_SETTINGS, BMV2_AGENT_SETTINGS, BMV2_RATE_ESTIMATE, PYTHON_AGENT_SETTINGS, RATE_ESTIMATE, DemoOptions,
-    write_size_for,
+    AGENT_SETTINGS, BMV2_AGENT_SETTINGS, BMV2_RATE_ESTIMATE, PYTHON_AGENT_SETTINGS, RATE_ESTIMATE, WARMUP_S,
+    DemoOptions, write_size_for,
 )
 from mrckit.fabric.plots import zoom_window_us
 from mrckit.fabric.scenario import AgentEvent, dataplane_failover_ns, dead_ev_out_times
@@ -53,11 +53,20 @@ def test_duration_sizes_the_write_at_the_endpoints_rate():
     assert write_size_for(2.0, 1.3 * MIB) == 3 * MIB  # whole MiB
     assert write_size_for(0.5, 100) == MIB and write_size_for(120, 1e12) == 1 << 30  # clamped
     native, python = DemoOptions(endpoint="native", duration_s=3.0), DemoOptions(duration_s=3.0)
-    assert native.write_size() == write_size_for(3.0, RATE_ESTIMATE["native"])
+    assert native.write_size(150e6) == write_size_for(3.0, 150e6)  # at the warm-up's measured rate
+    assert native.write_size() == write_size_for(3.0, RATE_ESTIMATE["native"])  # else the expected one
     assert python.write_size() == write_size_for(3.0, RATE_ESTIMATE["python"]) < native.write_size()
     bmv2 = DemoOptions(target="bmv2", endpoint="native", duration_s=3.0)
     assert bmv2.write_size() == write_size_for(3.0, BMV2_RATE_ESTIMATE) < native.write_size()
-    assert DemoOptions(size=7 * MIB, duration_s=60).write_size() == 7 * MIB  # --size overrides
+    assert DemoOptions(size=7 * MIB, duration_s=60).write_size(150e6) == 7 * MIB  # --size overrides
+
+
+def test_the_warm_up_write_lasts_about_a_second_at_the_expected_rate():
+    native = DemoOptions(endpoint="native")
+    assert native.warmup_size() == write_size_for(WARMUP_S, RATE_ESTIMATE["native"]) == 32 * MIB
+    assert DemoOptions().warmup_size() == write_size_for(WARMUP_S, RATE_ESTIMATE["python"]) == 4 * MIB
+    bmv2 = DemoOptions(target="bmv2", endpoint="native")
+    assert bmv2.warmup_size() == write_size_for(WARMUP_S, BMV2_RATE_ESTIMATE) == 3 * MIB
 
 
 def test_agent_settings_follow_the_endpoint_and_target():
