@@ -64,7 +64,7 @@ def test_duration_sizes_the_write_at_the_endpoints_rate():
 def test_the_warm_up_write_lasts_about_a_second_at_the_expected_rate():
     native = DemoOptions(endpoint="native")
     assert native.warmup_size() == write_size_for(WARMUP_S, RATE_ESTIMATE["native"]) == 32 * MIB
-    assert DemoOptions().warmup_size() == write_size_for(WARMUP_S, RATE_ESTIMATE["python"]) == 4 * MIB
+    assert DemoOptions().warmup_size() == write_size_for(WARMUP_S, RATE_ESTIMATE["python"]) == 16 * MIB
     bmv2 = DemoOptions(target="bmv2", endpoint="native")
     assert bmv2.warmup_size() == write_size_for(WARMUP_S, BMV2_RATE_ESTIMATE) == 3 * MIB
 
