@@ -151,7 +151,10 @@ def test_path_aware_retirement_retires_the_dead_paths_evs_in_one_detection(make_
     """SRv6 mode, path-aware retirement (the default): the first loss on the dead link's path
     retires all 32 of its EVs toward the peer at once, and the write verifies byte for byte."""
     size = 16 << 20
-    settings = Settings(rto_ns=50_000_000, probe_interval_ns=5_000_000, backups_per_plane=64, seed=22)
+    # The agent's RTO well above the endpoint's (67 ms), so that a retransmission detects the
+    # dead path in the dataplane first: the agent's RTO_TIMEOUT retires only its own EV, and
+    # two dead EVs timed out one by one before the first LOSS broke the count below in CI.
+    settings = Settings(rto_ns=500_000_000, probe_interval_ns=5_000_000, backups_per_plane=64, seed=22)
     with clos(make_netns, settings) as fab:
         a, b = "h0-0", "h1-0"
         agent = fab.agents[a]
