@@ -23,7 +23,7 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
               "python 16 = 67 ms).")
 @click.option("--duration", type=float, default=8.0, show_default=True,
               help="Seconds the write should last; a short warm-up write measures the rate that sizes it.")
-@click.option("--size", default=None, help="Bytes to write, e.g. 16M, 64MiB, 1G (overrides --duration).")
+@click.option("--size", default=None, help="Bytes to write, e.g. 16M, 64MiB, 1G (overrides --duration; no warm-up write).")
 @click.option("--fail", "fail", type=click.Choice(["down", "flap", "loss", "blackhole"]), default="down",
               show_default=True, help="How the link p0/t0-1/t1-1 fails at a third of the transfer.")
 @click.option("--loss-percent", type=float, default=10.0, show_default=True, help="--fail loss: drop rate.")

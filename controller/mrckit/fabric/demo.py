@@ -47,9 +47,10 @@ WARMUP_S = 1.0
 """How long the warm-up write should last at the expected rate. Without ``--size`` the demo
 first times a write of that size between the same two hosts, then sizes its own write to last
 ``--duration`` at the rate measured: the native endpoint's rate here ranges from about 35 MB/s
-(the machine busy) to 145 MB/s (quiet), and a write shorter than the controller's DENY and LIFT
+(the machine busy) to 180 MB/s (quiet), and a write shorter than the controller's DENY and LIFT
 (0.3-2.5 s) cannot show a path come back."""
 WARMUP_SEED = 0
+"""The warm-up write's data (``demo_data``): the demo only times that write."""
 BMV2_RATE_ESTIMATE = 3 << 20
 """Bytes per second across a bmv2 fabric, whichever the endpoint: bmv2 forwards a few thousand
 packets a second here (the native endpoint moved 32 MiB in 11.5 s)."""
