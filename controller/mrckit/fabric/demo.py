@@ -56,6 +56,10 @@ BMV2_RATE_ESTIMATE = 3 << 20
 packets a second here (the native endpoint moved 32 MiB in 11.5 s)."""
 MIN_SIZE, MAX_SIZE = 1 << 20, 1 << 30
 SENDER, RECEIVER = "h0-0", "h1-0"
+WARMUP_RECEIVER = "h1-1"
+"""The warm-up write's responder: the receiver's neighbour on its leaf, so the warm-up crosses
+the same planes and spines, while the sender's EV set toward the receiver, whose per-EV counts
+the loss accounting reads, stays untouched until the write."""
 FAILED_PLANE, FAILED_LEAF, FAILED_SPINE = 0, 1, 1
 """The failed link p0/t0-1/t1-1: spine 1 of plane 0 to the receiver's leaf."""
 DEFAULT_LOSS_PERCENT, DEFAULT_FLAP_HZ = 10.0, 2.0
@@ -281,14 +285,16 @@ class _Run:
             for w in watchers:
                 w.stop()
 
-    def _pair(self, size: int, seed: int, workers: list) -> tuple[WorkerProcess, WorkerProcess]:
-        """Start the responder and the writer of a ``size``-byte write of the ``seed`` data, and
-        wait until both are ready (the writer then waits for ``go``)."""
+    def _pair(self, size: int, seed: int, workers: list, receiver=None) -> tuple[WorkerProcess, WorkerProcess]:
+        """Start the responder (on ``receiver``, default the demo's) and the writer of a
+        ``size``-byte write of the ``seed`` data, and wait until both are ready (the writer then
+        waits for ``go``)."""
+        b = receiver or self.b
         common = ["--size", str(size), "--seed", str(seed), "--rkey", str(RKEY), "--endpoint", self.opts.endpoint]
-        rx = WorkerProcess(self.b, ["respond", "--nic", self.b.nic_address, "--peer", self.a.nic_address,
-                                    "--qpn", str(QPN_RECEIVER), "--remote-qpn", str(QPN_SENDER), *common])
+        rx = WorkerProcess(b, ["respond", "--nic", b.nic_address, "--peer", self.a.nic_address,
+                               "--qpn", str(QPN_RECEIVER), "--remote-qpn", str(QPN_SENDER), *common])
         workers.append(rx)
-        tx = WorkerProcess(self.a, ["write", "--nic", self.a.nic_address, "--peer", self.b.nic_address,
+        tx = WorkerProcess(self.a, ["write", "--nic", self.a.nic_address, "--peer", b.nic_address,
                                     "--qpn", str(QPN_SENDER), "--remote-qpn", str(QPN_RECEIVER),
                                     "--imm", str(IMM), "--timeout-exp", str(self._timeout_exp()), *common,
                                     *self._bmv2_args()])
@@ -298,18 +304,19 @@ class _Run:
         return rx, tx
 
     def _warm_up(self, workers: list) -> float:
-        """The write's rate now (bytes/s): a write of ``DemoOptions.warmup_size`` between the
-        same two hosts, on the same fabric, timed by the writer (post to completion)."""
+        """The write's rate now (bytes/s): a write of ``DemoOptions.warmup_size`` from the
+        sender to ``WARMUP_RECEIVER``, on the same fabric, timed by the writer (post to
+        completion)."""
         size = self.opts.warmup_size()
-        rx, tx = self._pair(size, WARMUP_SEED, workers)
+        rx, tx = self._pair(size, WARMUP_SEED, workers, self.fab.host(WARMUP_RECEIVER))
         tx.send("go")
         done = tx.wait("done", WRITE_TIMEOUT_S)
         for w in (tx, rx):
             w.close()
             workers.remove(w)
         seconds = max(done["finished_ns"] - done["started_ns"], 1) / 1e9
-        self.say(f"warm-up write: {size} B in {seconds:.2f} s ({size / seconds / 1e6:.1f} MB/s); the write is "
-                 f"sized to last {self.opts.duration_s:g} s at that rate")
+        self.say(f"warm-up write: {size} B to {WARMUP_RECEIVER} in {seconds:.2f} s ({size / seconds / 1e6:.1f} MB/s); "
+                 f"the write is sized to last {self.opts.duration_s:g} s at that rate")
         return size / seconds
 
     def _transfer(self, watchers, workers) -> RunRecord:
