@@ -100,7 +100,7 @@ class EvTally:
 
         def handle(buf, n, tclass, flowinfo, sport, peer):
             ev = ev_from_flowinfo(flowinfo, sport)
-            t_ns = _send_time(buf, n, time.monotonic_ns())
+            t_ns = send_time(data_tx_timestamp(buf, n), time.monotonic_ns())
             with self._lock:
                 self._sent.setdefault(ev, []).append(t_ns)
             inner(buf, n, tclass, flowinfo, sport, peer)
@@ -111,7 +111,7 @@ class EvTally:
         """EV (decimal text, a JSON key) -> send times (us, CLOCK_MONOTONIC) of the packets
         received on it, ascending."""
         with self._lock:
-            return {str(ev): sorted(t // 1000 for t in times) for ev, times in self._sent.items()}
+            return _as_json(self._sent)
 
 
 class NativeTally:
@@ -128,15 +128,21 @@ class NativeTally:
     def snapshot(self) -> dict[str, list[int]]:
         """As :meth:`EvTally.snapshot`."""
         for ev, arrival_ns, ts in self._ep.arrivals():
-            self._sent.setdefault(ev, []).append(arrival_ns if ts is None else unwrap_timestamp(ts, arrival_ns))
-        return {str(ev): sorted(t // 1000 for t in times) for ev, times in self._sent.items()}
+            self._sent.setdefault(ev, []).append(send_time(ts, arrival_ns))
+        return _as_json(self._sent)
 
 
-def _send_time(buf, n: int, arrival_ns: int) -> int:
-    """When a packet arriving at ``arrival_ns`` was sent (ns): its TSETH tx_timestamp when it is
-    a data packet with ts = 1, else ``arrival_ns``."""
-    ts = data_tx_timestamp(buf, n)
+def send_time(ts: int | None, arrival_ns: int) -> int:
+    """When a packet arriving at ``arrival_ns`` (ns, CLOCK_MONOTONIC) was sent (ns): its TSETH
+    tx_timestamp ``ts`` (16 bits, 1.024 us units, design 3.2) unwrapped against the arrival,
+    or the arrival itself when it has none (``ts`` None: a PROBE, or BTH ts = 0)."""
     return arrival_ns if ts is None else unwrap_timestamp(ts, arrival_ns)
+
+
+def _as_json(sent: dict[int, list[int]]) -> dict[str, list[int]]:
+    """EV -> send times (ns) as a tally's snapshot gives them: decimal EV keys, times in us,
+    ascending."""
+    return {str(ev): sorted(t // 1000 for t in times) for ev, times in sent.items()}
 
 
 def timeout_exp(endpoint: str, exp: int | None) -> int:
