@@ -72,7 +72,7 @@ def main() -> int:
         target = SwitchTarget(SWITCH, f"unix:{tmp}/sw.sock")
 
         def ctl(p=pipeline):
-            return Controller(topo, [target], [], p, status_dir=None)
+            return Controller(topo, [target], [], p, run_dir=None)
 
         entries = ctl().compiled.entries(SWITCH)
         first, restart, repair = [], [], []

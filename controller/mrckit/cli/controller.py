@@ -1,24 +1,24 @@
-"""``mrc controller run TOPO``, ``mrc controller status`` and ``mrc controller link``: printing
-and argument parsing only; the work is in :mod:`mrckit.control` (docs/controller.md)."""
+"""``mrc controller run TOPO``, ``mrc controller status``, ``mrc controller link`` and ``mrc
+controller watch``: printing and argument parsing only; the work is in :mod:`mrckit.control` (docs/controller.md)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime as dt
 import json
 import logging
 import signal
 import sys
-import time
 from pathlib import Path
 
 import click
 
 # Defaults shown in --help. They equal mrckit.control.reactor.SETTLE_NS and
-# mrckit.control.status.STATUS_DIR (tests/unit/cli checks); importing those here would load
+# mrckit.control.client.RUN_DIR (tests/unit/cli checks); importing those here would load
 # finsy, grpc and numpy for every ``mrc`` command.
 SETTLE_MS = 100.0
-STATUS_DIR = "/run/mrckit/controller"
+RUN_DIR = "/run/mrckit/controller"
 MODES = ("srv6", "ecmp")  # mrckit.topology.entries.MODES
 
 
@@ -81,7 +81,8 @@ async def _run(ctl, once: bool, reconfigure: bool) -> None:
     ready = asyncio.create_task(ctl.ready.wait())
     await asyncio.wait([runner, ready], return_when=asyncio.FIRST_COMPLETED)
     if ready.done():
-        click.echo(f"ready: {len(ctl.switches)} switches programmed, {len(ctl.hosts)} hosts configured")
+        click.echo(f"ready: {len(ctl.switches)} switches programmed, {len(ctl.hosts)} hosts configured; "
+                   f"northbound {ctl.address or 'off'}")
         _print_counts(ctl)
         sys.stdout.flush()
     else:
@@ -93,20 +94,19 @@ async def _run(ctl, once: bool, reconfigure: bool) -> None:
 def _status_lines(st: dict) -> list[str]:
     from ..control import format_marks
 
-    out = [f"controller {st['name']}: {'running, pid ' + str(st['pid']) if st['running'] else 'not running'}; "
+    out = [f"controller {st['name']}: running, pid {st['pid']}; "
            f"{st['topology']}; {st.get('mode', 'srv6')} mode; {'ready' if st.get('ready') else 'not ready'}",
            f"pipeline cookie {st['pipeline']['cookie']:#x} ({st['pipeline']['p4info']})", "switches:"]
     for name, s in st["switches"].items():
         t = s["total"]
         out.append(f"  {name:<12} {s['address']:<40} dev {s['device_id']:<3} "
-                   f"{('up' if s['connected'] else 'DOWN') if st['running'] else '-':<4} "
+                   f"{'up' if s['connected'] else 'DOWN':<4} "
                    f"reconciles {s['reconciles']}  writes "
                    f"+{t['inserted']} ~{t['modified']} -{t['deleted']}"
                    + (f"  ({s['error']})" if s["error"] else ""))
     out.append("hosts:")
     for name, h in st["hosts"].items():
         state = "watching" if h["watching"] else "configured" if h["configured"] else "DOWN"
-        state = state if st["running"] else "-"
         out.append(f"  {name:<12} {h['address']:<40} {state:<10} events {h['events']}"
                    + (f"  ({h['error']})" if h["error"] else ""))
     out.append(f"links believed down: {', '.join(st['links_down']) or 'none'}")
@@ -124,37 +124,20 @@ def _status_lines(st: dict) -> list[str]:
     return out
 
 
-def check_link_report(name: str, link: str, status_dir) -> None:
-    """Refuse a link report that no controller would act on: no controller running under
-    ``name``, or a ``link`` (design 3.3 name) its fabric does not have. Checked against the
-    topology file the controller names in its status, else against its switch names.
+def _stamp(time_ns: int) -> str:
+    return dt.datetime.fromtimestamp(time_ns / 1e9, dt.timezone.utc).strftime("%H:%M:%S.%f")
 
-    Raises:
-        MrcError: naming the controller or the link.
-    """
-    from ..control import read_status, status_path
-    from ..errors import MrcError
-    from ..topology import load_topology
-    from ..topology.ecmp import down_t1_links
-    from ..wire.addressing import parse_link_name
 
-    try:
-        parsed = parse_link_name(link)
-    except ValueError as exc:
-        raise MrcError(f"link {link!r}: {exc}") from None
-    st = read_status(status_path(name, status_dir))
-    if not st["running"]:
-        raise MrcError(f"no controller is running under --name {name!r} (its status file says it stopped); "
-                       "nothing reported")
-    topo_file = st.get("topology_file")
-    if topo_file and Path(topo_file).exists():
-        down_t1_links(load_topology(topo_file), [link])  # TopologyError (an MrcError) names the link
-        return
-    switches = st.get("switches", {})
-    ends = [f"p{parsed.plane}-t0-{parsed.leaf}"] + ([f"p{parsed.plane}-t1-{parsed.index}"]
-                                                    if parsed.kind == "t1" else [])
-    if switches and any(end not in switches for end in ends):
-        raise MrcError(f"no link {link} in the fabric of controller {name!r}")
+def _watch_line(kind: str, item) -> str:
+    """One line of ``mrc controller watch``: a timeline mark, or a host's EV event."""
+    if kind == "mark":
+        return f"{_stamp(item['time_ns'])}  {item['kind']:<17} {','.join(item['links']) or '-':<24} {item['detail']}"
+    from ..proto.host_agent_pb2 import EvState
+
+    host, ev = item
+    what = f"{EvState.Name(ev.old_state)}->{EvState.Name(ev.new_state)}"
+    return (f"{_stamp(ev.wall_time_ns)}  ev {host:<14} peer {ev.peer} ev {ev.ev:#x} {what} ({ev.reason})"
+            + (f" link {ev.link}" if ev.link else ""))
 
 
 def register(main: click.Group) -> None:
@@ -166,7 +149,8 @@ def register(main: click.Group) -> None:
 
     @controller_group.command("run")
     @click.argument("topo", type=click.Path(dir_okay=False))
-    @click.option("--name", default="default", show_default=True, help="Status file name under --status-dir.")
+    @click.option("--name", default="default", show_default=True,
+                  help="Its name: socket NAME.sock and saved status NAME.state.json under --run-dir.")
     @click.option("--target", type=click.Choice(["ebpf", "bmv2"]), default="ebpf", show_default=True,
                   help="Switch target (only bmv2's 510-port limit differs).")
     @click.option("--mode", type=click.Choice(MODES), default="srv6", show_default=True,
@@ -187,11 +171,14 @@ def register(main: click.Group) -> None:
                   help="Configure agents that have a config already (resets their dataplane).")
     @click.option("--settle-ms", type=float, default=SETTLE_MS, show_default=True,
                   help="Evidence gathering time before localising a failure.")
-    @click.option("--status-dir", type=click.Path(file_okay=False), default=STATUS_DIR, show_default=True)
+    @click.option("--run-dir", type=click.Path(file_okay=False), default=RUN_DIR, show_default=True,
+                  help="Folder of its northbound socket and saved status.")
+    @click.option("--listen", metavar="ADDR", help="Northbound address instead of unix:RUN_DIR/NAME.sock: "
+                  "unix:/path, or 127.0.0.1:PORT (loopback; 0 picks a port).")
     @click.option("--once", is_flag=True, help="Program and configure once, print write counts, exit.")
     @click.option("-v", "--verbose", is_flag=True, help="Log every decision.")
     def run_cmd(topo, name, target, mode, p4info, device_config, switch_specs, host_specs, device_id, nic_device,
-                agent_settings, reconfigure_hosts, settle_ms, status_dir, once, verbose):
+                agent_settings, reconfigure_hosts, settle_ms, run_dir, listen, once, verbose):
         """Program every switch and configure every host agent of TOPO, then keep them so and
         react to failures until Ctrl-C. Works on any P4Runtime server (bmv2, the eBPF target,
         hardware) and agent that the topology or --switch/--host name."""
@@ -213,41 +200,66 @@ def register(main: click.Group) -> None:
         hosts = [dataclasses.replace(h, settings=settings) for h in hosts]
         pipeline = load_pipeline(p4info, device_config)
         ctl = Controller(topology, switches, hosts, pipeline, target=target, mode=mode, name=name,
-                         status_dir=status_dir,
+                         run_dir=run_dir, listen=listen,
                          settle_ns=int(settle_ms * 1e6), reconfigure_hosts=reconfigure_hosts,
                          topology_file=str(Path(topo).resolve()))
         asyncio.run(_run(ctl, once, reconfigure_hosts))
+
+    address_option = click.option("--address", metavar="ADDR",
+                                  help="The controller's northbound address (default unix:RUN_DIR/NAME.sock).")
+    run_dir_option = click.option("--run-dir", type=click.Path(file_okay=False), default=RUN_DIR,
+                                  show_default=True, help="Folder of controllers' sockets.")
 
     @controller_group.command("link")
     @click.argument("link")
     @click.option("--down/--up", "down", required=True, help="The link went down, or came back up.")
     @click.option("--name", default="default", show_default=True)
-    @click.option("--status-dir", type=click.Path(file_okay=False), default=STATUS_DIR, show_default=True)
+    @run_dir_option
+    @address_option
     @click.option("--source", default="cli", show_default=True, help="Who reports it (shown on the timeline).")
-    def link_cmd(link, down, name, status_dir, source):
+    def link_cmd(link, down, name, run_dir, address, source):
         """Report that LINK (e.g. p0/t0-1/t1-0) went down or came back up to the running
         controller NAME. An ecmp-mode controller rewrites the groups of the affected switches
         at once; an srv6-mode one DENIES the link on every host (lifts it on --up). A link the
-        fabric lacks, or no controller running under NAME, is refused and nothing is written."""
+        fabric lacks, or no controller running under NAME, is refused."""
         from ..control import report_link
 
-        check_link_report(name, link, status_dir)
-        report = report_link(name, link, up=not down, status_dir=status_dir, source=source)
-        click.echo(f"reported {report.link} {'down' if down else 'up'} to controller {name!r}")
+        written = report_link(name, link, up=not down, run_dir=run_dir, address=address, source=source)
+        click.echo(f"reported {link} {'down' if down else 'up'} to controller {name!r}"
+                   + (f": {sum(written.values())} updates on {len(written)} switches" if written else ""))
 
     @controller_group.command("status")
     @click.option("--name", default="default", show_default=True)
-    @click.option("--status-dir", type=click.Path(file_okay=False), default=STATUS_DIR, show_default=True)
+    @run_dir_option
+    @address_option
     @click.option("--json", "as_json", is_flag=True, help="The raw status.")
-    def status_cmd(name, status_dir, as_json):
+    def status_cmd(name, run_dir, address, as_json):
         """Show a running controller's switches, hosts, links believed down, denials and timeline."""
-        from ..control import read_status, status_path
+        from ..control import read_status
 
-        st = read_status(status_path(name, status_dir))
+        st = read_status(name, run_dir, address)
         if as_json:
             click.echo(json.dumps(st, indent=1, sort_keys=True))
             return
-        age = (time.time_ns() - st.get("updated_ns", 0)) / 1e9
         for line in _status_lines(st):
             click.echo(line)
-        click.echo(f"(status written {age:.1f} s ago)")
+
+    @controller_group.command("watch")
+    @click.option("--name", default="default", show_default=True)
+    @run_dir_option
+    @address_option
+    @click.option("--ev-events", is_flag=True, help="Also every EV event the hosts stream to the controller.")
+    @click.option("--no-replay", is_flag=True, help="Only what happens from now on.")
+    def watch_cmd(name, run_dir, address, ev_events, no_replay):
+        """Follow a running controller's failure timeline (link down, first ASSUMED_BAD,
+        localisation, DENY on all hosts, lift; reroutes in ecmp mode) until it stops or Ctrl-C."""
+        from ..control import ControllerClient
+
+        with ControllerClient.named(name, run_dir, address) as client:
+            try:
+                for kind, item in client.watch(replay=not no_replay, ev_events=ev_events):
+                    click.echo(_watch_line(kind, item))
+                    sys.stdout.flush()
+            except KeyboardInterrupt:
+                return
+        click.echo("controller stopped")

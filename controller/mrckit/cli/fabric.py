@@ -145,7 +145,7 @@ def _print_status(doc: dict) -> None:
 @click.option("--all", "everything", is_flag=True, help="Every fabric, and anything left named mrcf-*.")
 def down(name, everything) -> None:
     """Tear fabric NAME down (default: 'default'): processes, pins, namespaces, state, and the
-    link reports of its controller (also when only those are left)."""
+    saved status of its controller (also when only that is left)."""
     from ..fabric import teardown
 
     if everything:
@@ -161,7 +161,7 @@ def down(name, everything) -> None:
         from ..errors import MrcError
 
         raise MrcError(f"no fabric named {name!r} is up; see `mrc fabric status`")
-    click.echo(f"fabric {name} down" if was_up else f"fabric {name} is not up; removed its leftover link reports")
+    click.echo(f"fabric {name} down" if was_up else f"fabric {name} is not up; removed its controller's leftover saved status")
 
 
 @fabric.command()

@@ -21,11 +21,14 @@ Modules, bottom up:
   the reactor's connectivity guard.
 - ``reactor``: :class:`FailureReactor` (no I/O): events in, DENY / lift :class:`Action` s out,
   and the :class:`Timeline`.
-- ``reports``: :func:`report_link` -> ``<status dir>/<name>.links.jsonl``, read by a running
-  controller (``mrc controller link LINK --down``).
+- ``reports``: :class:`LinkReport`, a link down or up as reported to a running controller.
 - ``reroute``: :class:`Rerouter` (no I/O): EV-hash mode's reaction: link reports in, the
   switches whose groups change out (issue 11).
-- ``controller``: :class:`Controller`, the runtime; ``status``: its status file.
+- ``client``: :class:`ControllerClient` (``report_link``, ``status``, ``watch``), the client of
+  a running controller's northbound (``mrckit/proto/controller.proto``); ``northbound``: its
+  server, on the controller's loop.
+- ``controller``: :class:`Controller`, the runtime; ``status``: its saved status, for a
+  restarted successor.
 
 Using it from the fabric emulator (``mrckit.fabric``), which starts the servers itself::
 
@@ -42,17 +45,18 @@ or, to keep the controller running (and kill/restart it under traffic), write th
 the addresses (``Switch.p4runtime``, ``Host.agent``; ``mrckit.topology.dump_topology``) and
 start ``mrc controller run TOPO --name fab1`` as its own process (``subprocess.Popen``; never
 fork a process that runs gRPC threads). It prints ``ready`` once every switch is reconciled
-and every host configured, and keeps ``/run/mrckit/controller/fab1.json`` (``read_status``):
-per switch the last and total :class:`WriteCounts`, per host its state, the links believed
-down, the denials, the last localisation and the timeline. In-process, ``await ctl.run(stop)``
+and every host configured, and serves its northbound on ``unix:/run/mrckit/controller/fab1.sock``:
+``read_status("fab1")`` gives per switch the last and total :class:`WriteCounts`, per host its
+state, the links believed down, the denials, the last localisation and the timeline;
+``ControllerClient.named("fab1").watch()`` follows the timeline. In-process, ``await ctl.run(stop)``
 does the same until the ``asyncio.Event`` ``stop`` is set; ``ctl.note_link_down(link)`` puts
 a fault injection on the timeline.
 
 EV-hash (ECMP) mode (issue 11): ``Controller(..., mode="ecmp")`` or ``mrc controller run TOPO
 --mode ecmp`` programs ``ipv6_fib`` routes and ``ecmp_selector`` members and groups as well, and
 reroutes on link reports instead of denying links on hosts: ``await ctl.link_report(link,
-up=False)`` in-process, or ``report_link(name, link, up=False)`` / ``mrc controller link LINK
---down --name NAME`` for a controller in its own process. The timeline gets ``link_down``,
+up=False)`` in-process, or ``report_link(name, link, up=False)`` (gRPC) / ``mrc controller link
+LINK --down --name NAME`` for a controller in its own process. The timeline gets ``link_down``,
 ``first_assumed_bad``, ``reroute``, ``link_up`` and ``restore`` marks.
 
 Device ids: finsy's default is 1, bmv2's 0. Every :class:`SwitchTarget` carries its own
@@ -67,17 +71,18 @@ from .localise import Localisation, localise
 from .p4rt import SwitchSession, WriteCounts, default_election_id, open_session
 from .pipeline import Pipeline, load_pipeline
 from .reactor import Action, FailureReactor
-from .reports import LinkReport, ReportInbox, report_link, reports_path
+from .client import RUN_DIR, ControllerClient, controller_address, read_status, report_link
+from .reports import LinkReport
 from .reroute import Reroute, Rerouter
-from .status import STATUS_DIR, read_status, status_path
+from .status import saved_status_path
 from .targets import DEFAULT_DEVICE_ID, HostTarget, SwitchTarget, targets_from_topology
 from .timeline import Mark, Timeline, format_marks
 
 __all__ = [
     "Controller", "HostState", "SwitchState", "EntryDiff", "diff_entries", "EcmpDiff", "EcmpTables", "diff_ecmp",
-    "LinkReport", "ReportInbox", "report_link", "reports_path", "Reroute", "Rerouter",
+    "LinkReport", "report_link", "Reroute", "Rerouter", "ControllerClient", "controller_address", "RUN_DIR",
     "HostSession", "host_config_proto",
     "open_host", "Localisation", "localise", "SwitchSession", "WriteCounts", "default_election_id", "open_session",
-    "Pipeline", "load_pipeline", "Action", "FailureReactor", "STATUS_DIR", "read_status", "status_path",
+    "Pipeline", "load_pipeline", "Action", "FailureReactor", "read_status", "saved_status_path",
     "DEFAULT_DEVICE_ID", "HostTarget", "SwitchTarget", "targets_from_topology", "Mark", "Timeline", "format_marks",
 ]

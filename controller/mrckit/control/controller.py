@@ -7,11 +7,13 @@ do it again. Per host: configure the agent unless it already has a config (a res
 controller must not reset running hosts), push the current denials, then stream its EV events
 into the :class:`~mrckit.control.reactor.FailureReactor`. A reaction loop polls the hosts' EV
 counters during a failure episode (good-path evidence), and carries out DENY and lift actions
-on every host. The state goes to a status file (``status.py``) for ``mrc controller status``.
+on every host; it sleeps while the reactor holds no evidence, until an input wakes it. The
+northbound (``northbound.py``, gRPC) takes link reports and answers ``mrc controller status``
+and timeline watchers; the state is also saved (``status.py``) for a restarted successor.
 
 In EV-hash mode (``mode="ecmp"``, issue 11) the switches also get ``ecmp_selector`` members and
 groups and ``ipv6_fib`` routes, and the reaction differs: host evidence cannot name a path, so
-nothing is denied; link reports (``reports.py``, :meth:`Controller.link_report`) make the
+nothing is denied; link reports (``ReportLink``, :meth:`Controller.link_report`) make the
 :class:`~mrckit.control.reroute.Rerouter` rewrite the groups of the affected switches. In SRv6
 mode a link report is DENIED on every host at once (lifted when reported up), without waiting
 for host evidence: both modes act on the same information.
@@ -36,21 +38,22 @@ from .localise import Localisation
 from .p4rt import CONNECT_TIMEOUT_S, WriteCounts, check_ecmp_pipeline, default_election_id, open_session
 from .pipeline import Pipeline
 from .reactor import GOOD, LIFT_SUCCESSES, SETTLE_NS, Action, FailureReactor
-from .reports import FileWatch, LinkReport, ReportInbox, reports_path
+from . import northbound
+from .client import RUN_DIR, controller_address
+from .reports import LinkReport
 from .reroute import Reroute, Rerouter
-from .status import STATUS_DIR, check_not_running, read_status, status_path, write_status
+from .status import load_saved_status, saved_status_path, write_status
 from .targets import HostTarget, SwitchTarget
 from .timeline import Mark
 
 log = logging.getLogger(__name__)
 
 TICK_S = 0.01
-"""Reaction loop period when nothing happens (events wake it at once)."""
+"""Reaction loop period while the reactor holds evidence (its decisions then depend on time)."""
 POLL_INTERVAL_S = 0.04
 """EV-counter polling period during a failure episode (good-path evidence)."""
-STATUS_EVERY_S = 2.0
 STATUS_MIN_GAP_S = 0.1
-"""The status file is rewritten on a change, at most this often (and at least every 2 s)."""
+"""The saved status is rewritten on a change, at most this often."""
 RETRY_MAX_S = 5.0
 
 
@@ -69,7 +72,7 @@ class SwitchState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one writer at a time
 
     def as_dict(self) -> dict:
-        """Plain data for the status file."""
+        """Plain data for the status."""
         return {"address": self.target.address, "device_id": self.target.device_id, "connected": self.connected,
                 "reconciles": self.reconciles, "last": self.last.as_dict() if self.last else None,
                 "total": self.total.as_dict(), "error": self.error}
@@ -89,7 +92,7 @@ class HostState:
     error: str = ""
 
     def as_dict(self) -> dict:
-        """Plain data for the status file."""
+        """Plain data for the status."""
         return {"address": self.target.address, "configured": self.configured,
                 "configured_by_us": self.configured_by_us, "watching": self.watching,
                 "denied": sorted(self.denied), "events": self.events, "error": self.error}
@@ -119,26 +122,29 @@ class Controller:
         target: ``"ebpf"`` or ``"bmv2"`` (only the compiler's port-range check differs).
         mode: ``"srv6"`` (uSID source routing; hosts are DENIED failed links) or ``"ecmp"``
             (EV-hash mode, issue 11: groups are rewritten on link reports).
-        name: the status file's name (``/run/mrckit/controller/<name>.json``); link reports
-            are read from ``<name>.links.jsonl`` beside it (``reports.py``).
-        status_dir: where status files go; None = keep no status file.
+        name: the controller's name: its northbound socket is ``<run_dir>/<name>.sock`` and
+            its saved status ``<run_dir>/<name>.state.json`` unless ``listen`` says otherwise.
+        run_dir: where the socket and saved status go; None = save no status and, unless
+            ``listen`` is given, serve no northbound (one-shot use).
+        listen: the northbound address (``unix:/path``, or ``127.0.0.1:PORT`` on loopback;
+            port 0 picks one); None = ``unix:<run_dir>/<name>.sock``. Served by :meth:`run`.
         election_id: ours (default: the wall clock in ms, so a restart wins).
         settle_ns, lift_successes: failure-reaction tuning (``reactor.py``).
         connect_timeout_s: how long to wait for a switch to answer arbitration.
         reconfigure_hosts: Configure every agent once even if it has a config already (by
             default a configured agent is left alone: Configure resets its dataplane).
-        topology_file: the YAML ``topology`` came from, if any; the status file names it so
-            that ``mrc controller link`` can refuse a link the fabric does not have.
+        topology_file: the YAML ``topology`` came from, if any (shown in the status).
 
     Raises:
         MrcError: a target naming no node of the topology, a topology that does not compile,
-            an unknown mode or, in EV-hash mode, a pipeline without its tables, or another live
-            controller under ``name`` (its status file says so).
+            an unknown mode or, in EV-hash mode, a pipeline without its tables, another live
+            controller answering at the northbound address, or an unreadable saved status.
     """
 
     def __init__(self, topology: Topology, switches: list[SwitchTarget], hosts: list[HostTarget],
                  pipeline: Pipeline, *, target: str = "ebpf", mode: str = "srv6", name: str = "default",
-                 status_dir: Path | str | None = STATUS_DIR, election_id: int | None = None,
+                 run_dir: Path | str | None = RUN_DIR, listen: str | None = None,
+                 election_id: int | None = None,
                  settle_ns: int = SETTLE_NS, lift_successes: int = LIFT_SUCCESSES,
                  connect_timeout_s: float = CONNECT_TIMEOUT_S, reconfigure_hosts: bool = False,
                  topology_file: str | None = None):
@@ -158,13 +164,16 @@ class Controller:
         self.reconfigure_hosts = reconfigure_hosts
         self.reactor = FailureReactor(topology, settle_ns=settle_ns, ambiguous_wait_ns=3 * settle_ns,
                                       lift_successes=lift_successes)
-        self.status_file = status_path(name, status_dir) if status_dir is not None else None
-        if self.status_file is not None:
-            check_not_running(self.status_file)  # two would fight over primary (election ids)
+        self.status_file = saved_status_path(name, run_dir) if run_dir is not None else None
+        self.address = listen or (controller_address(name, run_dir) if run_dir is not None else None)
+        if self.address is not None:
+            northbound.check_not_running(self.address, name)  # two would fight over primary
         self.rerouter = Rerouter(self.compiled, self.reactor.timeline) if mode == "ecmp" else None
-        self.inbox = ReportInbox(reports_path(name, status_dir)) if status_dir is not None else None
-        self._adopt_reports()
-        self._carry_over_timeline()
+        self.reported_down: dict[str, int] = {}  # link -> when reported down (ns)
+        self.feed = northbound.Feed()
+        self._take_over(load_saved_status(self.status_file) if self.status_file is not None else None)
+        self.reactor.timeline.listeners.append(self.feed.mark)
+        self._reports: asyncio.Queue = asyncio.Queue()
         self.started_ns = time.time_ns()
         self.ready = asyncio.Event()  # every switch reconciled once and every host configured once
         self._wake = asyncio.Event()
@@ -174,7 +183,7 @@ class Controller:
 
     @property
     def _dirty(self) -> bool:
-        """Whether the status file is out of date; setting it wakes the reaction loop, which
+        """Whether the saved status is out of date; setting it wakes the reaction loop, which
         saves it (at most every STATUS_MIN_GAP_S)."""
         return self._status_dirty
 
@@ -257,12 +266,16 @@ class Controller:
         tasks = [asyncio.create_task(self._switch_loop(st), name=f"switch-{n}") for n, st in self.switches.items()]
         tasks += [asyncio.create_task(self._host_loop(hs), name=f"host-{n}") for n, hs in self.hosts.items()]
         tasks.append(asyncio.create_task(self._react_loop(), name="react"))
-        if self.inbox is not None:
-            tasks.append(asyncio.create_task(self._reports_loop(), name="link-reports"))
+        tasks.append(asyncio.create_task(self._reports_loop(), name="link-reports"))
         tasks.append(asyncio.create_task(self._ready_watch(), name="ready"))
+        server = None
         try:
+            if self.address is not None:
+                server, self.address = await northbound.serve(self, self.address)
             await stop.wait()
         finally:
+            if server is not None:
+                await northbound.stop(server, self.address, self.feed)
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -274,7 +287,7 @@ class Controller:
                    and all(h.configured for h in self.hosts.values())):
             await asyncio.sleep(TICK_S)
         self.ready.set()
-        self.save_status()  # before anyone waiting on ``ready`` runs: the file says ready too
+        self.save_status()  # before anyone waiting on ``ready`` runs: the saved status says ready too
         log.info("all %d switches programmed and %d hosts configured", len(self.switches), len(self.hosts))
 
     async def _switch_loop(self, st: SwitchState) -> None:
@@ -348,6 +361,7 @@ class Controller:
                 (hs.denied.add if ev.reason == "LINK_DENIED" else hs.denied.discard)(ev.link)
                 self.reactor.adopt_denial(ev.link, ev.reason == "LINK_DENIED", ev.wall_time_ns)
             return
+        self.feed.ev_event(hs.target.name, ev)
         if self.rerouter is not None:  # EV-hash mode: EVs name no path, nothing to localise
             self.rerouter.host_event(hs.target.name, ev, time.time_ns())
             self._dirty = True
@@ -373,8 +387,13 @@ class Controller:
         Raises:
             TopologyError: the fabric has no such link (ValueError: a malformed name).
         """
-        now = time.time_ns() if time_ns is None else time_ns
+        now = time.time_ns() if not time_ns else time_ns
         self._dirty = True
+        self.check_link(link)
+        if up:
+            self.reported_down.pop(link, None)
+        else:
+            self.reported_down.setdefault(link, now)
         if self.rerouter is None:
             self.compiled.down_links([link])  # raises for a link the fabric lacks
             self.reactor.timeline.add("link_up" if up else "link_down", now, (link,), source or "reported")
@@ -421,76 +440,88 @@ class Controller:
                  self.reactor.timeline.marks[-1].detail)
         return written
 
-    def _adopt_reports(self) -> None:
-        """A fresh controller (no status file of a predecessor) drops reports left over from
-        an earlier fabric of the same name; a restarted one re-reads them to know which links
-        are down before it programs anything."""
-        if self.inbox is None:
-            return
-        if self.status_file is None or not self.status_file.exists():
-            self.inbox.discard()
-            return
-        down: dict[str, int] = {}
-        for r in self.inbox.read_new():
-            if r.up:
-                down.pop(r.link, None)
-            else:
-                down[r.link] = r.time_ns
-        known = {}
-        for link, t in down.items():
-            try:
-                self.compiled.down_links([link])
-                known[link] = t
-            except (MrcError, ValueError) as exc:
-                log.warning("ignoring a report of link %s: %s", link, exc)
-        if self.rerouter is not None:
-            self.rerouter.adopt(known)
-            return
-        for link in known:  # SRv6: still down, so still denied (and not lifted by probes)
-            self.reactor.report(link, False, "report adopted on restart")
+    def check_link(self, link: str) -> None:
+        """Refuse a link name this fabric lacks.
+
+        Raises:
+            TopologyError: the fabric has no such link (ValueError: a malformed name).
+        """
+        self.compiled.down_links([link])
+
+    async def submit_report(self, report: LinkReport) -> dict[str, int]:
+        """Queue ``report`` for :meth:`link_report` and wait for it: reports are carried out
+        one at a time, in the order they arrive (a down and the up after it must not cross).
+        Returns switch -> updates written; a report that fails is logged and returns {}."""
+        done: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._reports.put_nowait((report, done))
+        return await done
 
     async def _reports_loop(self) -> None:
-        # inotify wakes us when the report file is written; polling every tick is the
-        # fallback where inotify is unavailable.
-        with FileWatch(self.inbox.path) as watch:
-            while True:
-                for r in self.inbox.read_new():
-                    await self._report(r)
-                await watch.changed(TICK_S if watch.fd is None else None)
+        while True:
+            report, done = await self._reports.get()
+            try:
+                written = await self.link_report(report.link, report.up, report.time_ns, report.source)
+            except (MrcError, ValueError) as exc:
+                log.warning("link report %s: %s", report.link, exc)
+                written = {}
+            if not done.done():  # the caller may have given up (RPC cancelled)
+                done.set_result(written)
 
-    async def _report(self, r: LinkReport) -> None:
+    def _take_over(self, saved: dict | None) -> None:
+        """A restarted controller (a saved status of a predecessor under the same name) keeps
+        its timeline and the links reported down, before it programs anything; its denials
+        are taken over from the agents themselves (``_host_event``)."""
+        if saved is None:
+            return
         try:
-            await self.link_report(r.link, r.up, r.time_ns, r.source)
-        except (MrcError, ValueError) as exc:
-            log.warning("link report %s: %s", r.link, exc)
+            for m in saved.get("timeline", []):
+                self.reactor.timeline.add(m["kind"], m["time_ns"], tuple(m["links"]), m["detail"])
+            down = {str(k): int(v) for k, v in saved.get("reported_down", {}).items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            log.warning("not taking over from %s: %s", self.status_file, exc)
+            return
+        for link, t in down.items():
+            try:
+                self.check_link(link)
+            except (MrcError, ValueError) as exc:
+                log.warning("ignoring a report of link %s: %s", link, exc)
+                continue
+            self.reported_down[link] = t
+        if self.rerouter is not None:
+            self.rerouter.adopt(dict(self.reported_down))
+            return
+        for link in self.reported_down:  # SRv6: still down, so still denied (and not lifted by probes)
+            self.reactor.report(link, False, "report adopted on restart")
 
     # --- reaction -----------------------------------------------------------------------------
     async def _react_loop(self) -> None:
-        last_status = 0.0
+        last_status = -STATUS_MIN_GAP_S
         while True:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._react_timeout(last_status))
+            # asyncio.timeout, not wait_for: wait_for of 3.11 can swallow a cancellation that
+            # arrives as the event is set, and the loop would outlive run().
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._react_timeout(last_status)):
+                    await self._wake.wait()
             self._wake.clear()
             now = time.time_ns()
             if self.reactor.episode_start is not None and now - self._last_poll >= POLL_INTERVAL_S * 1e9:
                 await self._poll_good()
             for action in self.reactor.decide(time.time_ns()):
                 await self._carry_out(action)
-            since = time.monotonic() - last_status
-            if (self._dirty and since >= STATUS_MIN_GAP_S) or since > STATUS_EVERY_S:
+            if self._dirty and time.monotonic() - last_status >= STATUS_MIN_GAP_S:
                 self.save_status()
                 last_status = time.monotonic()
 
-    def _react_timeout(self, last_status: float) -> float:
+    def _react_timeout(self, last_status: float) -> float | None:
         """Seconds the reaction loop may sleep unless woken: a tick while the reactor holds
-        evidence (its decisions then depend on time: settling, evidence expiry, polls),
-        otherwise until the status file is due (every input wakes the loop: host events,
-        link reports, status changes)."""
+        evidence (its decisions then depend on time: settling, evidence expiry, polls), until
+        the saved status is due after a change, else no limit (None): every input wakes the
+        loop (host events, link reports, state changes), so an idle controller sleeps."""
         if not self.reactor.quiet():
             return TICK_S
-        since = time.monotonic() - last_status
-        due = STATUS_MIN_GAP_S if self._dirty else STATUS_EVERY_S
-        return max(due - since, TICK_S)
+        if self._dirty:
+            return max(STATUS_MIN_GAP_S - (time.monotonic() - last_status), TICK_S)
+        return None
 
     async def _poll_good(self) -> None:
         """Poll every host's EV table; an EV still GOOD whose acks grew since the last poll
@@ -528,6 +559,7 @@ class Controller:
             log.warning("%s %s: not done on every host: %s", action.kind, ",".join(action.links),
                         "; ".join(failed) or "no host reachable")
             self.reactor.failed(action)
+            await asyncio.sleep(TICK_S)  # it is decided again: retry at the tick, not in a spin
             return
         self.reactor.done(action, time.time_ns(), len(live))
         log.info("%s %s on all %d hosts%s", "DENIED" if deny else "lifted", ", ".join(action.links), len(live),
@@ -535,7 +567,8 @@ class Controller:
 
     # --- status -------------------------------------------------------------------------------
     def status(self) -> dict:
-        """Everything ``mrc controller status`` shows, as plain data."""
+        """Everything ``mrc controller status`` shows, as plain data (the ``Status`` message
+        of ``controller.proto`` as ``client.status_from_proto`` gives it, less ``running``)."""
         loc: Localisation | None = self.reactor.last
         return {
             "name": self.name, "pid": os.getpid(), "started_ns": self.started_ns, "updated_ns": time.time_ns(),
@@ -547,6 +580,7 @@ class Controller:
             "hosts": {n: hs.as_dict() for n, hs in self.hosts.items()},
             "links_down": sorted(set(self.reactor.links_down())
                                  | set(self.rerouter.links_down() if self.rerouter else ())),
+            "reported_down": dict(sorted(self.reported_down.items())),
             "rerouted": dict(sorted(self.rerouter.rerouted.items())) if self.rerouter else {},
             "denials": {link: t for link, t in sorted(self.reactor.denied.items())},
             "withheld": dict(sorted(self.reactor.withheld.items())),
@@ -561,20 +595,8 @@ class Controller:
         """The failure timeline so far."""
         return list(self.reactor.timeline.marks)
 
-    def _carry_over_timeline(self) -> None:
-        """Keep the timeline of a predecessor under the same name (a restarted controller);
-        its denials are taken over from the agents themselves (``_host_event``)."""
-        if self.status_file is None or not self.status_file.exists():
-            return
-        try:
-            marks = read_status(self.status_file).get("timeline", [])
-            for m in marks:
-                self.reactor.timeline.add(m["kind"], m["time_ns"], tuple(m["links"]), m["detail"])
-        except (MrcError, KeyError, TypeError, ValueError) as exc:
-            log.warning("not keeping the previous timeline of %s: %s", self.status_file, exc)
-
     def save_status(self, stopped: bool = False) -> None:
-        """Write the status file now (``stopped``: marked as not running)."""
+        """Save the status now (``stopped``: pid 0, the controller is gone)."""
         self._dirty = False
         if self.status_file is None:
             return
@@ -584,4 +606,4 @@ class Controller:
         try:
             write_status(self.status_file, status)
         except OSError as exc:
-            log.warning("status file %s: %s", self.status_file, exc)
+            log.warning("saved status %s: %s", self.status_file, exc)

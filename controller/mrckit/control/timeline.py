@@ -7,6 +7,7 @@ one machine; across machines they are as good as NTP)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 KINDS = ("link_down", "first_assumed_bad", "end_host", "localised", "withheld", "deny_all_hosts", "lifted",
@@ -24,15 +25,17 @@ class Mark:
     detail: str
 
     def as_dict(self) -> dict:
-        """Plain data for the status file."""
+        """Plain data for the status."""
         return {"kind": self.kind, "time_ns": self.time_ns, "links": list(self.links), "detail": self.detail}
 
 
 @dataclass
 class Timeline:
-    """An append-only, bounded list of :class:`Mark` s."""
+    """An append-only, bounded list of :class:`Mark` s; each new mark is also handed to every
+    callable in ``listeners`` (the controller's northbound streams it to watchers)."""
 
     marks: list[Mark] = field(default_factory=list)
+    listeners: list[Callable[[Mark], None]] = field(default_factory=list, repr=False, compare=False)
 
     def add(self, kind: str, time_ns: int, links: tuple[str, ...], detail: str = "") -> Mark:
         """Append a mark. Raises ValueError for an unknown kind."""
@@ -41,6 +44,8 @@ class Timeline:
         mark = Mark(kind, int(time_ns), tuple(links), detail)
         self.marks.append(mark)
         del self.marks[:-MAX_ENTRIES]
+        for listener in self.listeners:
+            listener(mark)
         return mark
 
     def first(self, kind: str, after_ns: int = 0) -> Mark | None:

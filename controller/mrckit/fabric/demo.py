@@ -520,16 +520,20 @@ class _Run:
 def _keep_logs(fab, folder: Path) -> None:
     """Copy the fabric's process logs (switches, agents, controller) and the controller's
     status into ``folder`` before teardown removes them."""
+    import json
     import shutil
 
-    from ..control.status import status_path
+    from ..control.client import read_status
+    from ..control.status import saved_status_path
 
     folder.mkdir(parents=True, exist_ok=True)
     for log in fab.state.dir.glob("*.log"):
         shutil.copy(log, folder / log.name)
-    status = status_path(fab.name)
-    if status.exists():
-        shutil.copy(status, folder / "controller-status.json")
+    try:  # the running controller's own answer, else what it saved last
+        (folder / "controller-status.json").write_text(json.dumps(read_status(fab.name), indent=1, sort_keys=True))
+    except MrcError:
+        if saved_status_path(fab.name).exists():
+            shutil.copy(saved_status_path(fab.name), folder / "controller-status.json")
 
 
 def pipeline_files(target: str) -> tuple[Path, Path]:

@@ -14,9 +14,10 @@ This kernel has no netem (design section 9), so:
   of the switch or host program on BOTH ends (each end faults the traffic it receives), so
   both directions lose;
 - in both forwarding modes, a fault that takes a link's carrier down (``down``, each down and
-  up of ``flap``, every link of a failed switch) is reported to the fabric's controller
-  (``mrckit.control.report_link``), as a real switch's PHY would tell it, and reported up on
-  restore. The controller then acts at once: in EV-hash (ecmp) mode it takes the link out of
+  up of ``flap``, every link of a failed switch) is reported to the fabric's controller over
+  its northbound (``mrckit.control.report_link``, gRPC), as a real switch's PHY would tell it,
+  and reported up on restore. A report no controller answers is dropped (with a warning when
+  the fabric runs its own controller): the fault stands either way. The controller then acts at once: in EV-hash (ecmp) mode it takes the link out of
   the ECMP groups, in SRv6 mode it DENIES the link on every host. ``loss`` and ``blackhole``
   leave the link up: no PHY sees them, nothing is reported, and the hosts' evidence must find
   them (design 7);
@@ -33,6 +34,7 @@ recorded in the state file, so ``mrc restore`` in another process undoes it.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import signal
@@ -45,6 +47,8 @@ from ..switch.ebpf_target import EbpfSwitch
 from . import faults, linkstate, procs
 from .flap import GREETING as FLAP_GREETING
 from .state import FabricState, now_iso
+
+log = logging.getLogger(__name__)
 
 LINK_KINDS = ("down", "flap", "loss", "blackhole")
 MAX_FLAP_HZ = 50.0
@@ -130,11 +134,17 @@ def fail_link(state: FabricState, a: str, b: str, kind: str, value: float | None
 
 def _report(state: FabricState, key: str, *, up: bool, source: str = "fault") -> None:
     """Tell the fabric's controller that the link's carrier went down or came back, in both
-    modes (see the module docstring)."""
-    if state.link_names.get(key):
-        from ..control.reports import report_link
+    modes (see the module docstring). Never raises: the fault is in place already."""
+    link = state.link_names.get(key)
+    if not link:
+        return
+    from ..control.client import report_link
 
-        report_link(state.name, state.link_names[key], up=up, source=source)
+    try:
+        report_link(state.name, link, up=up, source=source)
+    except MrcError as exc:
+        if state.controller:  # a fabric without a controller of its own has nobody to tell
+            log.warning("link %s %s: the controller was not told: %s", link, "up" if up else "down", exc)
 
 
 def _switch_links(state: FabricState, name: str) -> list[str]:

@@ -5,7 +5,8 @@ Each period of ``1/HZ`` s the link is down for the first half and up for the sec
 veth ends, ``ip link set``; a bmv2 port toggles a blackhole instead, see
 ``mrckit.fabric.linkstate``). On SIGTERM or SIGINT the link is left up and the process exits 0.
 With ``CONTROLLER LINK`` (EV-hash mode), every down and up is reported to the controller of that
-name as link ``LINK`` (``mrckit.control.report_link``), as a switch's PHY would.
+name as link ``LINK`` over its northbound (``mrckit.control.ControllerClient``), as a switch's
+PHY would; a report the controller does not take is noted on stderr and the flapping goes on.
 ``mrc fail link A B --flap HZ`` starts it; ``mrc restore link A B`` stops it.
 """
 
@@ -54,9 +55,17 @@ def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event, report=N
 
 def _reporter(controller: str, link: str):
     """``report(up)`` telling controller ``controller`` that ``link`` went down or came up."""
-    from ..control.reports import report_link
+    from ..control.client import ControllerClient
 
-    return lambda up: report_link(controller, link, up=up, source="flap")
+    client = ControllerClient.named(controller, timeout_s=10.0)
+
+    def report(up: bool) -> None:
+        try:
+            client.report_link(link, up=up, source="flap")
+        except MrcError as exc:
+            print(f"flap: {link} {'up' if up else 'down'}: {exc}", file=sys.stderr, flush=True)
+
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -174,10 +174,10 @@ def dataplane_rows(host, peer: str) -> list[dict]:
 
 def controller_events(fab) -> list[ControllerEvent]:
     """The controller's timeline (wall-clock marks) on the monotonic clock of the samples."""
-    from ..control.status import read_status, status_path
+    from ..control.client import read_status
 
     try:
-        status = read_status(status_path(fab.name))
+        status = read_status(fab.name)
     except MrcError:
         return []
     offset = time.time_ns() - time.monotonic_ns()

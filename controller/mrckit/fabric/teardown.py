@@ -30,45 +30,39 @@ def teardown(state: FabricState) -> None:
     for ns in state.nodes.values():
         netns.delete(ns)
     netns.cleanup_prefix(ns_prefix)
-    # Also without a controller of ours: `program_once` (mrc controller run --once) leaves one.
-    controller_status(state.name).unlink(missing_ok=True)
-    # Link reports (the faults') would tell a later fabric of this name of links down.
-    remove_reports(state.name)
+    # Also without a controller of ours (`program_once` leaves a saved status): a later
+    # controller of this name would take over its links reported down.
+    forget_controller(state.name)
     shutil.rmtree(state.dir, ignore_errors=True)
 
 
-def remove_reports(name: str) -> bool:
-    """Remove the link-report file of controller ``name`` unless a controller of that name is
-    running (it owns it). Returns whether a file was removed."""
-    from ..control.reports import reports_path
-    from ..control.status import read_status, status_path
+def forget_controller(name: str) -> bool:
+    """Remove what controller ``name`` left in its run folder (saved status, stale socket)
+    unless it still runs there (it owns them). Returns whether anything was removed."""
+    from ..control.client import controller_address, read_status, unix_path
+    from ..control.status import saved_status_path
 
-    path = reports_path(name)
-    if not path.exists():
+    left = [p for p in (saved_status_path(name), unix_path(controller_address(name))) if p and p.exists()]
+    if not left:
         return False
     try:
-        if read_status(status_path(name))["running"]:
-            return False
+        read_status(name)
+        return False  # it answers: running
     except MrcError:
-        pass  # no status file: nobody reads the reports
-    path.unlink(missing_ok=True)
+        pass
+    for path in left:
+        path.unlink(missing_ok=True)
     return True
 
 
-def stale_reports() -> list[str]:
-    """Remove every link-report file whose controller is not running; their names."""
-    from ..control.status import STATUS_DIR
+def stale_controllers() -> list[str]:
+    """Forget every controller in the run folder that is not running; their names."""
+    from ..control.client import RUN_DIR
 
-    folder = Path(STATUS_DIR)
-    names = sorted(p.name[: -len(".links.jsonl")] for p in folder.glob("*.links.jsonl")) if folder.is_dir() else []
-    return [name for name in names if remove_reports(name)]
-
-
-def controller_status(name: str) -> Path:
-    """The status file that ``mrc controller run --name NAME`` keeps."""
-    from ..control.status import status_path
-
-    return status_path(name)
+    folder = Path(RUN_DIR)
+    names = sorted({p.name.split(".")[0] for pattern in ("*.state.json", "*.sock") for p in folder.glob(pattern)}
+                   if folder.is_dir() else set())
+    return [name for name in names if forget_controller(name)]
 
 
 def down(name: str) -> bool:
@@ -78,10 +72,10 @@ def down(name: str) -> bool:
         state = FabricState.load(name)
     except Exception:  # noqa: BLE001 - a damaged state file must not block removal
         if not state_dir(name).exists():
-            return remove_reports(name)  # only a report file left behind (mrc controller link)
+            return forget_controller(name)  # only a controller's saved status left behind
         down_prefix(DEFAULT_PREFIX + name + "-")
         shutil.rmtree(state_dir(name), ignore_errors=True)
-        remove_reports(name)
+        forget_controller(name)
         return True
     teardown(state)
     return True
@@ -102,9 +96,9 @@ def down_all(prefix: str = DEFAULT_PREFIX) -> dict[str, list[str]]:
             removed["fabrics"].append(name)
     for kind, names in down_prefix(prefix).items():
         removed[kind] = names
-    reports = stale_reports()
-    if reports:
-        removed["link reports"] = reports
+    stale = stale_controllers()
+    if stale:
+        removed["controller states"] = stale
     return removed
 
 

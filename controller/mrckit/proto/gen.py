@@ -1,7 +1,7 @@
-"""Regenerate the gRPC stubs of ``host_agent.proto`` with grpcio-tools.
+"""Regenerate the gRPC stubs of ``host_agent.proto`` and ``controller.proto`` with grpcio-tools.
 
-``python -m mrckit.proto.gen`` writes ``host_agent_pb2.py`` and ``host_agent_pb2_grpc.py``
-beside the .proto; ``generate(out_dir)`` writes them elsewhere (the staleness test does).
+``python -m mrckit.proto.gen`` writes ``<name>_pb2.py`` and ``<name>_pb2_grpc.py`` beside each
+.proto; ``generate(out_dir)`` writes them elsewhere (the staleness test does).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 PROTO_DIR = Path(__file__).resolve().parent
 ROOT = PROTO_DIR.parents[1]  # controller/: imports in the stubs read "from mrckit.proto ..."
-PROTOS = ("host_agent.proto",)
+PROTOS = ("host_agent.proto", "controller.proto")
 
 
 def generate(out_root: Path = ROOT) -> list[Path]:

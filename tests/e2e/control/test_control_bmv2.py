@@ -33,7 +33,7 @@ def test_bmv2_is_programmed_like_the_ebpf_target(bmv2):
 
     def ctl():
         return Controller(TOPO, [SwitchTarget("p0-t0-1", bmv2.grpc_address, device_id=0)], [], pipeline,
-                          target="bmv2", status_dir=None)
+                          target="bmv2", run_dir=None)
 
     first = asyncio.run(ctl().program_switches())["p0-t0-1"]
     n = len(ctl().compiled.entries("p0-t0-1"))
@@ -67,11 +67,11 @@ def test_bmv2_ecmp_mode_members_groups_routes_and_a_reroute(bmv2):
     def ctl(**kw):
         return Controller(TOPO, [target], [], pipeline, target="bmv2", mode="ecmp", **kw)
 
-    cfg = ctl(status_dir=None).compiled.switch("p0-t0-1")
+    cfg = ctl(run_dir=None).compiled.switch("p0-t0-1")
     n = len(cfg.entries) + len(cfg.members) + len(cfg.groups) + len(cfg.routes)
-    first = asyncio.run(ctl(status_dir=None).program_switches())["p0-t0-1"]
+    first = asyncio.run(ctl(run_dir=None).program_switches())["p0-t0-1"]
     assert first.inserted == n and first.modified == first.deleted == 0
-    again = asyncio.run(ctl(status_dir=None).program_switches())["p0-t0-1"]
+    again = asyncio.run(ctl(run_dir=None).program_switches())["p0-t0-1"]
     assert again.writes == 0 and again.entries_read == n
 
     async def reroute(c):
@@ -86,7 +86,7 @@ def test_bmv2_ecmp_mode_members_groups_routes_and_a_reroute(bmv2):
         return written, held
 
     import tempfile
-    with tempfile.TemporaryDirectory() as status_dir:
-        written, held = asyncio.run(reroute(ctl(status_dir=status_dir, name="bmv2-ecmp")))
+    with tempfile.TemporaryDirectory() as run_dir:
+        written, held = asyncio.run(reroute(ctl(run_dir=run_dir, name="bmv2-ecmp")))
     assert written == {"p0-t0-1": 2}  # group 3 (leaf 2 over T1 0 only) inserted, route to leaf 2 modified
     assert {g.group_id: g.members for g in held.groups} == {3: (3,), 1025: (3, 4)}

@@ -1,8 +1,9 @@
 """``mrc controller run`` on the whole default fabric (ten eBPF switches, each with its P4Runtime
 server process), killed and restarted: the restart writes nothing. ``mrc controller status``
-and ``mrc shell SWITCH`` on the same switches."""
+(over the controller's northbound socket) and ``mrc shell SWITCH`` on the same switches."""
 
 import dataclasses
+import json
 import os
 import select
 import signal
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mrckit.control import read_status, status_path
+from mrckit.control import read_status, saved_status_path
+from mrckit.errors import MrcError
 from mrckit.topology import GrpcEndpoint, compile_fabric, dump_topology, generate_clos
 
 from conftest import DEVICE_CONFIG, P4INFO, ROOT
@@ -37,7 +39,7 @@ def fabric(switches, tmp_path):
 
 
 def run_args(topo, tmp_path, name):
-    return [*MRC, "controller", "run", str(topo), "--name", name, "--status-dir", str(tmp_path),
+    return [*MRC, "controller", "run", str(topo), "--name", name, "--run-dir", str(tmp_path),
             "--p4info", str(P4INFO), "--device-config", str(tmp_path / "device_config.json")]
 
 
@@ -65,7 +67,7 @@ def test_controller_killed_and_restarted_writes_nothing(fabric, tmp_path):
     name = f"ctl{os.getpid()}"
     first = start(run_args(topo, tmp_path, name))
     try:
-        status = read_status(status_path(name, tmp_path))
+        status = read_status(name, tmp_path)
         assert status["running"] and status["ready"]
         for sw in TOPO.switches:
             t = totals(status)[sw.name]
@@ -79,7 +81,7 @@ def test_controller_killed_and_restarted_writes_nothing(fabric, tmp_path):
 
     second = start(run_args(topo, tmp_path, name))
     try:
-        status = read_status(status_path(name, tmp_path))
+        status = read_status(name, tmp_path)
         for sw in TOPO.switches:
             t = totals(status)[sw.name]
             assert not t["pipeline_pushed"]
@@ -92,13 +94,13 @@ def test_controller_killed_and_restarted_writes_nothing(fabric, tmp_path):
         sws["p0-t0-0"].start()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            s = read_status(status_path(name, tmp_path))["switches"]["p0-t0-0"]
+            s = read_status(name, tmp_path)["switches"]["p0-t0-0"]
             if s["reconciles"] == 2 and s["connected"]:
                 break
             time.sleep(0.1)
         assert s["reconciles"] == 2 and s["connected"], s
         assert s["total"]["write_requests"] == 0 and not s["total"]["pipeline_pushed"]
-        shown = subprocess.run([*MRC, "controller", "status", "--name", name, "--status-dir", str(tmp_path)],
+        shown = subprocess.run([*MRC, "controller", "status", "--name", name, "--run-dir", str(tmp_path)],
                                capture_output=True, text=True, timeout=60)
         assert shown.returncode == 0, shown.stderr
         assert f"controller {name}: running, pid {second.pid}" in shown.stdout
@@ -109,7 +111,9 @@ def test_controller_killed_and_restarted_writes_nothing(fabric, tmp_path):
         out, err = second.communicate(timeout=60)
     assert second.returncode == 0, err[-3000:]
     assert "controller stopped" in out
-    assert not read_status(status_path(name, tmp_path))["running"]
+    with pytest.raises(MrcError, match="no controller socket at"):  # it removed its socket
+        read_status(name, tmp_path)
+    assert json.loads(saved_status_path(name, tmp_path).read_text())["pid"] == 0  # saved: stopped
 
 
 def test_once_programs_nothing_new_and_shell_finds_a_switch_by_name(fabric, tmp_path):
@@ -122,8 +126,9 @@ def test_once_programs_nothing_new_and_shell_finds_a_switch_by_name(fabric, tmp_
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stdout.count("kept (cookie matches)") == len(TOPO.switches)
     assert again.stdout.count("insert    0  modify   0  delete   0") == len(TOPO.switches)
-    status = read_status(status_path("once", tmp_path))
-    assert status["ready"] and not status["running"]
+    assert not (tmp_path / "once.sock").exists()  # one shot: no northbound
+    status = json.loads(saved_status_path("once", tmp_path).read_text())
+    assert status["ready"] and status["pid"] == 0
     assert all(s["reconciles"] == 1 and s["total"]["write_requests"] == 0 for s in status["switches"].values())
     shell_python = ROOT / ".venv-p4rt/bin/python"
     if not shell_python.exists():

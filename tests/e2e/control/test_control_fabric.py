@@ -7,7 +7,8 @@ P4Runtime servers, six hosts with their agents), run as ``mrc controller run``:
   localises exactly that link, DENIES it on every host, so hosts that were not sending across
   it lose nothing when they start; after ``restore`` the denial is lifted; the timeline
   (link down -> first ASSUMED_BAD -> localisation -> DENY on all hosts -> lifted) is printed
-  and checked in order.
+  and checked in order, and a watcher of the controller's northbound timeline stream got the
+  same marks as they happened.
 """
 
 import dataclasses
@@ -22,7 +23,8 @@ import time
 
 import pytest
 
-from mrckit.control import format_marks, read_status, status_path
+from mrckit.control import ControllerClient, format_marks, read_status
+from mrckit.errors import MrcError
 from mrckit.fabric.fabric import Fabric
 from mrckit.fabric.traffic import pairwise_udp, summary
 from mrckit.host.config import Settings
@@ -59,7 +61,7 @@ class ControllerProcess:
 
     def __init__(self, fab, d):
         self.name, self.dir = fab.name, d
-        self.argv = [*MRC, "controller", "run", str(fab.topology_path), "--name", fab.name, "--status-dir", str(d),
+        self.argv = [*MRC, "controller", "run", str(fab.topology_path), "--name", fab.name, "--run-dir", str(d),
                      "--p4info", str(P4INFO), "--device-config", str(d / "device_config.json"), "-v"]
         self.proc = None
 
@@ -74,7 +76,7 @@ class ControllerProcess:
         pytest.fail(f"controller not ready: {(self.dir / 'controller.log').read_text()[-3000:]}")
 
     def status(self):
-        return read_status(status_path(self.name, self.dir))
+        return read_status(self.name, self.dir)
 
     def wait(self, what, cond):
         deadline = time.monotonic() + WAIT_S
@@ -102,6 +104,33 @@ class ControllerProcess:
         if self.proc is not None:
             self.proc.stdout.close()
             self.log.close()
+
+
+class TimelineWatch:
+    """Collects the marks a running controller streams (``WatchTimeline``) from now on."""
+
+    def __init__(self, ctl: ControllerProcess):
+        self.client = ControllerClient.named(ctl.name, ctl.dir)
+        self.marks = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        try:
+            for _, mark in self.client.watch(replay=False):
+                self.marks.append(mark)
+        except MrcError:
+            pass  # the controller went away
+
+    def wait(self, kind):
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline and not any(m["kind"] == kind for m in self.marks):
+            time.sleep(0.05)
+        return list(self.marks)
+
+    def close(self):
+        self.client.close()
+        self.thread.join(10)
 
 
 @pytest.fixture
@@ -225,8 +254,14 @@ def test_a_failed_link_is_localised_denied_everywhere_and_lifted_after_restore(f
         while min(counts.values()) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert min(counts.values()) >= 3, counts
+        watch = TimelineWatch(controller)
         fail_line = fab.fail_link(*FAILED, kind="down")
         st = controller.wait("the DENY", lambda s: FAILED_LINK in s["denials"])
+        streamed = watch.wait("deny_all_hosts")
+        watch.close()
+        assert streamed and streamed == [m for m in st["timeline"] if m in streamed]  # the same marks, in order
+        assert [m["kind"] for m in streamed if m["kind"] in ("localised", "deny_all_hosts")][-2:] == \
+            ["localised", "deny_all_hosts"]
         assert st["localisation"]["failed"] == [FAILED_LINK] and not st["localisation"]["ambiguous"]
         assert st["denials"] == {FAILED_LINK: st["denials"][FAILED_LINK]}  # nothing else
         assert all(FAILED_LINK in h["denied"] for h in st["hosts"].values())
@@ -283,7 +318,7 @@ def test_the_controller_configures_every_agent_and_the_fabric_carries_every_pair
     settings = {"rto_ns": AGENT_SETTINGS.rto_ns, "probe_interval_ns": AGENT_SETTINGS.probe_interval_ns,
                 "backups_per_plane": AGENT_SETTINGS.backups_per_plane, "seed": AGENT_SETTINGS.seed}
     hosts = [dataclasses.replace(h, settings=settings) for h in hosts]
-    ctl = Controller(topo, switches, hosts, load_pipeline(P4INFO, d / "device_config.json"), status_dir=None)
+    ctl = Controller(topo, switches, hosts, load_pipeline(P4INFO, d / "device_config.json"), run_dir=None)
     assert asyncio.run(ctl.configure_hosts(force=True)) == {h.name: True for h in topo.hosts}
     results = pairwise_udp(fab, 256)
     assert len(results) == 30 and all(r.ok for r in results), summary(results)

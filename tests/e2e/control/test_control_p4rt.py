@@ -19,7 +19,7 @@ K = "hdr.outer_ipv6.dst_addr[127:80]"
 
 
 def controller(sws, pipeline, **kw):
-    return Controller(TOPO, [sw.target(**kw) for sw in sws.values()], [], pipeline, status_dir=None)
+    return Controller(TOPO, [sw.target(**kw) for sw in sws.values()], [], pipeline, run_dir=None)
 
 
 def expected(ctl, name):
@@ -115,7 +115,7 @@ def test_a_higher_election_id_elsewhere_leaves_us_backup(switches, pipeline):
 
 
 def test_an_unreachable_switch_is_named(pipeline, tmp_path):
-    ctl = Controller(TOPO, [SwitchTarget("p0-t0-0", f"unix:{tmp_path}/none.sock")], [], pipeline, status_dir=None,
+    ctl = Controller(TOPO, [SwitchTarget("p0-t0-0", f"unix:{tmp_path}/none.sock")], [], pipeline, run_dir=None,
                      connect_timeout_s=1.0)
     with pytest.raises(MrcError, match="switch p0-t0-0: cannot reach its P4Runtime server"):
         asyncio.run(ctl.program_switches())
@@ -140,10 +140,10 @@ def test_tls_when_the_topology_asks_for_it(switches, pipeline, tmp_path):
     sws = switches(["p0-t0-0"], tls=TlsFiles(tmp_path / "sw.pem", tmp_path / "sw.key"))
     sw = sws["p0-t0-0"]
     good = GrpcTls(str(tmp_path / "ca.pem"), server_name="switch.mrckit.test")
-    ctl = Controller(TOPO, [sw.target(tls=good)], [], pipeline, status_dir=None)
+    ctl = Controller(TOPO, [sw.target(tls=good)], [], pipeline, run_dir=None)
     (c,) = asyncio.run(ctl.program_switches()).values()
     assert c.pipeline_pushed and c.inserted == len(ctl.compiled.entries("p0-t0-0"))
-    plain = Controller(TOPO, [sw.target()], [], pipeline, status_dir=None, connect_timeout_s=1.0)
+    plain = Controller(TOPO, [sw.target()], [], pipeline, run_dir=None, connect_timeout_s=1.0)
     with pytest.raises(MrcError, match="cannot reach"):
         asyncio.run(plain.program_switches())
 

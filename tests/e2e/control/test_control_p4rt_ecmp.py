@@ -37,7 +37,7 @@ def wanted(ctl, name, down=()) -> dict:
 
 def test_first_run_writes_everything_in_order_a_second_writes_nothing(switches, pipeline):
     sws = switches(NAMES)
-    ctl = controller(sws, pipeline, status_dir=None)
+    ctl = controller(sws, pipeline, run_dir=None)
     first = asyncio.run(ctl.program_switches())
     for name, c in first.items():
         cfg = ctl.compiled.switch(name)
@@ -49,7 +49,7 @@ def test_first_run_writes_everything_in_order_a_second_writes_nothing(switches, 
     # p0-t0-0: its 2 hosts, the 2 other leaves over group 1025 = the uplinks to T1 0 and 1 (ports 2, 3)
     assert held(sws["p0-t0-0"])["groups"] == {ALL_UPLINKS_GROUP: (3, 4)}
     assert held(sws["p0-t0-0"])["routes"][ipaddress.IPv6Network("2001:db8:100:2::/64")] == ("group", ALL_UPLINKS_GROUP)
-    second = asyncio.run(controller(sws, pipeline, status_dir=None).program_switches())
+    second = asyncio.run(controller(sws, pipeline, run_dir=None).program_switches())
     for name, c in second.items():
         cfg = ctl.compiled.switch(name)
         assert not c.pipeline_pushed and c.writes == 0 and c.write_requests == 0
@@ -74,11 +74,11 @@ async def _tamper(target, pipeline):
 
 def test_reconcile_repairs_exactly_the_tampered_members_groups_and_routes(switches, pipeline):
     sws = switches(["p0-t0-0"])
-    ctl = controller(sws, pipeline, status_dir=None)
+    ctl = controller(sws, pipeline, run_dir=None)
     asyncio.run(ctl.program_switches())
     asyncio.run(_tamper(sws["p0-t0-0"].target(), pipeline))
     assert held(sws["p0-t0-0"])["groups"] == {ALL_UPLINKS_GROUP: (3,), 77: (100,)}
-    c = asyncio.run(controller(sws, pipeline, status_dir=None).program_switches())["p0-t0-0"]
+    c = asyncio.run(controller(sws, pipeline, run_dir=None).program_switches())["p0-t0-0"]
     # insert the deleted host route; modify group 1025 and the leaf-1 route; delete the stale
     # route, group and member (in that order: nothing refers to what is gone).
     assert (c.inserted, c.modified, c.deleted) == (1, 2, 3)
@@ -96,19 +96,20 @@ def _wait(predicate, what, timeout=20.0):
 
 def test_a_reported_link_failure_rewrites_the_groups_and_recovery_restores_them(switches, pipeline, tmp_path):
     sws = switches(NAMES)
-    ctl = controller(sws, pipeline, name="ecmp-e2e", status_dir=tmp_path)
+    ctl = controller(sws, pipeline, name="ecmp-e2e", run_dir=tmp_path)
 
     async def scenario():
         stop = asyncio.Event()
         runner = asyncio.create_task(ctl.run(stop))
         await asyncio.wait_for(ctl.ready.wait(), 30)
         before = {n: ctl.switches[n].total.writes for n in NAMES}
-        # The T1 1 - T0 1 link of plane 0 goes down, reported as `mrc controller link` does.
-        report_link("ecmp-e2e", "p0/t0-1/t1-1", up=False, status_dir=tmp_path, source="test")
+        # The T1 1 - T0 1 link of plane 0 goes down, reported over the northbound as `mrc
+        # controller link` does (from a thread: the client blocks, the server is on this loop).
+        await asyncio.to_thread(report_link, "ecmp-e2e", "p0/t0-1/t1-1", up=False, run_dir=tmp_path, source="test")
         await _until(lambda: "p0/t0-1/t1-1" in ctl.rerouter.rerouted)
         down = {n: held(sws[n]) for n in NAMES}
         written = {n: ctl.switches[n].total.writes - before[n] for n in NAMES}
-        report_link("ecmp-e2e", "p0/t0-1/t1-1", up=True, status_dir=tmp_path, source="test")
+        await asyncio.to_thread(report_link, "ecmp-e2e", "p0/t0-1/t1-1", up=True, run_dir=tmp_path, source="test")
         await _until(lambda: not ctl.rerouter.rerouted)
         stop.set()
         await runner
@@ -148,7 +149,7 @@ def test_cli_reroutes_on_mrc_controller_link_and_a_restart_writes_nothing(switch
     import signal
     import subprocess
 
-    from mrckit.control import read_status, status_path
+    from mrckit.control import read_status
     from mrckit.topology import GrpcEndpoint, compile_fabric, dump_topology
 
 
@@ -159,17 +160,17 @@ def test_cli_reroutes_on_mrc_controller_link_and_a_restart_writes_nothing(switch
     dump_topology(topo, str(path))
     (tmp_path / "dc.json").write_bytes(DEVICE_CONFIG)
     name, sd = "ecmpcli", str(tmp_path)
-    run = [*MRC, "controller", "run", str(path), "--mode", "ecmp", "--name", name, "--status-dir", sd,
+    run = [*MRC, "controller", "run", str(path), "--mode", "ecmp", "--name", name, "--run-dir", sd,
            "--p4info", str(P4INFO), "--device-config", str(tmp_path / "dc.json")]
 
     def mrc(*args):
-        out = subprocess.run([*MRC, *args, "--name", name, "--status-dir", sd], capture_output=True, text=True,
+        out = subprocess.run([*MRC, *args, "--name", name, "--run-dir", sd], capture_output=True, text=True,
                              timeout=60, cwd=ROOT)
         assert out.returncode == 0, out.stderr
         return out.stdout
 
     def status():
-        return read_status(status_path(name, tmp_path))
+        return read_status(name, tmp_path)
 
     def until(predicate, what):
         deadline = time.monotonic() + 30
@@ -195,7 +196,7 @@ def test_cli_reroutes_on_mrc_controller_link_and_a_restart_writes_nothing(switch
         first.send_signal(signal.SIGKILL)
         first.wait()
     before = {n: held(sws[n]) for n in sws}
-    second = start(run)  # re-reads the report: the link is still down
+    second = start(run)  # takes the report over from the saved status: the link is still down
     try:
         st = status()
         assert all(s["total"]["write_requests"] == 0 for s in st["switches"].values()), st["switches"]

@@ -41,7 +41,8 @@ def _down_link_leaves_the_rest_of_both_switches_forwarding(fab):
     instead), and after restore the link carries traffic again."""
     fab.fail_link("p0-t0-1", "p0-t1-1", "down")
     # The link is reported down and the SRv6 controller DENIES it on every host (bounded wait:
-    # it follows the report file); from then on no host sends across it.
+    # the DENY follows the report at the reactor's next decision); from then on no host sends
+    # across it.
     assert _until(lambda: "p0/t0-1/t1-1" in _denials(fab)), _denials(fab)
     same_leaf = traffic.pairwise_udp(fab, hosts=["h1-0", "h1-1"], pps=BMV2_PPS)
     assert all(r.ok for r in same_leaf), traffic.summary(same_leaf)
@@ -54,9 +55,9 @@ def _down_link_leaves_the_rest_of_both_switches_forwarding(fab):
 
 
 def _denials(fab) -> dict:
-    from mrckit.control import read_status, status_path
+    from mrckit.control import read_status
 
-    return read_status(status_path(fab.name))["denials"]
+    return read_status(fab.name)["denials"]
 
 
 def _until(cond, seconds: float = 10.0) -> bool:

@@ -12,7 +12,7 @@ import os
 import pytest
 from fabric_helpers import controller_args, fabric_name, leftovers, mrc
 
-from mrckit.control import read_status, reports_path, status_path
+from mrckit.control import controller_address, read_status, saved_status_path
 from mrckit.fabric import traffic
 from mrckit.fabric.fabric import Fabric
 from mrckit.fabric.state import DEFAULT_PREFIX
@@ -35,7 +35,20 @@ def ecmp_fabric():
     finally:
         mrc("fabric", "down", name)
     assert leftovers(DEFAULT_PREFIX + name, name) == {}
-    assert not reports_path(name).exists()
+    assert not saved_status_path(name).exists()  # a later fabric of this name takes nothing over
+    assert not os.path.exists(controller_address(name).removeprefix("unix:"))
+
+
+def _reports(fab, seen: int = 0) -> list[dict]:
+    """The link reports the controller got (its timeline's link_down and link_up marks, the
+    source in ``detail``), after the first ``seen`` marks."""
+    marks = read_status(fab.name)["timeline"][seen:]
+    return [{"link": m["links"][0], "up": m["kind"] == "link_up", "source": m["detail"]}
+            for m in marks if m["kind"] in ("link_down", "link_up")]
+
+
+def _marks(fab) -> int:
+    return len(read_status(fab.name)["timeline"])
 
 
 def _tx(fab, switch):
@@ -46,7 +59,7 @@ def test_every_pair_over_every_plane_and_both_spines(ecmp_fabric):
     fab = ecmp_fabric
     doc = json.loads(mrc("fabric", "status", fab.name, "--json").stdout)
     assert doc["mode"] == "ecmp" and fab.mode == "ecmp" and all(doc["processes"].values())
-    st = read_status(status_path(fab.name))
+    st = read_status(fab.name)
     assert st["ready"] and st.get("mode") == "ecmp"
     spines = [s for s in fab.switches() if "-t1-" in s]
     before = {s: _tx(fab, s) for s in spines}
@@ -62,20 +75,20 @@ def test_every_pair_over_every_plane_and_both_spines(ecmp_fabric):
 
 def test_link_down_is_reported_and_routed_around(ecmp_fabric):
     fab = ecmp_fabric
+    seen = _marks(fab)
     line = fab.fail_link(*LINK, kind="down")
     try:
         assert line.endswith(f"[{LINK_NAME}]")
-        reports = [json.loads(x) for x in reports_path(fab.name).read_text().splitlines()]
-        assert reports[-1]["link"] == LINK_NAME and reports[-1]["up"] is False
+        # The report (ReportLink) returns once the groups are rewritten.
+        assert _reports(fab, seen) == [{"link": LINK_NAME, "up": False, "source": "fault"}]
+        assert LINK_NAME in read_status(fab.name)["rerouted"]
         # The controller took p0-t1-1 out of the groups toward leaf 1 (and leaf 1's uplinks), so
         # no packet is sent into the dead link: every pair gets everything while it is down.
-        # (Bounded wait for the reroute: the controller polls its report file.)
         results = _until_all_ok(fab)
         assert all(r.ok for r in results), traffic.summary(results)
     finally:
         fab.restore(*LINK)
-    reports = [json.loads(x) for x in reports_path(fab.name).read_text().splitlines()]
-    assert reports[-1]["link"] == LINK_NAME and reports[-1]["up"] is True
+    assert _reports(fab, seen)[-1] == {"link": LINK_NAME, "up": True, "source": "fault"}
     results = _until_all_ok(fab)
     assert all(r.ok for r in results), traffic.summary(results)
 
@@ -96,20 +109,18 @@ def test_flap_reports_every_change(ecmp_fabric):
     import time
 
     fab = ecmp_fabric
-    path = reports_path(fab.name)
-    seen = len(path.read_text().splitlines()) if path.exists() else 0
+    seen = _marks(fab)
     fab.fail_link(*LINK, kind="flap", value=10)
     try:
         end = time.monotonic() + 15  # the flap process starts Python first
         flaps = []
         while time.monotonic() < end and sum(not r["up"] for r in flaps) < 2:
             time.sleep(0.2)
-            flaps = [r for r in map(json.loads, path.read_text().splitlines()[seen:]) if r["source"] == "flap"]
+            flaps = [r for r in _reports(fab, seen) if r["source"] == "flap"]
     finally:
         fab.restore(*LINK)
     assert sum(not r["up"] for r in flaps) >= 2 and all(r["link"] == LINK_NAME for r in flaps), flaps
-    last = json.loads(path.read_text().splitlines()[-1])
-    assert last["up"] is True and last["link"] == LINK_NAME
+    assert LINK_NAME not in read_status(fab.name)["links_down"]  # left up, reported up
 
 
 def test_an_unknown_mode_is_refused_before_anything_is_built():
@@ -126,20 +137,20 @@ def test_an_unknown_mode_is_refused_before_anything_is_built():
 
 def test_a_failed_spine_is_reported_and_every_pair_still_gets_everything(ecmp_fabric):
     fab = ecmp_fabric
-    path = reports_path(fab.name)
-    seen = len(path.read_text().splitlines()) if path.exists() else 0
+    seen = _marks(fab)
     spine_links = {"p0/t0-0/t1-1", "p0/t0-1/t1-1", "p0/t0-2/t1-1"}
     fab.fail_switch("p0-t1-1")
     try:
-        reports = [json.loads(x) for x in path.read_text().splitlines()[seen:]]
+        reports = _reports(fab, seen)
         assert {r["link"] for r in reports if not r["up"]} == spine_links, reports
+        assert {r["source"] for r in reports} == {"switch p0-t1-1 failed"}
         # Without the reports the T0s' groups would keep hashing about half of plane 0's
-        # packets into the dead spine for good. (Bounded wait: the controller polls reports.)
+        # packets into the dead spine for good.
         results = _until_all_ok(fab)
         assert all(r.ok for r in results), traffic.summary(results)
         out = mrc("fabric", "check", fab.name, timeout=120)
         assert out.returncode == 0, out.stdout + out.stderr
-        st = read_status(status_path(fab.name))
+        st = read_status(fab.name)
         assert spine_links <= set(st["rerouted"]), st["rerouted"]
     finally:
         fab.restore("p0-t1-1")

@@ -86,13 +86,13 @@ def test_failed_switch_is_reported_denied_on_every_host_and_lifted_on_restore(sm
 
 
 def _status(fab):
-    from mrckit.control import read_status, status_path
+    from mrckit.control import read_status
 
-    return read_status(status_path(fab.name))
+    return read_status(fab.name)
 
 
 def _until(cond, seconds: float = 10.0) -> bool:
-    """Bounded wait for the controller (it follows the report file every 10 ms)."""
+    """Bounded wait for the controller (it acts on a report at its next decision)."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if cond():

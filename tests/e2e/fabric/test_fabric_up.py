@@ -33,9 +33,9 @@ def test_every_host_pair_over_every_plane(small_fabric):
 
 
 def test_controller_programmed_every_switch_and_host(small_fabric):
-    from mrckit.control import read_status, status_path
+    from mrckit.control import read_status
 
-    st = read_status(status_path(small_fabric.name))
+    st = read_status(small_fabric.name)
     assert st["ready"] and st["running"]
     assert set(st["switches"]) == set(small_fabric.switches())
     entries = {s.name: len(s.entries) for s in small_fabric.compiled.switches()}

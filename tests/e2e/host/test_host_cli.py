@@ -173,27 +173,42 @@ def test_cli_in_ecmp_mode_shows_planes_and_says_denials_are_not_applied(ecmp_age
 
 def test_host_names_resolve_in_the_fabric_chosen(ecmp_agents, tmp_path, monkeypatch):
     """Two running fabrics configure a host of the same name (here: the two agents): the name
-    alone is refused, --fabric picks the agent and the output names the fabric."""
+    alone is refused, --fabric picks the agent and the output names the fabric. Each fabric's
+    controller serves only its northbound (its loops would configure the agents)."""
+    import asyncio
+
     from click.testing import CliRunner
 
     from mrckit.cli import main
-    from mrckit.control import lookup
-    from mrckit.control.status import status_path, write_status
+    from mrckit.control import Controller, HostTarget, load_pipeline, northbound
+    from mrckit.control import client as controller_client
+    from mrckit.topology import generate_clos
 
     ns, procs, tmp = ecmp_agents
-    status_dir = tmp_path / "status"
-    for fab, i in (("fab-a", 0), ("fab-b", 1)):
-        write_status(status_path(fab, status_dir),
-                     {"pid": os.getpid(), "hosts": {"hx": {"address": f"unix:{tmp}/h{i}.sock"}}})
-    monkeypatch.setattr(lookup, "STATUS_DIR", status_dir)
-    out = CliRunner().invoke(main, ["host", "ev", "hx"])
-    assert out.exit_code == 2 and "host 'hx' is in 2 running fabrics: fab-a, fab-b" in out.output
-    for fab in ("fab-a", "fab-b"):
-        out = CliRunner().invoke(main, ["host", "planes", "hx", "--fabric", fab])
-        assert out.exit_code == 0, out.output
-        assert f"planes of hx (fabric {fab}, ecmp mode)" in out.stdout
-        out = CliRunner().invoke(main, ["host", "ev", "hx", "--fabric", fab])
-        assert out.exit_code == 0 and f"fabric {fab}, ecmp mode" in out.stdout, out.output
+    run_dir = tmp_path / "run"
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    servers = []
+    try:
+        for fab, i in (("fab-a", 0), ("fab-b", 1)):
+            ctl = Controller(generate_clos(), [], [HostTarget("h0-0", f"unix:{tmp}/h{i}.sock")], load_pipeline(),
+                             name=fab, run_dir=run_dir)
+            servers.append(asyncio.run_coroutine_threadsafe(northbound.serve(ctl, ctl.address), loop).result(30))
+        monkeypatch.setattr(controller_client, "RUN_DIR", run_dir)
+        out = CliRunner().invoke(main, ["host", "ev", "h0-0"])
+        assert out.exit_code == 2 and "host 'h0-0' is in 2 running fabrics: fab-a, fab-b" in out.output
+        for fab in ("fab-a", "fab-b"):
+            out = CliRunner().invoke(main, ["host", "planes", "h0-0", "--fabric", fab])
+            assert out.exit_code == 0, out.output
+            assert f"planes of h0-0 (fabric {fab}, ecmp mode)" in out.stdout
+            out = CliRunner().invoke(main, ["host", "ev", "h0-0", "--fabric", fab])
+            assert out.exit_code == 0 and f"fabric {fab}, ecmp mode" in out.stdout, out.output
+    finally:
+        for server, address in servers:
+            asyncio.run_coroutine_threadsafe(server.stop(None), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
 
 
 def _wait(cond, timeout: float = 5.0) -> bool:

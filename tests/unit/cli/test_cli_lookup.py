@@ -1,35 +1,69 @@
 """Switch and host names with several fabrics running: a name two fabrics have is an error
 naming them, ``--fabric`` chooses, and the output says which fabric a name resolved to."""
 
-import os
+import asyncio
+import threading
 
 import pytest
 from click.testing import CliRunner
 
 from mrckit.cli import main
-from mrckit.control import lookup
+from mrckit.control import Controller, HostTarget, load_pipeline
+from mrckit.control import client as controller_client
 from mrckit.control.lookup import locate_host, locate_switch, resolve_host, resolve_switch
-from mrckit.control.status import status_path, write_status
 from mrckit.control.targets import SwitchTarget
 from mrckit.errors import MrcError
+from mrckit.topology import generate_clos
 
 
-def fabric_status(directory, name, *, running=True, switches=(), hosts=()):
-    write_status(status_path(name, directory), {
-        "pid": os.getpid() if running else 0,
-        "switches": {s: {"address": f"unix:{directory}/{name}-{s}.sock", "device_id": 1} for s in switches},
-        "hosts": {h: {"address": f"unix:{directory}/{name}-host-{h}.sock"} for h in hosts}})
+def controller(directory, name, *, mode="srv6", switches=(), hosts=(), big=False):
+    """A real controller called ``name`` serving its northbound in ``directory``; its switches
+    and agents are unreachable, which lookup does not mind."""
+    topo = generate_clos(spines=10, leaves=10) if big else generate_clos()
+    return Controller(topo, [SwitchTarget(s, f"unix:{directory}/{name}-{s}.sock", 1)
+                                                     for s in switches],
+                      [HostTarget(h, f"unix:{directory}/{name}-host-{h}.sock") for h in hosts],
+                      load_pipeline(), mode=mode, name=name, run_dir=directory)
 
 
 @pytest.fixture
 def two_fabrics(tmp_path, monkeypatch):
     """``srv6`` and ``ecmp`` both run p0-t0-1 and h0-0; only ``ecmp`` has p0-t1-9 and h9-0;
-    ``old`` has stopped."""
-    fabric_status(tmp_path, "srv6", switches=["p0-t0-1"], hosts=["h0-0"])
-    fabric_status(tmp_path, "ecmp", switches=["p0-t0-1", "p0-t1-9"], hosts=["h0-0", "h9-0"])
-    fabric_status(tmp_path, "old", running=False, switches=["p0-t0-1", "p0-t1-9"], hosts=["h9-0"])
-    monkeypatch.setattr(lookup, "STATUS_DIR", tmp_path)
-    return tmp_path
+    ``old`` has stopped (its saved status is left, its socket gone)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    stops = []
+
+    def run(ctl):
+        stop = asyncio.run_coroutine_threadsafe(_event(), loop).result(30)
+        task = asyncio.run_coroutine_threadsafe(ctl.run(stop), loop)
+        asyncio.run_coroutine_threadsafe(_listening(tmp_path / f"{ctl.name}.sock"), loop).result(30)
+        stops.append((stop, task))
+
+    run(controller(tmp_path, "srv6", switches=["p0-t0-1"], hosts=["h0-0"]))
+    run(controller(tmp_path, "ecmp", mode="ecmp", switches=["p0-t0-1", "p0-t1-9"], hosts=["h0-0", "h9-0"],
+                   big=True))
+    run(controller(tmp_path, "old", switches=["p0-t0-1"], hosts=["h9-0"], big=True))
+    stop, task = stops.pop()
+    loop.call_soon_threadsafe(stop.set)
+    task.result(30)
+    monkeypatch.setattr(controller_client, "RUN_DIR", tmp_path)
+    yield tmp_path
+    for stop, task in stops:
+        loop.call_soon_threadsafe(stop.set)
+        task.result(30)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(30)
+
+
+async def _event():
+    return asyncio.Event()
+
+
+async def _listening(path):
+    while not path.exists():
+        await asyncio.sleep(0.01)
 
 
 def test_an_ambiguous_name_is_an_error_naming_the_fabrics(two_fabrics):

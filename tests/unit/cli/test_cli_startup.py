@@ -35,10 +35,10 @@ def test_probe_sees_heavy_imports():
 def test_controller_defaults_match_library():
     from mrckit.cli import controller as cli_controller
     from mrckit.control.reactor import SETTLE_NS
-    from mrckit.control.status import STATUS_DIR
+    from mrckit.control.client import RUN_DIR
 
     assert cli_controller.SETTLE_MS * 1e6 == SETTLE_NS
-    assert cli_controller.STATUS_DIR == str(STATUS_DIR)
+    assert cli_controller.RUN_DIR == str(RUN_DIR)
 
 
 def test_topo_defaults_match_library():

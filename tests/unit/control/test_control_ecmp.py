@@ -10,8 +10,7 @@ import types
 import pytest
 
 from mrckit.control import (
-    Controller, EcmpTables, EntryDiff, ReportInbox, Rerouter, SwitchTarget, diff_ecmp, load_pipeline, report_link,
-    reports_path,
+    Controller, EcmpTables, EntryDiff, Rerouter, SwitchTarget, diff_ecmp, load_pipeline,
 )
 from mrckit.control.p4rt import _decode_group, _decode_member, _decode_route, _encode
 from mrckit.control.reactor import ASSUMED_BAD
@@ -96,24 +95,6 @@ def test_an_entity_that_does_not_fit_the_p4info(schema):
         _encode(schema, ActionProfileMember(1, "set_egress", {"port": 1 << 12}))
 
 
-# --- link reports --------------------------------------------------------------------------
-def test_reports_are_read_once_in_order_and_a_half_line_waits(tmp_path):
-    inbox = ReportInbox(reports_path("fab", tmp_path))
-    assert inbox.read_new() == []
-    report_link("fab", LINK, up=False, status_dir=tmp_path, time_ns=5, source="t")
-    report_link("fab", LINK, up=True, status_dir=tmp_path, time_ns=6)
-    with open(inbox.path, "a") as f:
-        f.write('not json\n{"link": "p0/t0-0/t1-0", "up": false, "time_ns": 7')
-    got = inbox.read_new()
-    assert [(r.link, r.up, r.time_ns, r.source) for r in got] == [(LINK, False, 5, "t"), (LINK, True, 6, "")]
-    assert inbox.bad_lines == 1
-    with open(inbox.path, "a") as f:
-        f.write("}\n")
-    assert [r.time_ns for r in inbox.read_new()] == [7]
-    with pytest.raises(MrcError, match="link 'p0/t0-1'"):
-        report_link("fab", "p0/t0-1", up=False, status_dir=tmp_path)
-
-
 # --- the failure reaction (pure) -----------------------------------------------------------
 def test_a_link_down_changes_exactly_these_groups():
     fabric = compile_fabric(TOPO, mode="ecmp")
@@ -176,17 +157,20 @@ def test_host_links_and_unknown_links():
 # --- the controller (no switch reachable: the reaction is still decided and recorded) -----
 def _controller(tmp_path, **kw):
     targets = [SwitchTarget(s.name, f"unix:{tmp_path}/{s.name}.sock") for s in TOPO.switches]
-    return Controller(TOPO, targets, [], load_pipeline(), mode="ecmp", name="fab", status_dir=tmp_path, **kw)
+    return Controller(TOPO, targets, [], load_pipeline(), mode="ecmp", name="fab", run_dir=tmp_path, **kw)
 
 
-def test_a_fresh_controller_drops_old_reports_a_restarted_one_adopts_them(tmp_path):
-    report_link("fab", LINK, up=False, status_dir=tmp_path)
-    ctl = _controller(tmp_path)  # no status file: an earlier fabric's leftovers
-    assert ctl.rerouter.down == {} and not reports_path("fab", tmp_path).exists()
+def test_a_restarted_controller_adopts_the_links_reported_down(tmp_path):
+    ctl = _controller(tmp_path)  # no saved status: nothing to take over
+    assert ctl.rerouter.down == {}
+
+    async def reports():
+        await ctl.link_report(LINK, up=False, time_ns=9)
+        await ctl.link_report("p0/t0-2/t1-1", up=False)
+        await ctl.link_report("p0/t0-2/t1-1", up=True)
+
+    asyncio.run(reports())
     ctl.save_status(stopped=True)
-    report_link("fab", LINK, up=False, status_dir=tmp_path, time_ns=9)
-    report_link("fab", "p0/t0-2/t1-1", up=False, status_dir=tmp_path)
-    report_link("fab", "p0/t0-2/t1-1", up=True, status_dir=tmp_path)
     again = _controller(tmp_path)
     assert again.rerouter.down == {LINK: 9} and again.rerouter.rerouted == {LINK: 9}
     # Its first programming already avoids the link.
@@ -209,7 +193,7 @@ def test_a_report_while_switches_are_unreachable_is_recorded_and_left_to_reconci
 
 def test_srv6_mode_denies_a_reported_link_on_every_host(tmp_path):
     targets = [SwitchTarget("p0-t0-0", "unix:/nonexistent")]
-    ctl = Controller(TOPO, targets, [], load_pipeline(), name="s", status_dir=tmp_path)
+    ctl = Controller(TOPO, targets, [], load_pipeline(), name="s", run_dir=tmp_path)
     assert ctl.rerouter is None
     assert asyncio.run(ctl.link_report(LINK, up=False, time_ns=5)) == {}
     assert [(mk.kind, mk.links) for mk in ctl.timeline()] == [("link_down", (LINK,))]
@@ -233,60 +217,7 @@ def test_ecmp_mode_needs_a_pipeline_with_ipv6_fib(tmp_path):
     old.write_text(text[:start] + text[end:])
     pipeline = load_pipeline(old, b"{}")
     with pytest.raises(MrcError, match="no table ipv6_fib or action profile ecmp_selector: EV-hash mode"):
-        Controller(TOPO, [], [], pipeline, mode="ecmp", status_dir=None)
-    Controller(TOPO, [], [], pipeline, status_dir=None)  # SRv6 mode does not need them
+        Controller(TOPO, [], [], pipeline, mode="ecmp", run_dir=None)
+    Controller(TOPO, [], [], pipeline, run_dir=None)  # SRv6 mode does not need them
     with pytest.raises(TopologyError, match="unknown mode 'x'"):
-        Controller(TOPO, [], [], load_pipeline(), mode="x", status_dir=None)
-
-
-def _link_cli(tmp_path, *args):
-    from click.testing import CliRunner
-
-    from mrckit.cli import main
-
-    return CliRunner().invoke(main, ["controller", "link", *args, "--name", "lab", "--status-dir", str(tmp_path)])
-
-
-def test_mrc_controller_link_writes_a_report_to_a_running_controller(tmp_path):
-    from mrckit.topology import dump_topology
-
-    dump_topology(TOPO, tmp_path / "t.yaml")
-    targets = [SwitchTarget(s.name, "unix:/nonexistent") for s in TOPO.switches]
-    ctl = Controller(TOPO, targets, [], load_pipeline(), name="lab", status_dir=tmp_path,
-                     topology_file=str(tmp_path / "t.yaml"))
-    ctl.save_status()  # this process is alive: the controller counts as running
-    out = _link_cli(tmp_path, LINK, "--down")
-    assert out.exit_code == 0, out.output
-    assert "reported p0/t0-1/t1-0 down to controller 'lab'" in out.output
-    (r,) = ReportInbox(reports_path("lab", tmp_path)).read_new()
-    assert (r.link, r.up, r.source) == (LINK, False, "cli")
-    assert _link_cli(tmp_path, "p1/t0-2/down-1", "--down").exit_code == 0  # a host link of the fabric
-
-
-@pytest.mark.parametrize("with_topology_file", [True, False])
-def test_mrc_controller_link_refuses_a_link_the_fabric_lacks_and_writes_nothing(tmp_path, with_topology_file):
-    from mrckit.topology import dump_topology
-
-    dump_topology(TOPO, tmp_path / "t.yaml")
-    targets = [SwitchTarget(s.name, "unix:/nonexistent") for s in TOPO.switches]
-    ctl = Controller(TOPO, targets, [], load_pipeline(), name="lab", status_dir=tmp_path,
-                     topology_file=str(tmp_path / "t.yaml") if with_topology_file else None)
-    ctl.save_status()
-    for link in ("p0/t0-9/t1-1", "p0/t0-1/t1-7", "p5/t0-1/t1-1"):
-        out = _link_cli(tmp_path, link, "--down")
-        assert out.exit_code == 2, out.output
-        assert link in out.output and len(out.output.strip().splitlines()) == 1 and "Traceback" not in out.output
-    assert not reports_path("lab", tmp_path).exists()
-
-
-def test_mrc_controller_link_refuses_a_controller_that_is_not_running_and_writes_nothing(tmp_path):
-    out = _link_cli(tmp_path, LINK, "--down")  # no controller ever ran under "lab"
-    assert out.exit_code == 2 and "lab" in out.output and len(out.output.strip().splitlines()) == 1
-    targets = [SwitchTarget(s.name, "unix:/nonexistent") for s in TOPO.switches]
-    Controller(TOPO, targets, [], load_pipeline(), name="lab", status_dir=tmp_path).save_status(stopped=True)
-    out = _link_cli(tmp_path, LINK, "--up")  # it ran, and stopped
-    assert out.exit_code == 2 and "no controller is running under --name 'lab'" in out.output
-    assert not reports_path("lab", tmp_path).exists()
-    bad = _link_cli(tmp_path, "p0/t0-1", "--up")
-    assert bad.exit_code == 2 and "link 'p0/t0-1'" in bad.output and "Traceback" not in bad.output
-    assert _link_cli(tmp_path, LINK).exit_code == 2  # --down or --up is required
+        Controller(TOPO, [], [], load_pipeline(), mode="x", run_dir=None)

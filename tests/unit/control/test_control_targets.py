@@ -1,8 +1,7 @@
 """Switch and host targets from a topology (p4runtime:/agent: fields and overrides), the
-pipeline loader, the status file and the CLI's user errors."""
+pipeline loader, switch lookup in a topology file and the CLI's user errors."""
 
 import dataclasses
-import os
 from pathlib import Path
 
 import pytest
@@ -10,11 +9,9 @@ from click.testing import CliRunner
 
 from mrckit.cli import main
 from mrckit.control import (
-    Controller, HostTarget, SwitchTarget, host_config_proto, load_pipeline, read_status, status_path,
-    targets_from_topology,
+    Controller, HostTarget, SwitchTarget, host_config_proto, load_pipeline, saved_status_path, targets_from_topology,
 )
 from mrckit.control.lookup import resolve_switch
-from mrckit.control.status import write_status
 from mrckit.errors import MrcError
 from mrckit.topology import GrpcEndpoint, GrpcTls, compile_fabric, dumps_topology, generate_clos, loads_topology
 
@@ -98,24 +95,17 @@ def test_pipeline_cookie_follows_the_content(tmp_path):
 def test_a_target_outside_the_topology_is_refused():
     with pytest.raises(MrcError, match="no host named 'nobody'"):
         Controller(generate_clos(), [], [HostTarget("nobody", "unix:/x")], load_pipeline(P4INFO_FILE, b"{}"),
-                   status_dir=None)
+                   run_dir=None)
 
 
-def test_status_file_and_switch_lookup(tmp_path):
-    path = status_path("fab1", tmp_path)
-    write_status(path, {"pid": os.getpid(), "switches": {"p0-t0-0": {"address": "unix:/s.sock", "device_id": 0}}})
-    assert read_status(path)["running"]
-    assert resolve_switch("p0-t0-0", status_dir=tmp_path) == SwitchTarget("p0-t0-0", "unix:/s.sock", 0)
-    with pytest.raises(MrcError, match="no running controller"):
-        resolve_switch("p0-t1-0", status_dir=tmp_path)
-    write_status(path, {"pid": 0, "switches": {"p0-t0-0": {"address": "unix:/s.sock", "device_id": 0}}})
-    with pytest.raises(MrcError, match="no running controller"):
-        resolve_switch("p0-t0-0", status_dir=tmp_path)
+def test_switch_lookup_in_a_topology_file(tmp_path):
     topo_file = tmp_path / "t.yaml"
     topo_file.write_text(dumps_topology(addressed(generate_clos(), 3)))
     assert resolve_switch("p0-t1-0", topo_file) == SwitchTarget("p0-t1-0", "unix:/run/t/p0-t1-0.sock", 3)
+    with pytest.raises(MrcError, match="no running controller .*sockets in .* manages a switch named 'p0-t1-0'"):
+        resolve_switch("p0-t1-0", run_dir=tmp_path)
     with pytest.raises(MrcError, match="controller name 'a/b'"):
-        status_path("a/b", tmp_path)
+        saved_status_path("a/b", tmp_path)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -126,8 +116,8 @@ def test_status_file_and_switch_lookup(tmp_path):
     (["controller", "run", "{topo}", "--switch", "p0-t0-0=127.0.0.1:1@zz"], "device id 'zz' after '@' is not a number"),
     (["controller", "run", "{topo}", "--settle-ms", "-5"], "--settle-ms"),
     (["controller", "run", "{topo}", "--agent-setting", "bogus=1"], "has no field named \"bogus\""),
-    (["controller", "status", "--name", "nope", "--status-dir", "{dir}"], "no controller status"),
-    (["controller", "status", "--name", "../x", "--status-dir", "{dir}"], "controller name '../x'"),
+    (["controller", "status", "--name", "nope", "--run-dir", "{dir}"], "no controller socket at"),
+    (["controller", "status", "--name", "../x", "--run-dir", "{dir}"], "controller name '../x'"),
     (["shell", "p0-t0-0", "--topo", "{topo}"], "switch p0-t0-0 has no p4runtime address"),
 ])
 def test_cli_user_errors_are_one_line(tmp_path, args, message):
@@ -138,16 +128,3 @@ def test_cli_user_errors_are_one_line(tmp_path, args, message):
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
     assert "camelCase" not in result.output and "Available Fields" not in result.output
-
-
-def test_host_lookup_in_a_running_controllers_status(tmp_path):
-    from mrckit.control.lookup import resolve_host
-
-    path = status_path("fab1", tmp_path)
-    write_status(path, {"pid": os.getpid(), "hosts": {"h0-0": {"address": "unix:/run/mrckit/fab1/host-h0-0.sock"}}})
-    assert resolve_host("h0-0", status_dir=tmp_path) == "unix:/run/mrckit/fab1/host-h0-0.sock"
-    with pytest.raises(MrcError, match="no agent named 'h9-9'"):
-        resolve_host("h9-9", status_dir=tmp_path)
-    write_status(path, {"pid": 0, "hosts": {"h0-0": {"address": "unix:/x.sock"}}})
-    with pytest.raises(MrcError, match="no running controller"):
-        resolve_host("h0-0", status_dir=tmp_path)

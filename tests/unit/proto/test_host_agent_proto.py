@@ -1,4 +1,4 @@
-"""The committed host-agent stubs are what grpcio-tools makes of host_agent.proto today."""
+"""The committed gRPC stubs are what grpcio-tools makes of host_agent.proto and controller.proto today."""
 
 import re
 
@@ -30,3 +30,12 @@ def test_stubs_import_and_carry_the_four_rpcs():
     assert [m.name for m in service.methods] == ["Configure", "SetEvState", "WatchEvents", "GetStats"]
     assert service.methods_by_name["WatchEvents"].server_streaming
     assert hasattr(host_agent_pb2_grpc, "HostAgentServicer")
+
+
+def test_controller_stubs_carry_the_northbound_rpcs():
+    from mrckit.proto import controller_pb2, controller_pb2_grpc
+
+    service = controller_pb2.DESCRIPTOR.services_by_name["Controller"]
+    assert [m.name for m in service.methods] == ["ReportLink", "GetStatus", "WatchTimeline"]
+    assert service.methods_by_name["WatchTimeline"].server_streaming
+    assert hasattr(controller_pb2_grpc, "ControllerServicer")
