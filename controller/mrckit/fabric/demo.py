@@ -529,11 +529,12 @@ def _keep_logs(fab, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for log in fab.state.dir.glob("*.log"):
         shutil.copy(log, folder / log.name)
+    kept = folder / "controller.json"
     try:  # the running controller's own answer, else what it saved last
-        (folder / "controller-status.json").write_text(json.dumps(read_status(fab.name), indent=1, sort_keys=True))
+        kept.write_text(json.dumps(read_status(fab.name), indent=1, sort_keys=True))
     except MrcError:
         if saved_status_path(fab.name).exists():
-            shutil.copy(saved_status_path(fab.name), folder / "controller-status.json")
+            shutil.copy(saved_status_path(fab.name), kept)
 
 
 def pipeline_files(target: str) -> tuple[Path, Path]:
