@@ -60,8 +60,8 @@ def stale_controllers() -> list[str]:
     from ..control.client import RUN_DIR
 
     folder = Path(RUN_DIR)
-    names = sorted({p.name.split(".")[0] for pattern in ("*.state.json", "*.sock") for p in folder.glob(pattern)}
-                   if folder.is_dir() else set())
+    names = sorted({p.name.removesuffix(suffix) for suffix in (".state.json", ".sock")
+                    for p in folder.glob("*" + suffix)} if folder.is_dir() else set())
     return [name for name in names if forget_controller(name)]
 
 
