@@ -198,7 +198,8 @@ def status_to_proto(st: dict) -> pb.Status:
     """``Controller.status()`` on the wire."""
     out = pb.Status(
         name=st["name"], pid=st["pid"], started_ns=st["started_ns"], updated_ns=st["updated_ns"],
-        topology=st["topology"], topology_file=st["topology_file"] or "", election_id=st["election_id"],
+        topology=st["topology"], topology_file=st["topology_file"] or "",
+        election_id=pb.Uint128(high=st["election_id"] >> 64, low=st["election_id"] & (1 << 64) - 1),
         p4info=str(st["pipeline"]["p4info"] or ""), cookie=st["pipeline"]["cookie"], ready=st["ready"],
         mode=st["mode"], links_down=st["links_down"], reported_down=st["reported_down"],
         rerouted=st["rerouted"], denials=st["denials"], withheld=st["withheld"],
@@ -231,7 +232,7 @@ def status_from_proto(st: pb.Status) -> dict:
                "unexplained": lo.unexplained}
     return {
         "name": st.name, "pid": st.pid, "running": True, "started_ns": st.started_ns, "updated_ns": st.updated_ns,
-        "topology": st.topology, "topology_file": st.topology_file or None, "election_id": st.election_id,
+        "topology": st.topology, "topology_file": st.topology_file or None, "election_id": st.election_id.high << 64 | st.election_id.low,
         "pipeline": {"p4info": st.p4info, "cookie": st.cookie}, "ready": st.ready, "mode": st.mode,
         "switches": {n: {"address": s.address, "device_id": s.device_id, "connected": s.connected,
                          "reconciles": s.reconciles,

@@ -114,7 +114,7 @@ def test_status_over_grpc_is_the_controllers_status(tmp_path, running):
 def test_status_survives_the_wire_both_ways():
     full = {
         "name": "x", "pid": 7, "started_ns": 1, "updated_ns": 2, "topology": "t", "topology_file": "/t.yaml",
-        "election_id": 1 << 40, "pipeline": {"p4info": "/p", "cookie": 0xABCDEF}, "ready": True, "mode": "ecmp",
+        "election_id": (1 << 100) + 5, "pipeline": {"p4info": "/p", "cookie": 0xABCDEF}, "ready": True, "mode": "ecmp",
         "switches": {"s": {"address": "unix:/s", "device_id": 1, "connected": True, "reconciles": 2,
                            "last": {"pipeline_pushed": True, "cookie_before": None, "entries_read": 3, "inserted": 4,
                                     "modified": 5, "deleted": 6, "write_requests": 7},
