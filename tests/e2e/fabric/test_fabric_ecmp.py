@@ -154,7 +154,8 @@ def test_a_failed_spine_is_reported_and_every_pair_still_gets_everything(ecmp_fa
         assert spine_links <= set(st["rerouted"]), st["rerouted"]
     finally:
         fab.restore("p0-t1-1")
-    reports = [json.loads(x) for x in path.read_text().splitlines()[seen:]]
+    reports = _reports(fab, seen)
     assert {r["link"] for r in reports if r["up"]} == spine_links, reports
+    assert {r["source"] for r in reports if r["up"]} == {"switch p0-t1-1 restored"}
     results = _until_all_ok(fab)
     assert all(r.ok for r in results), traffic.summary(results)
