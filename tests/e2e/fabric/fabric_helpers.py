@@ -44,8 +44,8 @@ def leftovers(prefix: str, name: str) -> dict[str, list[str]]:
                     if "mrc_" in ln],
         "pins": [p for p in pinned_switches() if p.startswith(prefix)],
         "faults": [f"{ns}/{i}" for ns, i, _ in list_faults() if ns.startswith(prefix)],
-        "state": [str(p) for p in [Path("/run/mrckit") / name, Path(f"/run/mrckit/controller/{name}.json")]
-                  if p.exists()],
+        "state": [str(p) for p in [Path("/run/mrckit") / name, Path(f"/run/mrckit/controller/{name}.state.json"),
+                                   Path(f"/run/mrckit/controller/{name}.sock")] if p.exists()],
         "processes": _processes(prefix, name),
     }
     return {k: v for k, v in out.items() if v}
