@@ -95,8 +95,8 @@ def resolve_switch(name: str, topo: str | Path | None = None, run_dir: str | Pat
 
 
 def locate_host(name: str, run_dir: str | Path | None = None, fabric: str | None = None) -> tuple[str, str]:
-    """``(fabric, agent address)`` of host ``name`` from the running controller (status files
-    in ``run_dir``) that configures it: the one called ``fabric`` if given, else the only one
+    """``(fabric, agent address)`` of host ``name`` from the running controller (asked over
+    its socket in ``run_dir``) that configures it: the one called ``fabric`` if given, else the only one
     that has the name. This is how ``mrc host ev h0-0`` finds a fabric's agent, whose socket is
     ``/run/mrckit/<fabric>/host-<name>.sock`` rather than the standalone default.
 

@@ -77,7 +77,7 @@ class WriteCounts:
         return self.inserted + self.modified + self.deleted
 
     def as_dict(self) -> dict:
-        """Plain data for the status file."""
+        """Plain data for the status."""
         return {"pipeline_pushed": self.pipeline_pushed, "cookie_before": self.cookie_before,
                 "entries_read": self.entries_read, "inserted": self.inserted, "modified": self.modified,
                 "deleted": self.deleted, "write_requests": self.write_requests}

@@ -2,7 +2,7 @@
 agent's EV events (streamed), the controller's timeline, and the switch counters.
 
 All of it over the parts' own interfaces: the host agents' gRPC (``GetStats``, ``WatchEvents``),
-the controller's status file, and P4Runtime Read for the switches (design sections 4, 5, 7).
+the controller's status (its gRPC northbound), and P4Runtime Read for the switches (design sections 4, 5, 7).
 """
 
 from __future__ import annotations
