@@ -184,7 +184,7 @@ def test_no_controller_is_one_clear_line(tmp_path):
 
 def test_a_second_controller_of_that_name_is_refused_a_stale_socket_is_not(tmp_path, running):
     r = running()
-    with pytest.raises(MrcError, match=rf"controller 'lab' is already running \(pid \d+, unix:.*kill \d+"):
+    with pytest.raises(MrcError, match=r"controller 'lab' is already running \(pid \d+, unix:.*kill \d+"):
         _controller(tmp_path)
     r.stop()
     (tmp_path / f"{NAME}.sock").touch()  # left by a controller that was killed
