@@ -319,7 +319,10 @@ class FailureReactor:
         if deny:
             if loc.ambiguous or weak.intersection(deny):
                 self._suspected.update({link: list(failing) for link in deny})
-            why = "; ".join([loc.describe(), *(_support_text(link, support[link]) for link in deny if link in support)])
+            why = "; ".join([loc.describe(), *(_support_text(link, support[link]) if not loc.ambiguous
+                                               else _support_text(link, _support(frozenset({link}), evidence)[link],
+                                                                  "cross it")
+                                               for link in deny if link in support)])
             self.timeline.add("localised", now_ns, deny, why)
             self._pending |= set(deny)
             actions.append(Action("deny", deny, loc))
@@ -428,11 +431,12 @@ def _support(suspects: frozenset[str], evidence: list[tuple[tuple, _Evidence]]) 
     return out
 
 
-def _support_text(link: str, evs: set[tuple]) -> str:
-    """Why the evidence names ``link``: how many failing EVs of which hosts name it alone."""
+def _support_text(link: str, evs: set[tuple], how: str = "name it alone") -> str:
+    """Why the evidence names ``link``: how many failing EVs of which hosts ``how`` (name it
+    alone, or for an ambiguous answer's suspect, cross it)."""
     hosts = sorted({h for h, _, _ in evs})
     return (f"{link}: {len(evs)} failing EV{'s' if len(evs) != 1 else ''}"
-            + (f" of {', '.join(hosts)}" if hosts else "") + " name it alone, no good path crosses it")
+            + (f" of {', '.join(hosts)}" if hosts else "") + f" {how}, no good path crosses it")
 
 
 def _pair(key: tuple) -> frozenset[str]:

@@ -117,6 +117,8 @@ def test_an_ambiguous_answer_denies_every_suspect_and_probes_lift_the_innocent()
     (action,) = r.decide(t0 + 3 * SETTLE)
     assert action.localisation.ambiguous
     assert action.links == ("p0/t0-0/t1-1", "p0/t0-1/t1-1")
+    (mark,) = [m for m in r.timeline.marks if m.kind == "localised"]
+    assert "p0/t0-0/t1-1: 1 failing EV of h0-0 cross it" in mark.detail
     r.done(action, t0 + SETTLE, hosts=6)
     t = t0 + 2 * SETTLE
     for _ in range(3):  # leaf 1 -> leaf 2 over T1 1 crosses only the innocent link
