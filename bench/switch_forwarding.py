@@ -115,8 +115,8 @@ MAC = {name: f"02:00:00:00:bb:{i:02x}" for i, name in enumerate(
     ["g0", "a0", "a1", "b0", "b1", "k0"])}
 TEST_RUN_REPEAT = 250
 TEST_RUN_CALLS = 300
-LIVE_FRAMES = 1_200_000  # per chain, over CHAIN_ROUNDS rounds
-CHAIN_ROUNDS = 4
+LIVE_FRAMES = 2_400_000  # per chain, over CHAIN_ROUNDS rounds
+CHAIN_ROUNDS = 8
 PROFILE_FRAMES = 200_000
 
 
