@@ -385,6 +385,10 @@ def main() -> int:
     result("2-switch veth chain vs minimal uN", xdp_pps, "pkt/s", "minimal uN switch chain", minimal_pps,
            ">= 0.9x")
     result("2-switch veth chain vs bare redirect", xdp_pps, "pkt/s", "bare XDP_REDIRECT chain", bare_pps)
+    result("switch BPF_PROG_TEST_RUN, thresholds off vs minimal uN", plain_ns, "ns/pkt", "minimal uN switch",
+           plain_un_ns, "<= 1.15x")
+    result("2-switch veth chain, switch run time vs minimal uN", xdp_run, "ns/pkt", "minimal uN switch",
+           minimal_run)
     return 0
 
 
