@@ -16,6 +16,8 @@ Load and run::
     # Program.from_pin(path), prog.pin(path) (from_* own their fd: close() or ``with``)
         # packet generator: prog.test_run(pkt, repeat=N, flags=bpf.BPF_F_TEST_XDP_LIVE_FRAMES,
         #                                 ctx=bpf.XdpMd(ingress_ifindex=ifindex))
+    with bpf.run_stats_enabled():                          # kernel run-time stats while inside
+        ...; prog.run_stats()                              # (run_time_ns, run_cnt) of real runs
 
 Maps (``obj.map(name, key_type=, value_type=)``, ``Map.from_pin(path)``, ``m.typed(K, V)``)::
 
@@ -60,7 +62,7 @@ from .btf import FieldLayout, StructLayout, btf_struct_layout, ctypes_layout, la
 from .errors import BpfError
 from .fs import BPFFS, PIN_ROOT, bpffs_mounted, ensure_bpffs, pin_path, unpin
 from .maps import Map, sum_values
-from .objects import OBJ_DIR, BpfObject, ObjectMap, Program, RunResult, XdpMd, object_path
+from .objects import OBJ_DIR, BpfObject, ObjectMap, Program, RunResult, XdpMd, object_path, run_stats_enabled
 
 # XDP actions (enum xdp_action) and tc verdicts, for test assertions.
 XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT = range(5)
@@ -71,7 +73,7 @@ __all__ = [
     "BPFFS", "PIN_ROOT", "OBJ_DIR", "BpfError", "BpfObject", "FieldLayout", "Map", "ObjectMap",
     "Program", "RunResult", "StructLayout", "XdpInfo", "XdpMd", "btf_struct_layout",
     "bpffs_mounted", "ctypes_layout", "ensure_bpffs", "ifindex_of", "layout_mismatches", "libbpf_version", "object_path",
-    "pin_path", "possible_cpus", "sum_values", "tc_attach", "tc_detach", "tc_hook_destroy",
+    "pin_path", "possible_cpus", "run_stats_enabled", "sum_values", "tc_attach", "tc_detach", "tc_hook_destroy",
     "tc_query", "unpin", "xdp_attach", "xdp_detach", "xdp_query",
     "XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT",
     "TC_ACT_OK", "TC_ACT_SHOT", "TC_ACT_REDIRECT",
