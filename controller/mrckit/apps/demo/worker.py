@@ -40,11 +40,11 @@ import time
 
 import numpy as np
 
-from ..errors import MrcError
-from ..wire.ev import ev_from_flowinfo
-from ..wire.headers import data_tx_timestamp, unwrap_timestamp
+from ...errors import MrcError
+from ...wire.ev import ev_from_flowinfo
+from ...wire.headers import data_tx_timestamp, unwrap_timestamp
 
-MODULE = "mrckit.fabric.demo_worker"
+MODULE = "mrckit.apps.demo.worker"
 SACK_EVERY_PACKET = 1
 """Responder SACK coalescing, bytes: a SACK (and so an echoed EV) per packet, which is what
 the host agent's per-EV ack times need."""
@@ -86,7 +86,7 @@ def _plain(value):
 class EvTally:
     """Packets that reach the responder, per EV (``UDP sport << 16 | flow label & 0xFFFF``,
     design 3.3, as the responder itself reads it), each with the time it was SENT: the
-    receiving side of the demo's loss accounting (``mrckit.fabric.loss``), which then counts
+    receiving side of the demo's loss accounting (``mrckit.apps.demo.loss``), which then counts
     the packets sent on an EV before a time that never arrived, with no packet in flight to
     blur it. The send time is the data packet's TSETH tx_timestamp (the requestor's
     CLOCK_MONOTONIC in units of 1.024 us, 16 bits, design 3.2), unwrapped against the arrival
@@ -151,16 +151,16 @@ def timeout_exp(endpoint: str, exp: int | None) -> int:
     if exp is not None:
         return exp
     if endpoint == "native":
-        from ..endpoint.native import NATIVE_TIMEOUT_EXP
+        from ...endpoint.native import NATIVE_TIMEOUT_EXP
 
         return NATIVE_TIMEOUT_EXP
-    from ..endpoint.requestor import RetryConfig
+    from ...endpoint.requestor import RetryConfig
 
     return RetryConfig().timeout_exp
 
 
 def _endpoint(args):
-    from ..endpoint import implementation
+    from ...endpoint import implementation
 
     try:
         return implementation(args.endpoint)
@@ -197,11 +197,11 @@ def respond(args) -> int:
 
 
 def write(args) -> int:
-    from ..endpoint import QpError
-    from ..endpoint.cc import NsccConfig
-    from ..endpoint.endpoint import QpConfig
-    from ..endpoint.requestor import INFINITE_RETRIES, RetryConfig
-    from ..wire.constants import DEFAULT_PAYLOAD_LEN
+    from ...endpoint import QpError
+    from ...endpoint.cc import NsccConfig
+    from ...endpoint.endpoint import QpConfig
+    from ...endpoint.requestor import INFINITE_RETRIES, RetryConfig
+    from ...wire.constants import DEFAULT_PAYLOAD_LEN
 
     ep = _endpoint(args)(args.nic)
     try:
@@ -232,7 +232,7 @@ def write(args) -> int:
 
 
 class WorkerProcess:
-    """One endpoint process (``mrckit.fabric.demo_worker``, or another ``module`` that speaks
+    """One endpoint process (``mrckit.apps.demo.worker``, or another ``module`` that speaks
     JSON lines; ``role`` names it in errors) in a host's namespace: its JSON lines are merged
     into ``state``; :meth:`wait` blocks until a key appears."""
 
@@ -301,7 +301,7 @@ class WorkerProcess:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mrckit.fabric.demo_worker", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m mrckit.apps.demo.worker", description=__doc__.splitlines()[0])
     ap.add_argument("role", choices=["respond", "write"])
     ap.add_argument("--nic", required=True)
     ap.add_argument("--peer", required=True)

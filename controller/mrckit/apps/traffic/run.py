@@ -7,7 +7,7 @@ import json
 import time
 
 from ...errors import MrcError
-from ...fabric.demo_worker import WorkerProcess
+from ..demo.worker import WorkerProcess
 from .patterns import Flow
 from .report import FlowResult, TrafficReport
 from .worker import MODULE
