@@ -11,7 +11,7 @@ of fault:
 - **per EV**: the sender's dataplane counts the packets it sends on each EV and notes when it
   sent the last one (``tx_packets`` and ``last_tx_ns`` of the agent's EV table, sampled every
   50 ms, ``mrckit.apps.demo.series``), and the responder process keeps, per EV, the time each
-  arriving packet was *sent* (its TSETH timestamp, ``demo_worker.EvTally``). An EV's final loss
+  arriving packet was *sent* (its TSETH timestamp, ``worker.EvTally``). An EV's final loss
   is ``L = tx - rx``. At a sample, its deficit ``tx`` minus its arrivals sent no later than
   ``last_tx_ns`` counts the packets among those ``tx`` counted that never arrived: packets in
   flight are counted (they arrive, whenever), and the read's own timing does not matter (the

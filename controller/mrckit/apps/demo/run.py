@@ -3,7 +3,7 @@ restored, every byte verified (issue 10). See ``docs/demo.md``.
 
 :func:`run_demo` brings the fabric up (``mrckit.fabric.Fabric``: switches, host agents and the
 controller), runs the software endpoint (``mrckit.endpoint``) as two processes in two hosts' namespaces
-(``demo_worker.py``), samples (``observe.py``)
+(``worker.py``), samples (``observe.py``)
 the sender's per-EV counters while the write runs, injects the fault at a third of the bytes and
 restores it at two thirds (:class:`~mrckit.apps.demo.scenario.Phases`), then tears everything down
 and returns the analysed :class:`~mrckit.apps.demo.report.DemoReport`. It prints nothing: progress
