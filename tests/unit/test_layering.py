@@ -126,6 +126,20 @@ def test_fabric_never_imports_apps():
     assert not {k: v for k, v in bad.items() if v}, f"fabric imports the applications on it: {bad}"
 
 
+def _other_apps(rel: str, ours: set[str]) -> list[str]:
+    """The other applications that a module under apps/ imports: each stands on the fabric and
+    on ``apps.common``, never on another application."""
+    app = rel.split("/")[1].removesuffix(".py")
+    return sorted(m for m in ours if m.split(".")[0] == "apps" and len(m.split(".")) > 1
+                  and m.split(".")[1] not in (app, "common"))
+
+
+@pytest.mark.parametrize("path", [p for p in _modules() if _layer(_rel(p)) == "apps"], ids=_rel)
+def test_applications_do_not_import_each_other(path):
+    bad = _other_apps(_rel(path), _ours(path))
+    assert not bad, f"{_rel(path)} imports {bad}: share through mrckit.apps.common instead"
+
+
 def _prints_or_parses(source: str) -> list[str]:
     found = [f"import {m}" for m in _imports(source, ()) if m in ARG_PARSERS or m.startswith("click.")]
     for node in ast.walk(ast.parse(source)):
@@ -160,6 +174,8 @@ def test_checker_catches_violations():
     assert _violations("fabric/x.py", {"cli.demo"}) == ["cli.demo"]
     assert _violations("fabric/x.py", {"apps.demo.report", "fabric.state"}) == ["apps.demo.report"]
     assert _violations("apps/demo/x.py", {"fabric.faults", "control.status"}) == []
+    assert _other_apps("apps/traffic/run.py", {"apps.demo.worker", "apps.common", "apps.traffic.report"}) == [
+        "apps.demo.worker"]
     assert _violations("host/x.py", {"topology.model", "wire.ev"}) == []
     assert _imports("from .. import netns\nfrom .maps import X\n", ("host",)) == {"netns", "host.maps"}
     assert _imports("def f():\n    from ..control import Controller\n", ("fabric",)) == {"control"}

@@ -3,5 +3,6 @@ never imports them (docs/architecture.md).
 
 - ``demo``: ``mrc demo``, a write that survives a link failure (docs/demo.md);
 - ``traffic``: ``mrc traffic``, many QPs at once in a pattern (docs/traffic.md);
-- ``pairwise``: ``mrc fabric check``, UDP between every pair of hosts (docs/fabric.md).
+- ``pairwise``: ``mrc fabric check``, UDP between every pair of hosts (docs/fabric.md);
+- ``common``: what they share (a worker process in a host's namespace, seeded data, JSON reports).
 """

@@ -95,7 +95,7 @@ def test_seeded_bytes_reach_past_randbytes_limit_and_match_one_draw():
     data comes in chunks that equal one draw wherever one draw works."""
     import random
 
-    from mrckit.apps.demo.worker import RANDBYTES_CHUNK, seeded_bytes
+    from mrckit.apps.common import RANDBYTES_CHUNK, seeded_bytes
 
     n = RANDBYTES_CHUNK + 5
     assert seeded_bytes(7, n) == random.Random(7).randbytes(n)

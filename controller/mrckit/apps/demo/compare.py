@@ -19,8 +19,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ...errors import MrcError
-from .report import SCHEMA_VERSION, Check, DemoReport, FaultInfo, JsonFile
 from ...fabric.state import check_name
+from ..common import JsonFile
+from .report import SCHEMA_VERSION, Check, DemoReport, FaultInfo
 
 MODES = ("ecmp", "srv6")
 """The order of the runs: EV-hash mode first, then the SRv6 baseline."""
