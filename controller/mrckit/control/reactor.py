@@ -24,6 +24,18 @@ Rules:
   touches one plane only. That pair's evidence is set aside (an ``end_host`` mark on the
   timeline says so) and does not localise; a host whose port really went down says so itself
   (PORT_DOWN). A one-plane fabric keeps all evidence;
+- weak evidence waits: a suspect that fewer than ``min_support`` failing EVs name alone (EVs
+  whose path crosses no other suspect of the answer) is not denied at ``settle_ns`` with the
+  rest of the answer. A failed link fails every EV across it, from every sender; one or two EVs
+  that timed out are the usual trace of a late host (its sweep, or its peer's SACKs, late), not
+  of a failed link. The weak suspect waits until ``ambiguous_wait_ns`` after its episode began,
+  time for its EVs' probes to succeed and for good evidence to clear it; if it is still named
+  then, it is denied like an ambiguous answer's suspect, and probes lift it if it is innocent;
+- a host link that only one host pair's failing paths cross is withheld too: a failed host
+  link fails that host's paths toward every peer on its plane, while one pair's plane failing
+  alone is most often a lossy T0-T1 link beside a spurious timeout on that pair's other
+  path (the one host link both paths share is then the smallest answer), or that pair's own
+  trouble. A host link that really goes down is reported by its host (PORT_DOWN);
 - connectivity guard: a deny never leaves a host pair, connected before it, without a usable
   path (``reach.py``, over planes x T1). The links that would are *withheld*: kept allowed,
   listed in :attr:`FailureReactor.withheld` and put on the timeline. Ports a host reports
@@ -65,8 +77,14 @@ CONGESTION_REASONS = frozenset({"SACK_ALWAYS_SKIP"})
 receiver's CE history). They are the hosts' business: the controller denies failed links only."""
 AMBIGUOUS_WAIT_NS = 3 * SETTLE_NS
 """How long an ambiguous localisation waits for more evidence before denying its suspects."""
+MIN_SUPPORT = 3
+"""Failing EVs (distinct host, peer and EV) that must name a suspect alone for it to be denied
+at the settle time; a suspect with fewer waits (module docstring, "weak evidence")."""
 LIFT_SUCCESSES = 3
 """Consecutive successful probes across a denied link that lift the denial."""
+REPORT_REASON = "link report"
+"""How the reason of a deny or lift that a link report decided begins (host evidence decides
+the others)."""
 EVIDENCE_TTL_NS = 30_000_000_000
 """Failing evidence older than this (30 s) is forgotten."""
 
@@ -85,6 +103,7 @@ class Action:
 class _Evidence:
     links: frozenset[str]
     time_ns: int
+    evs: frozenset[int] = frozenset()  # the failing EVs of the path seen so far
 
 
 @dataclass
@@ -95,6 +114,7 @@ class FailureReactor:
     settle_ns: int = SETTLE_NS
     ambiguous_wait_ns: int = AMBIGUOUS_WAIT_NS
     lift_successes: int = LIFT_SUCCESSES
+    min_support: int = MIN_SUPPORT
     evidence_ttl_ns: int = EVIDENCE_TTL_NS
     timeline: Timeline = field(default_factory=Timeline)
     denied: dict[str, int] = field(default_factory=dict)        # link -> time denied (ns)
@@ -198,7 +218,8 @@ class FailureReactor:
             self._ports_down.pop(ev.link, None)
 
     def _failing(self, key, links, host, ev, now_ns) -> None:
-        self._bad[key] = _Evidence(links, now_ns)
+        seen = self._bad[key].evs if key in self._bad else frozenset()
+        self._bad[key] = _Evidence(links, now_ns, seen | {ev.ev})
         if not (links & self.denied.keys()):
             self._start_episode(now_ns, host, ev)
 
@@ -222,10 +243,13 @@ class FailureReactor:
     def unexplained_failing(self, end_hosts: set[frozenset[str]] | None = None) -> list[frozenset[str]]:
         """Link sets of failing paths that no denied link explains and no end host does
         (``end_hosts``: :meth:`end_host_pairs`, when the caller has it already)."""
+        return [e.links for _, e in self._unexplained(end_hosts)]
+
+    def _unexplained(self, end_hosts: set[frozenset[str]] | None = None) -> list[tuple[tuple, _Evidence]]:
+        """(key, evidence) of :meth:`unexplained_failing`'s paths."""
         end_hosts = self.end_host_pairs() if end_hosts is None else end_hosts
         explained = self._explaining()
-        return [e.links for k, e in self._bad.items()
-                if not (e.links & explained) and _pair(k) not in end_hosts]
+        return [(k, e) for k, e in self._bad.items() if not (e.links & explained) and _pair(k) not in end_hosts]
 
     def _explaining(self) -> set[str]:
         """Links that explain failing evidence across them: denied, being denied, or reported
@@ -270,7 +294,8 @@ class FailureReactor:
             actions.append(Action("lift", lift))
         self._bad = {k: e for k, e in self._bad.items() if now_ns - e.time_ns <= self.evidence_ttl_ns}
         end_hosts = self.end_host_pairs()
-        failing = self.unexplained_failing(end_hosts)
+        evidence = self._unexplained(end_hosts)
+        failing = [e.links for _, e in evidence]
         ports_down = [link for link in self._ports_down if link not in self.denied]
         self._note_end_hosts(end_hosts, now_ns)
         if not failing and not ports_down:
@@ -283,13 +308,22 @@ class FailureReactor:
             return actions
         loc = localise(failing, [e.links for e in self._good.values()])
         self.last = loc
-        if loc.ambiguous and now_ns - self._episode < self.ambiguous_wait_ns and not ports_down:
+        waiting = now_ns - self._episode < self.ambiguous_wait_ns and not ports_down
+        if loc.ambiguous and waiting:
             return actions
-        deny = self._guarded(loc, ports_down, now_ns)
+        support = _support(loc.suspects, evidence)
+        weak = {link for link, evs in support.items() if len(evs) < self.min_support}
+        one_pair = {link for link in loc.suspects if is_host_link(link)
+                    and len({_pair(k) for k, e in evidence if link in e.links}) < 2}
+        deny = self._guarded(loc, ports_down, now_ns, weak, waiting, one_pair)
         if deny:
-            if loc.ambiguous:
+            if loc.ambiguous or weak.intersection(deny):
                 self._suspected.update({link: list(failing) for link in deny})
-            self.timeline.add("localised", now_ns, deny, loc.describe())
+            why = "; ".join([loc.describe(), *(_support_text(link, support[link]) if not loc.ambiguous
+                                               else _support_text(link, _support(frozenset({link}), evidence)[link],
+                                                                  "cross it")
+                                               for link in deny if link in support)])
+            self.timeline.add("localised", now_ns, deny, why)
             self._pending |= set(deny)
             actions.append(Action("deny", deny, loc))
         return actions
@@ -299,15 +333,15 @@ class FailureReactor:
         actions = []
         up = tuple(sorted(link for link in self._reported_up if link in self.denied and link not in self._pending))
         if up:
-            actions.append(Action("lift", up, reason="link report: up (" + ", ".join(
+            actions.append(Action("lift", up, reason=f"{REPORT_REASON}: up (" + ", ".join(
                 sorted({self._reported_up[link] for link in up})) + ")"))
         explained = self._explained_suspects()
         if explained:
-            actions.append(Action("lift", explained, reason="link report: down (" + ", ".join(
+            actions.append(Action("lift", explained, reason=f"{REPORT_REASON}: down (" + ", ".join(
                 sorted({self._reported[r] for r in self._reported})) + ") explains its evidence"))
         down = tuple(sorted(link for link in self._reported if link not in self.denied and link not in self._pending))
         if down:
-            why = "link report: down (" + ", ".join(sorted({self._reported[link] for link in down})) + ")"
+            why = f"{REPORT_REASON}: down (" + ", ".join(sorted({self._reported[link] for link in down})) + ")"
             self.timeline.add("localised", now_ns, down, why)
             self._pending |= set(down)
             actions.append(Action("deny", down, reason=why))
@@ -323,15 +357,20 @@ class FailureReactor:
                             if link in self.denied and link not in self._pending and link not in reported
                             and all(s & (reported - {link}) for s in sets)))
 
-    def _guarded(self, loc: Localisation, ports_down: list[str], now_ns: int) -> tuple[str, ...]:
+    def _guarded(self, loc: Localisation, ports_down: list[str], now_ns: int, weak: set[str] = frozenset(),
+                 waiting: bool = False, one_pair: set[str] = frozenset()) -> tuple[str, ...]:
         """The links to deny now: ports reported down, plus the suspects that neither the
-        host-link rule nor the connectivity guard withholds (module docstring)."""
-        held = {}
+        host-link rules (``one_pair``: host links only one host pair's traffic names), the
+        weak-evidence rule (``weak`` suspects wait while ``waiting``) nor the connectivity
+        guard withholds (module docstring)."""
         wanted = set(loc.suspects) - self.denied.keys() - self._pending
-        if loc.ambiguous:
-            held = {link: "host link on ambiguous evidence (hosts report their own ports)"
-                    for link in wanted if is_host_link(link)}
-            wanted -= held.keys()
+        if waiting:
+            wanted -= weak
+        held = {link: "host link on ambiguous evidence (hosts report their own ports)"
+                for link in wanted if loc.ambiguous and is_host_link(link)}
+        held |= {link: "host link named by one host pair's traffic only (hosts report their own ports)"
+                 for link in wanted & one_pair if link not in held}
+        wanted -= held.keys()
         ports = set(ports_down) - self._pending
         base = set(self.denied) | self._pending | ports
         # Links in more candidate sets first: the guard keeps the likeliest culprits.
@@ -378,6 +417,26 @@ class FailureReactor:
     def links_down(self) -> list[str]:
         """Links believed down: denied, being denied, or reported down by a host."""
         return sorted(set(self.denied) | self._pending | set(self._ports_down) | set(self._reported))
+
+
+def _support(suspects: frozenset[str], evidence: list[tuple[tuple, _Evidence]]) -> dict[str, set[tuple]]:
+    """For each suspect, the failing EVs ``(host, peer, EV)`` that name it alone: their path
+    crosses it and no other suspect."""
+    out: dict[str, set[tuple]] = {link: set() for link in suspects}
+    for key, e in evidence:
+        named = e.links & suspects
+        if len(named) == 1:
+            (link,) = named
+            out[link] |= {(key[0], key[1], ev) for ev in e.evs}
+    return out
+
+
+def _support_text(link: str, evs: set[tuple], how: str = "name it alone") -> str:
+    """Why the evidence names ``link``: how many failing EVs of which hosts ``how`` (name it
+    alone, or for an ambiguous answer's suspect, cross it)."""
+    hosts = sorted({h for h, _, _ in evs})
+    return (f"{link}: {len(evs)} failing EV{'s' if len(evs) != 1 else ''}"
+            + (f" of {', '.join(hosts)}" if hosts else "") + f" {how}, no good path crosses it")
 
 
 def _pair(key: tuple) -> frozenset[str]:

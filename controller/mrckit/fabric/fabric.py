@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import bpf, netns
@@ -31,6 +32,8 @@ from ..host.config import Settings, mac_text
 from ..topology import CompiledFabric, GrpcEndpoint, Topology, compile_fabric, dumps_topology, loads_topology
 from . import build, faultctl, nodes, procs, teardown
 from .parallel import Progress, each
+from . import restart as restarts
+from .restart import CONTROLLER_READY, Restart
 from .state import DEFAULT_PREFIX, FabricState, check_name, locked, state_dir
 
 DEFAULT_RTO_NS = 50_000_000
@@ -402,6 +405,26 @@ class Fabric:
         with self._fresh_state() as st:
             return faultctl.restore_all(st, self.compiled)
 
+    def restart(self, which: str, *, kill: bool = False, down_s: float = 0.0,
+                while_down: Callable[[], object] | None = None) -> Restart:
+        """Stop the fabric's process ``which`` (``controller``, ``switches`` or a host name;
+        :func:`mrckit.fabric.restart.processes`), SIGKILL with ``kill`` else SIGTERM, run
+        ``while_down()``, and start it again after ``down_s`` s; returns when it serves. Other
+        faults may be applied meanwhile: the state is locked only to read and record it.
+
+        Raises:
+            MrcError: no such process, or it did not serve again (with its log).
+        """
+        with self._fresh_state() as st:
+            info, marker = restarts.locate(st, which)
+
+        def started(new) -> None:
+            with self._fresh_state() as st:
+                restarts.record(st, which, new)
+
+        return restarts.restart_process(info, which, marker, kill=kill, down_s=down_s, while_down=while_down,
+                                        started=started)
+
     def fault_log(self) -> list[str]:
         """Timestamped fault and restore lines, oldest first."""
         return self.state.fault_log()
@@ -410,10 +433,6 @@ class Fabric:
         """Namespaces, processes (alive or not), links (up or down per end) and faults."""
         with self._fresh_state() as st:
             return faultctl.status(st)
-
-
-CONTROLLER_READY = "ready:"
-"""What ``mrc controller run`` prints once every switch is reconciled and every host configured."""
 
 
 def _check_pipeline(controller_args: tuple[str, ...]) -> None:

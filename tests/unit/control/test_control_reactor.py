@@ -32,11 +32,18 @@ def reactor():
     return FailureReactor(TOPO, settle_ns=SETTLE, lift_successes=3)
 
 
+def fail_evs(r, host, peer, plane, t1, t, salts=(5, 6, 7)):
+    """``host``'s EVs toward ``peer`` over (``plane``, ``t1``) time out, one per salt: a failed
+    link fails every EV across it."""
+    for salt in salts:
+        r.event(host, bad(peer, ev(plane, t1, salt), t), t)
+
+
 def fail_and_gather(r, t0):
     """h0-0 loses T1 1 of plane 0 toward leaves 1 and 2; traffic leaf 1 <-> leaf 2 over T1 1 and
     h0-0's traffic over T1 0 keep working (polled after the episode began)."""
-    r.event("h0-0", bad("h1-0", ev(0, 1), t0), t0)
-    r.event("h0-0", bad("h2-0", ev(0, 1, 9), t0 + MS), t0 + MS)
+    fail_evs(r, "h0-0", "h1-0", 0, 1, t0)
+    fail_evs(r, "h0-0", "h2-0", 0, 1, t0 + MS, salts=(9, 10, 11))
     r.good("h1-0", NIC["h2-0"], ev(0, 1), since_ns=t0 + 2 * MS, now_ns=t0 + 50 * MS)
     r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + 2 * MS, now_ns=t0 + 50 * MS)
     r.good("h0-0", NIC["h2-0"], ev(1, 1), since_ns=t0 + 2 * MS, now_ns=t0 + 50 * MS)
@@ -63,7 +70,7 @@ def test_good_evidence_from_before_the_failure_does_not_clear_the_link():
     r.event("h0-0", bad("h1-0", ev(0, 1), t0), t0)
     # Acks over the failed link that grew in a poll interval that began before the episode.
     r.good("h0-0", NIC["h1-0"], ev(0, 1, 77), since_ns=t0 - 10 * MS, now_ns=t0 + 10 * MS)
-    r.event("h0-0", bad("h2-0", ev(0, 1, 9), t0 + MS), t0 + MS)
+    fail_evs(r, "h0-0", "h2-0", 0, 1, t0 + MS, salts=(9, 10, 11))
     r.good("h1-0", NIC["h2-0"], ev(0, 1), since_ns=t0 + 2 * MS, now_ns=t0 + 50 * MS)
     r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + 2 * MS, now_ns=t0 + 50 * MS)
     (action,) = r.decide(t0 + SETTLE)
@@ -110,6 +117,8 @@ def test_an_ambiguous_answer_denies_every_suspect_and_probes_lift_the_innocent()
     (action,) = r.decide(t0 + 3 * SETTLE)
     assert action.localisation.ambiguous
     assert action.links == ("p0/t0-0/t1-1", "p0/t0-1/t1-1")
+    (mark,) = [m for m in r.timeline.marks if m.kind == "localised"]
+    assert "p0/t0-0/t1-1: 1 failing EV of h0-0 cross it" in mark.detail
     r.done(action, t0 + SETTLE, hosts=6)
     t = t0 + 2 * SETTLE
     for _ in range(3):  # leaf 1 -> leaf 2 over T1 1 crosses only the innocent link
@@ -211,13 +220,16 @@ def test_an_end_hosts_pair_does_not_hide_another_pairs_link_evidence():
 def test_a_unique_answer_that_would_cut_a_host_off_denies_only_what_keeps_a_path():
     r, t0 = reactor(), 1_000 * MS
     # Two pairs, one plane each: no pair fails on every plane, so this is link evidence.
+    # Each of h0-0's two host links is named by two pairs (a host link fails toward every peer).
     for t1 in (0, 1):
-        r.event("h0-0", bad("h1-0", ev(0, t1), t0), t0)
-        r.event("h0-0", bad("h2-0", ev(1, t1), t0), t0)
+        fail_evs(r, "h0-0", "h1-0", 0, t1, t0)
+        fail_evs(r, "h1-1", "h0-0", 0, t1, t0)
+        fail_evs(r, "h0-0", "h2-0", 1, t1, t0)
+        fail_evs(r, "h2-1", "h0-0", 1, t1, t0)
     for plane in (0, 1):  # every other link of those paths is proven good
         for t1 in (0, 1):
-            r.good("h1-0", NIC["h2-0"], ev(plane, t1), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
-            r.good("h0-1", NIC["h1-0"], ev(plane, t1), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
+            for src, dst in (("h1-0", "h2-0"), ("h0-1", "h1-0"), ("h1-1", "h2-0"), ("h2-1", "h1-0")):
+                r.good(src, NIC[dst], ev(plane, t1), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
     (action,) = r.decide(t0 + SETTLE)
     assert r.last.failed == {"p0/t0-0/down-0", "p1/t0-0/down-0"} and not r.last.ambiguous
     assert action.links == ("p0/t0-0/down-0",)
@@ -328,3 +340,59 @@ def test_a_link_reported_up_before_its_deny_landed_is_lifted_after_it():
     r.done(deny, t0 + 2 * MS, hosts=12)
     (lift,) = r.decide(t0 + 3 * MS)
     assert lift.kind == "lift" and lift.links == (DOWN,)
+
+
+def late_host_evidence(r, t0):
+    """The failure of ``fail_and_gather``, the good evidence proving every link but h1-0's
+    plane-0 downlink, and one EV of h0-0 toward h1-0 over T1 0 timing out because a host was
+    late: alone, it names h1-0's downlink."""
+    fail_evs(r, "h0-0", "h1-0", 0, 1, t0)
+    fail_evs(r, "h0-0", "h2-0", 0, 1, t0 + MS, salts=(9, 10, 11))
+    r.event("h0-0", bad("h1-0", ev(0, 0, 7), t0 + 2 * MS), t0 + 2 * MS)
+    for src, dst, e in (("h1-1", "h2-0", ev(0, 1)), ("h1-1", "h2-0", ev(0, 0)), ("h0-0", "h2-0", ev(0, 0))):
+        r.good(src, NIC[dst], e, since_ns=t0 + 3 * MS, now_ns=t0 + 50 * MS)
+
+
+def test_a_late_hosts_lone_timeout_beside_a_real_failure_waits_and_its_probe_clears_it():
+    r, t0 = reactor(), 1_000 * MS
+    late_host_evidence(r, t0)
+    (action,) = r.decide(t0 + SETTLE)
+    assert r.last.failed == {DOWN, "p0/t0-1/down-0"}  # the smallest answer names both ...
+    assert action.links == (DOWN,)                     # ... but the lone EV's link waits
+    (mark,) = [m for m in r.timeline.marks if m.kind == "localised"]
+    assert f"{DOWN}: 3 failing EVs of h0-0 name it alone" in mark.detail
+    r.done(action, t0 + SETTLE + MS, hosts=6)
+    ok = pb.EvEvent(peer=NIC["h1-0"], ev=ev(0, 0, 7), old_state=ASSUMED_BAD, new_state=GOOD, reason="PROBE_OK",
+                    wall_time_ns=t0 + 2 * SETTLE)
+    r.event("h0-0", ok, t0 + 2 * SETTLE)
+    assert r.decide(t0 + 10 * SETTLE) == []
+    assert list(r.denied) == [DOWN]
+
+
+def test_a_host_link_that_one_pairs_traffic_names_is_withheld():
+    r, t0 = reactor(), 1_000 * MS
+    late_host_evidence(r, t0)
+    (first,) = r.decide(t0 + SETTLE)
+    r.done(first, t0 + SETTLE, hosts=6)
+    assert r.decide(t0 + 2 * SETTLE) == []  # a new episode begins for the evidence left
+    assert r.decide(t0 + 10 * SETTLE) == []  # h1-0's downlink: only h0-0 -> h1-0 names it
+    assert "one host pair's traffic only" in r.withheld["p0/t0-1/down-0"]
+    assert list(r.denied) == [DOWN]
+
+
+def test_a_weak_t0_t1_suspect_still_named_after_the_wait_is_denied():
+    r, t0 = reactor(), 1_000 * MS
+    fail_evs(r, "h0-0", "h1-0", 0, 1, t0)
+    fail_evs(r, "h0-0", "h2-0", 0, 1, t0 + MS, salts=(9, 10, 11))
+    r.event("h1-1", bad("h2-0", ev(0, 0, 7), t0 + 2 * MS), t0 + 2 * MS)  # alone, it names p0/t0-1/t1-0
+    for src, dst, e in (("h1-1", "h1-0", ev(0, 0)), ("h0-0", "h2-0", ev(0, 0)), ("h1-1", "h2-0", ev(0, 1))):
+        r.good(src, NIC[dst], e, since_ns=t0 + 3 * MS, now_ns=t0 + 50 * MS)
+    (first,) = r.decide(t0 + SETTLE)
+    assert r.last.failed == {DOWN, "p0/t0-1/t1-0"} and first.links == (DOWN,)
+    r.done(first, t0 + SETTLE, hosts=6)
+    assert r.decide(t0 + 2 * SETTLE) == []  # a new episode begins for the evidence left
+    assert r.decide(t0 + 2 * SETTLE + 3 * SETTLE - 1) == []
+    (second,) = r.decide(t0 + 2 * SETTLE + 3 * SETTLE)
+    assert second.kind == "deny" and second.links == ("p0/t0-1/t1-0",)
+    (mark,) = [m for m in r.timeline.marks if m.kind == "localised" and m.links == second.links]
+    assert "1 failing EV of h1-1 name it alone" in mark.detail

@@ -10,10 +10,10 @@ is. It serves until SIGTERM/SIGINT, then stops cleanly (exit code 0).
 """
 
 import argparse
+import faulthandler
 import logging
 import signal
 import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,12 @@ from .backend import EbpfBackend
 from .device import Device
 from .process import SERVING_MARKER
 from .server import DEFAULT_ADDRESS, P4RuntimeServer, TlsFiles
+
+
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+STOP_DEADLINE_S = 8.0
+"""How long stopping may take before the stacks are dumped and the process exits: below the
+manager's SIGKILL timeout (``process.STOP_TIMEOUT_S``)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,10 @@ def main(argv=None) -> int:
         print("mrc p4runtime: error: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
     tls = TlsFiles(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
+    # Block the stop signals before any gRPC thread exists (threads inherit the mask), then
+    # take them with sigwait: no Python handler runs inside a lock wait, and a signal that
+    # comes while the servers start is held, not lost.
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     served = []
     try:
         for spec in specs(args):
@@ -85,13 +95,16 @@ def main(argv=None) -> int:
         print(f"mrc p4runtime: error: {exc}", file=sys.stderr)
         _stop(served)
         return 2
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
     if len(served) > 1:
         print(f"{SERVING_MARKER}{len(served)} switches", flush=True)
-    stop.wait()
+    sig = signal.sigwait(STOP_SIGNALS)
+    logging.info("%s: stopping", signal.Signals(sig).name)
+    # A stop that hangs (a gRPC worker that never returns) must not leave a server its manager
+    # has to SIGKILL blind: after STOP_DEADLINE_S every thread's stack goes to the log, and the
+    # process exits with status 1.
+    faulthandler.dump_traceback_later(STOP_DEADLINE_S, exit=True)
     _stop(served)
+    faulthandler.cancel_dump_traceback_later()
     return 0
 
 

@@ -59,6 +59,11 @@ class Arbiter:
             self._streams.append(stream)
         return stream
 
+    def streams(self) -> list[Stream]:
+        """A snapshot of the open streams."""
+        with self._lock:
+            return list(self._streams)
+
     def election_id_past(self, role: str) -> int | None:
         """The highest election id seen for ``role`` (None: never one)."""
         with self._lock:

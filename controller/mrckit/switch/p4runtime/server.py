@@ -60,7 +60,8 @@ class P4RuntimeServer:
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"),
                                    options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                                             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
-        p4r_grpc.add_P4RuntimeServicer_to_server(P4RuntimeService(device), self._server)
+        self._service = P4RuntimeService(device)
+        p4r_grpc.add_P4RuntimeServicer_to_server(self._service, self._server)
 
     def start(self) -> "P4RuntimeServer":
         """Bind and serve. Raises MrcError if the address cannot be bound."""
@@ -83,8 +84,11 @@ class P4RuntimeServer:
         return self
 
     def stop(self, grace: float = 1.0) -> None:
-        """Stop serving; open streams are cancelled after ``grace`` seconds."""
-        self._server.stop(grace).wait()
+        """Stop serving: refuse new RPCs, end the open streams, let unary RPCs finish for up to
+        ``grace`` seconds, then cancel them; return once no handler runs."""
+        stopped = self._server.stop(grace)
+        self._service.close_streams()
+        stopped.wait()
         path = unix_path(self.address)
         if path and os.path.exists(path):
             os.unlink(path)

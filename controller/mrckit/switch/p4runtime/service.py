@@ -86,6 +86,12 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
     def Capabilities(self, request, context):
         return self.device.capabilities()
 
+    def close_streams(self) -> None:
+        """End every open StreamChannel: each handler's loop wakes on its outbox and returns,
+        so a stopping server's worker threads never wait on a stream that will get nothing."""
+        for stream in self.device.arbiter.streams():
+            stream.outbox.put(_CLOSED)
+
     def StreamChannel(self, request_iterator, context):
         arbiter = self.device.arbiter
         stream = arbiter.open()
