@@ -56,7 +56,7 @@ ROUTES = {                                # prefix -> ("group" | "member", id)
 }
 BATCH = 64                 # frames in flight at once: well inside the AF_PACKET receive buffers
 SEND_GAP = 0.002           # s between frames: bmv2 reads ports through libpcap rings that an
-                           # unpaced burst overflows (mrckit.fabric.traffic paces the same way)
+                           # unpaced burst overflows (mrckit.apps.pairwise paces the same way)
 ARRIVAL_TIMEOUT = 5.0      # s to wait for a batch's frames (bmv2 logs every packet)
 SETTLE = 0.3               # s to keep listening after the last expected frame, for extras
 DROP_REASON_NO_ROUTE = 2

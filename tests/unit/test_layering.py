@@ -36,7 +36,7 @@ ENTRY_POINTS = {
     "wire/gen.py": "developer tool `python -m mrckit.wire.gen`, named in the generated C/P4 headers",
     "proto/gen.py": "developer tool `python -m mrckit.proto.gen`, named in host_agent.proto",
     "fabric/flap.py": "child process that mrckit.fabric.faultctl starts to flap a link",
-    "fabric/demo_worker.py": "child process of the demo, one per endpoint namespace",
+    "apps/demo/worker.py": "child process of `mrc demo`, one per endpoint namespace",
     "apps/traffic/worker.py": "child process of `mrc traffic`, one per host namespace",
     "switch/p4runtime/__main__.py": "the eBPF P4Runtime server process",
 }
@@ -106,6 +106,26 @@ def test_imports_point_downward(path):
     assert not bad, f"{rel} imports {bad}: against design section 2 ({_layer(rel)} may import {ALLOWED.get(_layer(rel))})"
 
 
+# The emulator's own modules: namespaces, links, switches, agents, processes, faults, state and
+# teardown. An application on the fabric (the demo, its reports and plots, traffic) goes under
+# apps/, which fabric may not import; a new module here must be emulator machinery.
+FABRIC_MODULES = {"__init__", "build", "containerlab", "fabric", "faultctl", "faults", "flap", "hostref",
+                  "linkstate", "nodes", "parallel", "procs", "restart", "state", "teardown"}
+
+
+def test_fabric_holds_only_the_emulator():
+    found = {p.stem for p in (PKG / "fabric").glob("*.py")}
+    assert found == FABRIC_MODULES, (
+        f"mrckit/fabric has {sorted(found - FABRIC_MODULES)} and lacks {sorted(FABRIC_MODULES - found)}: "
+        "applications on the fabric belong in mrckit/apps; emulator parts are listed in FABRIC_MODULES")
+
+
+def test_fabric_never_imports_apps():
+    bad = {_rel(p): sorted(m for m in _ours(p) if m.split(".")[0] == "apps")
+           for p in _modules() if _layer(_rel(p)) == "fabric"}
+    assert not {k: v for k, v in bad.items() if v}, f"fabric imports the applications on it: {bad}"
+
+
 def _prints_or_parses(source: str) -> list[str]:
     found = [f"import {m}" for m in _imports(source, ()) if m in ARG_PARSERS or m.startswith("click.")]
     for node in ast.walk(ast.parse(source)):
@@ -138,6 +158,8 @@ def test_checker_catches_violations():
     assert _violations("control/x.py", {"host.config"}) == ["host.config"]
     assert _violations("switch/x.py", {"topology.compile"}) == ["topology.compile"]
     assert _violations("fabric/x.py", {"cli.demo"}) == ["cli.demo"]
+    assert _violations("fabric/x.py", {"apps.demo.report", "fabric.state"}) == ["apps.demo.report"]
+    assert _violations("apps/demo/x.py", {"fabric.faults", "control.status"}) == []
     assert _violations("host/x.py", {"topology.model", "wire.ev"}) == []
     assert _imports("from .. import netns\nfrom .maps import X\n", ("host",)) == {"netns", "host.maps"}
     assert _imports("def f():\n    from ..control import Controller\n", ("fabric",)) == {"control"}

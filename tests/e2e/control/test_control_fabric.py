@@ -24,7 +24,7 @@ import pytest
 
 from mrckit.control import format_marks, read_status, status_path
 from mrckit.fabric.fabric import Fabric
-from mrckit.fabric.traffic import pairwise_udp, summary
+from mrckit.apps.pairwise import pairwise_udp, summary
 from mrckit.host.config import Settings
 from mrckit.topology import generate_clos
 from mrckit.wire.ev import ev_unpack

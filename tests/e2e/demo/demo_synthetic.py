@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import hashlib
 
-from mrckit.fabric.report import ByteCounts, EndpointCounts, FaultInfo, SpineCount, SwitchCounts
-from mrckit.fabric.scenario import AgentEvent, ControllerEvent, RunRecord
-from mrckit.fabric.series import Recorder
+from mrckit.apps.demo.report import ByteCounts, EndpointCounts, FaultInfo, SpineCount, SwitchCounts
+from mrckit.apps.demo.scenario import AgentEvent, ControllerEvent, RunRecord
+from mrckit.apps.demo.series import Recorder
 
 T0 = 10_000_000_000
 MS = 1_000_000

@@ -13,7 +13,7 @@ import pytest
 from fabric_helpers import controller_args, fabric_name, leftovers, mrc
 
 from mrckit.control import read_status, reports_path, status_path
-from mrckit.fabric import traffic
+from mrckit.apps import pairwise
 from mrckit.fabric.fabric import Fabric
 from mrckit.fabric.state import DEFAULT_PREFIX
 
@@ -50,9 +50,9 @@ def test_every_pair_over_every_plane_and_both_spines(ecmp_fabric):
     assert st["ready"] and st.get("mode") == "ecmp"
     spines = [s for s in fab.switches() if "-t1-" in s]
     before = {s: _tx(fab, s) for s in spines}
-    results = traffic.pairwise_udp(fab)
+    results = pairwise.pairwise_udp(fab)
     bad = [r for r in results if not r.ok]
-    assert len(results) == 30 and not bad, traffic.summary(results) + "\n" + "\n".join(map(str, bad))
+    assert len(results) == 30 and not bad, pairwise.summary(results) + "\n" + "\n".join(map(str, bad))
     for r in results:
         assert sum(r.per_plane.values()) == r.sent == r.received and min(r.per_plane.values()) > 0, r
     # The hosts chose only the plane; the T0s' hash spread each plane over both of its spines.
@@ -71,13 +71,13 @@ def test_link_down_is_reported_and_routed_around(ecmp_fabric):
         # no packet is sent into the dead link: every pair gets everything while it is down.
         # (Bounded wait for the reroute: the controller polls its report file.)
         results = _until_all_ok(fab)
-        assert all(r.ok for r in results), traffic.summary(results)
+        assert all(r.ok for r in results), pairwise.summary(results)
     finally:
         fab.restore(*LINK)
     reports = [json.loads(x) for x in reports_path(fab.name).read_text().splitlines()]
     assert reports[-1]["link"] == LINK_NAME and reports[-1]["up"] is True
     results = _until_all_ok(fab)
-    assert all(r.ok for r in results), traffic.summary(results)
+    assert all(r.ok for r in results), pairwise.summary(results)
 
 
 def _until_all_ok(fab, tries: int = 5):
@@ -85,7 +85,7 @@ def _until_all_ok(fab, tries: int = 5):
 
     results = []
     for _ in range(tries):
-        results = traffic.pairwise_udp(fab, timeout=5.0)
+        results = pairwise.pairwise_udp(fab, timeout=5.0)
         if all(r.ok for r in results):
             break
         time.sleep(1.0)
@@ -136,7 +136,7 @@ def test_a_failed_spine_is_reported_and_every_pair_still_gets_everything(ecmp_fa
         # Without the reports the T0s' groups would keep hashing about half of plane 0's
         # packets into the dead spine for good. (Bounded wait: the controller polls reports.)
         results = _until_all_ok(fab)
-        assert all(r.ok for r in results), traffic.summary(results)
+        assert all(r.ok for r in results), pairwise.summary(results)
         out = mrc("fabric", "check", fab.name, timeout=120)
         assert out.returncode == 0, out.stdout + out.stderr
         st = read_status(status_path(fab.name))
@@ -146,4 +146,4 @@ def test_a_failed_spine_is_reported_and_every_pair_still_gets_everything(ecmp_fa
     reports = [json.loads(x) for x in path.read_text().splitlines()[seen:]]
     assert {r["link"] for r in reports if r["up"]} == spine_links, reports
     results = _until_all_ok(fab)
-    assert all(r.ok for r in results), traffic.summary(results)
+    assert all(r.ok for r in results), pairwise.summary(results)

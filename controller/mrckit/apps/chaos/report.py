@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ...control.reactor import REPORT_REASON as REPORT_PREFIX
-from ...fabric.report import JsonFile
+from ..common import JsonFile
 
 SCHEMA_VERSION = 1
 

@@ -242,7 +242,7 @@ def _flaps(fab, fault: Fault) -> int | None:
 
 def _decisions(fab, t0: float) -> list[Decision]:
     """The controller's LOCALISED, DENY and LIFT marks after ``t0``, with their reasons."""
-    from ...fabric.observe import controller_events
+    from ..demo.observe import controller_events
 
     out = []
     for e in controller_events(fab):

@@ -3,7 +3,7 @@ samples, agent events and controller timeline say about the failover (issue 10).
 
 :class:`Phases` fires the fault at a third of the transfer (by bytes placed) and the restore at
 two thirds (later if the fault has not lasted long enough yet). :func:`analyze` turns a finished run (:class:`RunRecord`) into a
-:class:`~mrckit.fabric.report.DemoReport` whose ``checks`` are the issue's acceptance facts.
+:class:`~mrckit.apps.demo.report.DemoReport` whose ``checks`` are the issue's acceptance facts.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..wire.ev import ev_plane, ev_t1
+from ...wire.ev import ev_plane, ev_t1
 from .report import (
     ByteCounts, Check, DeadEvMark, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultEffect, FaultInfo,
     PathStats,
@@ -110,7 +110,7 @@ class RunRecord:
 
     ``mode``: the fabric's forwarding mode. ``path_of``: EV -> (plane, spine) of the path the
     report attributes it to (SRv6: the EV's own fields; EV-hash mode: the spine it hashes to).
-    Loss accounting (``mrckit.fabric.loss``): ``rx_sent`` per EV the send times (ns) of the
+    Loss accounting (``mrckit.apps.demo.loss``): ``rx_sent`` per EV the send times (ns) of the
     packets that reached the responder, ``packets_sent``/``packets_received`` the endpoints'
     totals, ``link_packets_lost`` the failed link's switch counters' figure. ``dead_evs``: the
     sender's EVs in use at fault time whose path crossed the failed link (SRv6: the EV's path;

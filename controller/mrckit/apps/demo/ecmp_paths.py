@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..topology import Role, member_id
-from ..topology.plan import switch_name
-from ..wire.ecmp import ev_member
-from ..wire.ev import ev_plane
+from ...topology import Role, member_id
+from ...topology.plan import switch_name
+from ...wire.ecmp import ev_member
+from ...wire.ev import ev_plane
 
 
 def nominal_path(compiled, leaf: int) -> Callable[[int], tuple[int, int]]:

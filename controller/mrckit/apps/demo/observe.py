@@ -13,9 +13,9 @@ from pathlib import Path
 
 import grpc
 
-from ..errors import MrcError
-from ..proto import host_agent_pb2 as pb
-from ..proto import host_agent_pb2_grpc as pbg
+from ...errors import MrcError
+from ...proto import host_agent_pb2 as pb
+from ...proto import host_agent_pb2_grpc as pbg
 from .report import SwitchCounts
 from .scenario import AgentEvent, ControllerEvent
 from .series import Recorder
@@ -124,13 +124,13 @@ def dataplane_rows(host, peer: str) -> list[dict]:
     import ctypes
     import ipaddress
 
-    from .. import netns
-    from ..bpf import _libbpf as L
-    from ..bpf.attach import tc_query
-    from ..bpf.maps import Map
-    from ..host.maps import EvSet, PeerKey, state_name
-    from ..wire.ev import ev_unpack
-    from .nodes import NIC_DEVICE
+    from ... import netns
+    from ...bpf import _libbpf as L
+    from ...bpf.attach import tc_query
+    from ...bpf.maps import Map
+    from ...host.maps import EvSet, PeerKey, state_name
+    from ...wire.ev import ev_unpack
+    from ...fabric.nodes import NIC_DEVICE
 
     try:
         with netns.enter(host.ns):
@@ -174,7 +174,7 @@ def dataplane_rows(host, peer: str) -> list[dict]:
 
 def controller_events(fab) -> list[ControllerEvent]:
     """The controller's timeline (wall-clock marks) on the monotonic clock of the samples."""
-    from ..control.status import read_status, status_path
+    from ...control.status import read_status, status_path
 
     try:
         status = read_status(status_path(fab.name))
@@ -190,7 +190,7 @@ def controller_events(fab) -> list[ControllerEvent]:
 
 
 def switch_counts(fab, p4info: Path) -> SwitchCounts:
-    from ..control.pipeline import load_pipeline
+    from ...control.pipeline import load_pipeline
     from .counters import fabric_counts, read_counters
 
     schema = load_pipeline(p4info, b"").schema
@@ -202,7 +202,7 @@ def link_counters(fab, p4info: Path, a: str, b: str) -> dict[str, int]:
     """Packet counters of both ends of link a–b (switches): ``{"a_tx", "a_rx", "b_tx",
     "b_rx"}`` from ``tx_port``/``rx_port`` of each end's port on the link, over P4Runtime (any
     target). Raises MrcError when a switch does not answer."""
-    from ..control.pipeline import load_pipeline
+    from ...control.pipeline import load_pipeline
     from .counters import read_counters
 
     schema = load_pipeline(p4info, b"").schema

@@ -3,10 +3,10 @@ restored, every byte verified (issue 10). See ``docs/demo.md``.
 
 :func:`run_demo` brings the fabric up (``mrckit.fabric.Fabric``: switches, host agents and the
 controller), runs the software endpoint (``mrckit.endpoint``) as two processes in two hosts' namespaces
-(``demo_worker.py``), samples (``observe.py``)
+(``worker.py``), samples (``observe.py``)
 the sender's per-EV counters while the write runs, injects the fault at a third of the bytes and
-restores it at two thirds (:class:`~mrckit.fabric.scenario.Phases`), then tears everything down
-and returns the analysed :class:`~mrckit.fabric.report.DemoReport`. It prints nothing: progress
+restores it at two thirds (:class:`~mrckit.apps.demo.scenario.Phases`), then tears everything down
+and returns the analysed :class:`~mrckit.apps.demo.report.DemoReport`. It prints nothing: progress
 and phases go to an :class:`Observer`.
 """
 
@@ -20,18 +20,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import MrcError
-from ..host.config import Settings
-from ..topology import Role, generate_clos
-from ..topology.plan import switch_name
-from ..wire.addressing import t1_link_name
-from ..wire.constants import TIME_UNIT_NS
+from ...errors import MrcError
+from ...host.config import Settings
+from ...topology import Role, generate_clos
+from ...topology.plan import switch_name
+from ...wire.addressing import t1_link_name
+from ...wire.constants import TIME_UNIT_NS
 from .report import FAIL_KINDS, ByteCounts, DemoReport, EndpointCounts, FaultInfo, SwitchCounts
-from .demo_worker import WorkerProcess, demo_data
+from .worker import WorkerProcess, demo_data
 from .observe import EventWatcher, EvTableSampler, controller_events, dataplane_rows, link_counters, switch_counts
 from .scenario import Phases, RunRecord, analyze
 from .series import Recorder
-from .state import check_name
+from ...fabric.state import check_name
 
 DEFAULT_DURATION_S = 8.0
 """How long the write should last by default; the size follows from the endpoint's rate. Longer
@@ -194,7 +194,7 @@ def write_size_for(duration_s: float, rate_bps: float) -> int:
 
 def endpoint_check(name: str) -> None:
     """Raises MrcError when endpoint ``name`` cannot run here (the native library not built)."""
-    from ..endpoint import implementation
+    from ...endpoint import implementation
 
     try:
         implementation(name)
@@ -219,8 +219,8 @@ def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
         MrcError: a bad option, or the fabric could not be built (e.g. no bmv2 for
             ``--target bmv2``); the write failed (QP error) or timed out.
     """
-    from .fabric import Fabric
-    from .nodes import check_target
+    from ...fabric.fabric import Fabric
+    from ...fabric.nodes import check_target
 
     opts.check()
     check_target(opts.target)  # bmv2 needs simple_switch_grpc: say so before anything starts
@@ -375,7 +375,7 @@ class _Run:
             link_packets_lost=link_lost, dead_evs=self.dead_evs, fault_program_drops=self.fault_drops)
 
     def _timeout_exp(self) -> int:
-        from .demo_worker import timeout_exp
+        from .worker import timeout_exp
 
         if self.opts.timeout_exp is not None:
             return self.opts.timeout_exp
@@ -458,8 +458,8 @@ class _Run:
 
     def _fault_drops(self) -> int | None:
         """Packets the loss/blackhole program dropped at both ends of the link (None: unread)."""
-        from . import faults
-        from .faultctl import find_link
+        from ...fabric import faults
+        from ...fabric.faultctl import find_link
 
         try:
             na, ia, nb, ib = find_link(self.fab.state, *self._link_nodes())
@@ -522,7 +522,7 @@ def _keep_logs(fab, folder: Path) -> None:
     status into ``folder`` before teardown removes them."""
     import shutil
 
-    from ..control.status import status_path
+    from ...control.status import status_path
 
     folder.mkdir(parents=True, exist_ok=True)
     for log in fab.state.dir.glob("*.log"):
@@ -540,7 +540,7 @@ def pipeline_files(target: str) -> tuple[Path, Path]:
     Raises:
         MrcError: one of them is missing (``make p4`` rebuilds them where p4c is built).
     """
-    from ..control.pipeline import DEFAULT_DEVICE_CONFIG, DEFAULT_P4INFO
+    from ...control.pipeline import DEFAULT_DEVICE_CONFIG, DEFAULT_P4INFO
 
     for path in (DEFAULT_P4INFO, DEFAULT_DEVICE_CONFIG):
         if not path.exists():

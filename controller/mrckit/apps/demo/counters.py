@@ -11,9 +11,9 @@ from __future__ import annotations
 import grpc
 from finsy.proto import p4r, p4r_grpc
 
-from ..errors import MrcError
-from ..topology import Role, Topology
-from ..wire.constants import DropReason
+from ...errors import MrcError
+from ...topology import Role, Topology
+from ...wire.constants import DropReason
 from .report import SpineCount, SwitchCounts
 
 COUNTERS = ("tx_port", "trim_port", "ecn_port", "drop_reason")

@@ -3,12 +3,12 @@
 import pytest
 
 from mrckit.errors import MrcError
-from mrckit.fabric.demo import (
+from mrckit.apps.demo.run import (
     AGENT_SETTINGS, BMV2_AGENT_SETTINGS, BMV2_RATE_ESTIMATE, PYTHON_AGENT_SETTINGS, RATE_ESTIMATE, WARMUP_S,
     DemoOptions, write_size_for,
 )
-from mrckit.fabric.plots import zoom_window_us
-from mrckit.fabric.scenario import AgentEvent, dataplane_failover_ns, dead_ev_out_times
+from mrckit.apps.demo.plots import zoom_window_us
+from mrckit.apps.demo.scenario import AgentEvent, dataplane_failover_ns, dead_ev_out_times
 
 MIB = 1 << 20
 
@@ -95,7 +95,7 @@ def test_seeded_bytes_reach_past_randbytes_limit_and_match_one_draw():
     data comes in chunks that equal one draw wherever one draw works."""
     import random
 
-    from mrckit.fabric.demo_worker import RANDBYTES_CHUNK, seeded_bytes
+    from mrckit.apps.common import RANDBYTES_CHUNK, seeded_bytes
 
     n = RANDBYTES_CHUNK + 5
     assert seeded_bytes(7, n) == random.Random(7).randbytes(n)

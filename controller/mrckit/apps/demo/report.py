@@ -8,10 +8,11 @@ are Gb/s of RDMA payload, packet counts are data packets unless a name says othe
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
+
+from ..common import JsonFile
 
 SCHEMA_VERSION = 1
 FAIL_KINDS = ("down", "flap", "loss", "blackhole")
@@ -264,25 +265,6 @@ class Check(BaseModel):
     name: str
     ok: bool
     detail: str
-
-
-class JsonFile(BaseModel):
-    """A report model that is saved as one indented JSON file."""
-
-    def write_json(self, path: str | Path) -> None:
-        """Write the report as indented JSON to ``path`` (folders are created)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.model_dump_json(indent=2) + "\n")
-
-    @classmethod
-    def read_json(cls, path: str | Path):
-        """Read a report of this class written by :meth:`write_json`.
-
-        Raises:
-            pydantic.ValidationError: the file is not a report of this class and schema.
-        """
-        return cls.model_validate_json(Path(path).read_text())
 
 
 class DemoReport(JsonFile):

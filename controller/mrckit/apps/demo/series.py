@@ -91,7 +91,7 @@ class Recorder:
     ``ev_samples`` keeps each sample's cumulative data packets per EV, ``(t_ns, {EV: packets})``,
     ``ev_last_tx`` per EV when the last packet those counts hold was sent (the rows'
     ``last_tx_ns``, the latest seen), and ``ev_read_end_ns`` when each read ended, for the loss
-    accounting (``mrckit.fabric.loss``)."""
+    accounting (``mrckit.apps.demo.loss``)."""
 
     t0_ns: int
     paths: list[tuple[int, int]]

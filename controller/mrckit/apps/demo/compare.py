@@ -5,7 +5,7 @@ the switches hash each EV and no host knows its path, then in SRv6 mode, where t
 source-route each EV. Both runs write the same bytes (same size and seed) between the same
 hosts, with the same fault on the same link at the same point of the transfer (a third of the
 bytes placed). :func:`compare` puts their loss figures side by side (``LossStats``,
-``mrckit.fabric.loss``) with the difference ECMP − SRv6.
+``mrckit.apps.demo.loss``) with the difference ECMP − SRv6.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..errors import MrcError
-from .report import SCHEMA_VERSION, Check, DemoReport, FaultInfo, JsonFile
-from .state import check_name
+from ...errors import MrcError
+from ...fabric.state import check_name
+from ..common import JsonFile
+from .report import SCHEMA_VERSION, Check, DemoReport, FaultInfo
 
 MODES = ("ecmp", "srv6")
 """The order of the runs: EV-hash mode first, then the SRv6 baseline."""
@@ -164,14 +165,14 @@ def comparison_checks(report: ComparisonReport) -> list[Check]:
 def run_comparison(opts, observer=None) -> ComparisonReport:
     """Run the demo in EV-hash mode, then in SRv6 mode, with ``opts``'s fault and target, one
     seed and one size (``--size``, or what the first run's warm-up write gave), and compare
-    them (``opts`` is a ``mrckit.fabric.demo.DemoOptions``; its ``mode`` is ignored). Each run
+    them (``opts`` is a ``mrckit.apps.demo.run.DemoOptions``; its ``mode`` is ignored). Each run
     builds its own fabric, ``<name>e`` then ``<name>s``, and tears it down before the next
     starts.
 
     Raises:
         MrcError: a bad option, or either run failed (see ``run_demo``).
     """
-    from .demo import Observer, run_demo
+    from .run import Observer, run_demo
 
     obs = observer or Observer()
     base = opts.name or f"demo{os.getpid() % 100000}"

@@ -188,7 +188,7 @@ COMPARISON_CAPTION = (
 
 def comparison(c) -> Table:
     """The two modes side by side, with the difference ECMP − SRv6 (``c``: a
-    ``mrckit.fabric.compare.ComparisonReport``)."""
+    ``mrckit.apps.demo.compare.ComparisonReport``)."""
     table = Table(title=f"the cost of opaque paths: the same write and fault ({c.fault.describe()} on "
                         f"{c.fault.link}) in both modes", title_justify="left",
                   caption=COMPARISON_CAPTION, caption_justify="left")

@@ -32,33 +32,20 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import random
-import subprocess
 import sys
 import threading
 import time
 
 import numpy as np
 
-from ..errors import MrcError
-from ..wire.ev import ev_from_flowinfo
-from ..wire.headers import data_tx_timestamp, unwrap_timestamp
+from ...wire.ev import ev_from_flowinfo
+from ...wire.headers import data_tx_timestamp, unwrap_timestamp
+from ..common import JsonLinesProcess, seeded_bytes
 
-MODULE = "mrckit.fabric.demo_worker"
+MODULE = "mrckit.apps.demo.worker"
 SACK_EVERY_PACKET = 1
 """Responder SACK coalescing, bytes: a SACK (and so an echoed EV) per packet, which is what
 the host agent's per-EV ack times need."""
-
-
-RANDBYTES_CHUNK = 64 << 20
-"""randbytes() draws size x 8 bits as one C int count, so 256 MiB and more overflow: draw in
-64 MiB chunks (a multiple of 4 bytes, so the result equals one draw where one draw works)."""
-
-
-def seeded_bytes(seed: int | str, size: int) -> bytes:
-    """``size`` pseudo-random bytes from ``random.Random(seed)``, any size up to memory."""
-    rng = random.Random(seed)
-    return b"".join(rng.randbytes(min(RANDBYTES_CHUNK, size - off)) for off in range(0, size, RANDBYTES_CHUNK))
 
 
 def demo_data(seed: int, size: int) -> bytes:
@@ -86,7 +73,7 @@ def _plain(value):
 class EvTally:
     """Packets that reach the responder, per EV (``UDP sport << 16 | flow label & 0xFFFF``,
     design 3.3, as the responder itself reads it), each with the time it was SENT: the
-    receiving side of the demo's loss accounting (``mrckit.fabric.loss``), which then counts
+    receiving side of the demo's loss accounting (``mrckit.apps.demo.loss``), which then counts
     the packets sent on an EV before a time that never arrived, with no packet in flight to
     blur it. The send time is the data packet's TSETH tx_timestamp (the requestor's
     CLOCK_MONOTONIC in units of 1.024 us, 16 bits, design 3.2), unwrapped against the arrival
@@ -151,16 +138,16 @@ def timeout_exp(endpoint: str, exp: int | None) -> int:
     if exp is not None:
         return exp
     if endpoint == "native":
-        from ..endpoint.native import NATIVE_TIMEOUT_EXP
+        from ...endpoint.native import NATIVE_TIMEOUT_EXP
 
         return NATIVE_TIMEOUT_EXP
-    from ..endpoint.requestor import RetryConfig
+    from ...endpoint.requestor import RetryConfig
 
     return RetryConfig().timeout_exp
 
 
 def _endpoint(args):
-    from ..endpoint import implementation
+    from ...endpoint import implementation
 
     try:
         return implementation(args.endpoint)
@@ -197,11 +184,11 @@ def respond(args) -> int:
 
 
 def write(args) -> int:
-    from ..endpoint import QpError
-    from ..endpoint.cc import NsccConfig
-    from ..endpoint.endpoint import QpConfig
-    from ..endpoint.requestor import INFINITE_RETRIES, RetryConfig
-    from ..wire.constants import DEFAULT_PAYLOAD_LEN
+    from ...endpoint import QpError
+    from ...endpoint.cc import NsccConfig
+    from ...endpoint.endpoint import QpConfig
+    from ...endpoint.requestor import INFINITE_RETRIES, RetryConfig
+    from ...wire.constants import DEFAULT_PAYLOAD_LEN
 
     ep = _endpoint(args)(args.nic)
     try:
@@ -231,77 +218,23 @@ def write(args) -> int:
     return 0
 
 
-class WorkerProcess:
-    """One endpoint process (``mrckit.fabric.demo_worker``, or another ``module`` that speaks
-    JSON lines; ``role`` names it in errors) in a host's namespace: its JSON lines are merged
-    into ``state``; :meth:`wait` blocks until a key appears."""
+class WorkerProcess(JsonLinesProcess):
+    """One of these processes (``module``: this one by default) in a host's namespace, as the
+    demo follows it: besides ``state``, the responder's final ``ev_rx_sent`` is kept apart, as
+    EV -> send times in ns."""
 
     def __init__(self, host, argv: list[str], *, module: str = MODULE, role: str | None = None):
-        self.name = f"{role or argv[0]} on {host.name}"
-        self.proc = host.popen([sys.executable, "-m", module, *argv], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.state: dict = {}
         self.ev_rx_sent: dict[int, list[int]] = {}
         """From the responder's final line: EV -> send times (ns) of the packets that reached it."""
-        self._cv = threading.Condition()
-        self._reader = threading.Thread(target=self._read, name=f"worker-{self.name}", daemon=True)
-        self._reader.start()
+        super().__init__(host, argv, module=module, role=role)
 
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            with self._cv:
-                if "ev_rx_sent" in msg:
-                    self.ev_rx_sent = {int(ev): [t * 1000 for t in ts] for ev, ts in msg.pop("ev_rx_sent").items()}
-                self.state.update(msg)
-                self._cv.notify_all()
-        with self._cv:
-            self.state.setdefault("exited", True)
-            self._cv.notify_all()
-
-    def wait(self, key: str, timeout: float) -> dict:
-        """The state once ``key`` is in it. Raises MrcError if the process exits or times out."""
-        with self._cv:
-            self._cv.wait_for(lambda: key in self.state or "exited" in self.state or "error" in self.state, timeout)
-            if key in self.state:
-                return dict(self.state)
-        why = self.state.get("error") or ("exited" if "exited" in self.state else f"no {key!r} in {timeout:.0f} s")
-        raise MrcError(f"the {self.name} process: {why}{self._stderr()}")
-
-    def check_alive(self) -> None:
-        """Raises MrcError if the process died before finishing."""
-        if "exited" in self.state and "done" not in self.state and "error" not in self.state:
-            raise MrcError(f"the {self.name} process exited early{self._stderr()}")
-
-    def _stderr(self) -> str:
-        if self.proc.poll() is None:
-            return ""
-        tail = (self.proc.stderr.read() or "").strip().splitlines()[-3:]
-        return (": " + " | ".join(tail)) if tail else ""
-
-    def send(self, line: str) -> None:
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def close(self) -> None:
-        """Close its stdin (the responder's cue to exit); terminate it if it lingers."""
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.terminate()
-            self.proc.wait(5)
-        self._reader.join(5)  # every line it printed is in ``state`` and ``ev_rx_sent`` now
+    def _take(self, msg: dict) -> None:
+        if "ev_rx_sent" in msg:
+            self.ev_rx_sent = {int(ev): [t * 1000 for t in ts] for ev, ts in msg.pop("ev_rx_sent").items()}
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mrckit.fabric.demo_worker", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m mrckit.apps.demo.worker", description=__doc__.splitlines()[0])
     ap.add_argument("role", choices=["respond", "write"])
     ap.add_argument("--nic", required=True)
     ap.add_argument("--peer", required=True)

@@ -10,8 +10,8 @@ of fault:
   after the write completed;
 - **per EV**: the sender's dataplane counts the packets it sends on each EV and notes when it
   sent the last one (``tx_packets`` and ``last_tx_ns`` of the agent's EV table, sampled every
-  50 ms, ``mrckit.fabric.series``), and the responder process keeps, per EV, the time each
-  arriving packet was *sent* (its TSETH timestamp, ``demo_worker.EvTally``). An EV's final loss
+  50 ms, ``mrckit.apps.demo.series``), and the responder process keeps, per EV, the time each
+  arriving packet was *sent* (its TSETH timestamp, ``worker.EvTally``). An EV's final loss
   is ``L = tx - rx``. At a sample, its deficit ``tx`` minus its arrivals sent no later than
   ``last_tx_ns`` counts the packets among those ``tx`` counted that never arrived: packets in
   flight are counted (they arrive, whenever), and the read's own timing does not matter (the
@@ -90,7 +90,7 @@ def loss_stats(*, tx_samples: Samples, last_tx: list[dict[int, int]], read_end_n
                rx_sent: dict[int, list[int]], packets_sent: int, packets_received: int, t_fault_ns: int,
                t_restore_ns: int, retirements: Iterable[tuple[int, int]],
                link_packets_lost: int | None) -> LossStats:
-    """The :class:`~mrckit.fabric.report.LossStats` of one run.
+    """The :class:`~mrckit.apps.demo.report.LossStats` of one run.
 
     Args:
         tx_samples: the sender dataplane's cumulative packets per EV, sampled (the last sample

@@ -182,7 +182,7 @@ _MODE_STYLE = {"srv6": ("tab:blue", "srv6 (hosts source-route)"), "ecmp": ("tab:
 
 
 def plot_comparison(c, path: str | Path) -> Path:
-    """``mrc demo --mode ecmp``'s plot (``c``: a ``mrckit.fabric.compare.ComparisonReport``),
+    """``mrc demo --mode ecmp``'s plot (``c``: a ``mrckit.apps.demo.compare.ComparisonReport``),
     one PNG, two panels over the time since the fault: each mode's goodput, and each mode's
     cumulative packets lost (``LossStats.lost``), with its restore and last loss marked.
 
