@@ -62,6 +62,15 @@ def sum_values(values: Sequence[Any]) -> Any:
     return total
 
 
+def _map_info(fd: int) -> "L.MapInfo":
+    """The kernel's ``bpf_map_info`` prefix of the map behind ``fd``; BpfError if it is none."""
+    info = L.MapInfo()
+    size = ctypes.c_uint32(ctypes.sizeof(info))
+    L.check(L.require().bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)),
+            f"map info of fd {fd}")
+    return info
+
+
 class Map:
     """One BPF map, reached by file descriptor.
 
@@ -94,10 +103,7 @@ class Map:
         Raises:
             BpfError: ``fd`` is not a BPF map.
         """
-        info = L.MapInfo()
-        size = ctypes.c_uint32(ctypes.sizeof(info))
-        L.check(L.require().bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)),
-                f"map info of fd {fd}")
+        info = _map_info(fd)
         return cls(name=info.name.decode(), map_type=info.type, key_size=info.key_size,
                    value_size=info.value_size, max_entries=info.max_entries, fd=fd, owned=owned,
                    key_type=key_type, value_type=value_type)
@@ -111,6 +117,22 @@ class Map:
             BpfError: nothing is pinned there (errno ENOENT), or it is not a map.
         """
         fd = L.check(L.require().bpf_obj_get(path.encode()), f"open pinned map {path}")
+        try:
+            return cls.from_fd(fd, owned=True, key_type=key_type, value_type=value_type)
+        except BpfError:
+            os.close(fd)
+            raise
+
+    @classmethod
+    def from_id(cls, map_id: int, *, key_type: type | None = None,
+                value_type: type | None = None) -> "Map":
+        """Open the map with kernel id ``map_id`` (``bpf_map_get_fd_by_id``); the returned map
+        owns its fd.
+
+        Raises:
+            BpfError: no map has that id (errno ENOENT: it was freed).
+        """
+        fd = L.check(L.require().bpf_map_get_fd_by_id(map_id), f"open map id {map_id}")
         try:
             return cls.from_fd(fd, owned=True, key_type=key_type, value_type=value_type)
         except BpfError:
@@ -145,6 +167,16 @@ class Map:
         if self._fd < 0:
             raise BpfError(f"map {self.name} is closed")
         return self._fd
+
+    @property
+    def id(self) -> int:
+        """The kernel's id of the map (``bpf_map_info.id``): unique while the map lives, so a
+        re-created map has a new one.
+
+        Raises:
+            BpfError: the map is closed or not loaded yet.
+        """
+        return _map_info(self.fd).id
 
     @property
     def type_name(self) -> str:

@@ -13,7 +13,6 @@ from .errors import BpfError
 from .maps import Map
 
 OBJ_DIR = Path(__file__).resolve().parent / "obj"
-XDP_HEADROOM = 256  # XDP_PACKET_HEADROOM: how far a program may grow a packet at the front
 
 
 def object_path(name: str) -> Path:
@@ -199,6 +198,27 @@ def _prog_info(fd: int) -> L.ProgInfo:
     L.check(L.require().bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)),
             f"program info of fd {fd}")
     return info
+
+
+def prog_map_ids(prog_id: int) -> list[int]:
+    """Kernel ids of the maps that the loaded program with kernel id ``prog_id`` uses (open
+    each with :meth:`Map.from_id`).
+
+    Raises:
+        BpfError: no program has that id.
+    """
+    lib = L.require()
+    fd = L.check(lib.bpf_prog_get_fd_by_id(prog_id), f"open program id {prog_id}")
+    try:
+        count = _prog_info(fd).nr_map_ids
+        ids = (ctypes.c_uint32 * count)()
+        info = L.ProgInfo(nr_map_ids=count, map_ids=ctypes.addressof(ids))
+        size = ctypes.c_uint32(ctypes.sizeof(info))
+        L.check(lib.bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)),
+                f"map ids of program id {prog_id}")
+    finally:
+        os.close(fd)
+    return list(ids)
 
 
 class BpfObject:
