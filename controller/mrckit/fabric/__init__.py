@@ -1,5 +1,5 @@
 """Fabric emulation on one machine: namespaces, veth links, switch targets, host agents,
-the controller, and faults (issue 9, design sections 8 and 9). See ``docs/fabric.md``.
+the controller, and faults (design sections 8 and 9). See ``docs/fabric.md``.
 
 - :class:`Fabric` (``fabric.py``): ``Fabric.up(topology, name=..., target=...)`` builds and
   programs a fabric; ``Fabric.open(name)`` opens a running one; ``fail_link``,
