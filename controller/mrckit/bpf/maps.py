@@ -39,10 +39,10 @@ def _add(a: Any, b: Any) -> Any:
             setattr(out, name, _add(getattr(a, name), getattr(b, name)))
         return out
     if isinstance(a, ctypes.Array):
-        out = type(a)()
+        arr = type(a)()
         for i in range(len(a)):
-            out[i] = _add(a[i], b[i])
-        return out
+            arr[i] = _add(a[i], b[i])
+        return arr
     if isinstance(a, ctypes._SimpleCData):
         return type(a)(a.value + b.value)
     raise TypeError(f"cannot sum values of type {type(a).__name__}")
@@ -62,7 +62,7 @@ def sum_values(values: Sequence[Any]) -> Any:
     return total
 
 
-def _map_info(fd: int) -> "L.MapInfo":
+def _map_info(fd: int) -> L.MapInfo:
     """The kernel's ``bpf_map_info`` prefix of the map behind ``fd``; BpfError if it is none."""
     info = L.MapInfo()
     size = ctypes.c_uint32(ctypes.sizeof(info))
@@ -232,7 +232,7 @@ class Map:
             ctypes.memmove(ctypes.addressof(buf) + cpu * self._stride, raw, len(raw))
         return buf
 
-    def _decode(self, raw: bytes, ctype: type | None) -> Any:
+    def _decode(self, raw: bytes, ctype: Any) -> Any:
         if ctype is None:
             return raw
         obj = ctype.from_buffer_copy(raw)

@@ -233,7 +233,8 @@ class BpfObject:
     """
 
     def __init__(self, ptr: int, path: Path):
-        self._ptr, self.path, self.loaded = ptr, path, False
+        self._ptr: int | None = ptr
+        self.path, self.loaded = path, False
 
     @classmethod
     def open(cls, path_or_name: str | os.PathLike, *, pin_root: str | None = None) -> "BpfObject":
@@ -292,14 +293,14 @@ class BpfObject:
         if not ptr:
             raise BpfError(f"{self.path.name} has no program {name!r}; it has: "
                            f"{', '.join(self.program_names())}")
-        section = L.lib.bpf_program__section_name(ptr).decode()
+        section = L.require().bpf_program__section_name(ptr).decode()
         return Program(name, handle=ptr, section=section, owner=self)
 
     def program_names(self) -> list[str]:
         """Names of all programs in the object."""
         names, ptr = [], None
         while ptr := L.require().bpf_object__next_program(self._obj(), ptr):
-            names.append(L.lib.bpf_program__name(ptr).decode())
+            names.append(L.require().bpf_program__name(ptr).decode())
         return names
 
     def map(self, name: str, *, key_type: type | None = None,
@@ -318,8 +319,8 @@ class BpfObject:
         """Names of the object's maps, without libbpf's internal .data/.bss/.rodata maps."""
         names, ptr = [], None
         while ptr := L.require().bpf_object__next_map(self._obj(), ptr):
-            if not L.lib.bpf_map__is_internal(ptr):
-                names.append(L.lib.bpf_map__name(ptr).decode())
+            if not L.require().bpf_map__is_internal(ptr):
+                names.append(L.require().bpf_map__name(ptr).decode())
         return names
 
     def close(self) -> None:
@@ -355,6 +356,7 @@ class ObjectMap(Map):
                          key_type=key_type, value_type=value_type)
 
     def typed(self, key_type: type | None = None, value_type: type | None = None) -> "ObjectMap":
+        assert self._handle is not None  # an ObjectMap always has its libbpf handle
         return ObjectMap(self._handle, self._owner, key_type=key_type, value_type=value_type)
 
     @property

@@ -27,9 +27,10 @@ class RingBuffer:
         lib.ring_buffer__consume.argtypes = [ctypes.c_void_p]
         lib.ring_buffer__free.argtypes = [ctypes.c_void_p]
         lib.ring_buffer__epoll_fd.argtypes = [ctypes.c_void_p]
-        self._lib, self._record, self._pending = lib, record, []
+        self._lib, self._record = lib, record
+        self._pending: list[ctypes.Structure] = []
         self._cb = _SAMPLE_FN(self._sample)  # keep a reference: libbpf calls it later
-        self._rb = L.check_ptr(lib.ring_buffer__new(ring.fd, self._cb, None, None),
+        self._rb: int | None = L.check_ptr(lib.ring_buffer__new(ring.fd, self._cb, None, None),
                                f"ring_buffer__new({ring.name})")
 
     def _sample(self, _ctx, data, size) -> int:
