@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Failover time of ``mrc demo``'s fault, timed by the dataplane itself (issue 16), over RUNS runs.
+"""Failover time of ``mrc demo``'s fault, timed by the dataplane itself, over RUNS runs.
 
 Each run is the demo (``mrckit.apps.demo.run.run_demo``, eBPF target, native endpoint by default):
 one RDMA write across the default fabric, link p0/t0-1/t1-1 failed at a third of the bytes and

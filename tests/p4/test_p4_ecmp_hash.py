@@ -14,9 +14,7 @@ from __future__ import annotations
 import os
 import random
 import struct
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from scapy.layers.inet import UDP
@@ -30,11 +28,9 @@ from mrckit.wire.ecmp import ecmp_member
 from mrckit.wire.layers import METH, RETH, ImmDt, MrcBTH, TSETH
 from mrckit.wire.packet import mrc_frame
 from mrckit.wire.pipeline import EGRESS_PORT_FIELD, THRESHOLD_NONE
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
-import conformance_targets as CT  # noqa: E402
-from conformance_frames import forwarded  # noqa: E402
-import conformance_harness  # noqa: E402
+from support import conformance_targets as CT
+from support.conformance_frames import forwarded
+from support import conformance_harness
 
 RUN_PREFIX = f"mrct{os.getpid() % 100000}"
 """tests/conftest.py's run prefix, so its session-end cleanup covers our namespaces too."""

@@ -27,6 +27,8 @@ from .errors import BpfError
 
 log = logging.getLogger("mrckit.bpf")
 
+lib: ctypes.CDLL | None
+LOAD_ERROR: str | None
 try:
     lib = ctypes.CDLL("libbpf.so.1", use_errno=True)
 except OSError as exc:  # pragma: no cover - depends on the machine
@@ -192,7 +194,7 @@ if lib is not None:
 def require() -> ctypes.CDLL:
     """The loaded libbpf, or raise :class:`BpfError` saying how to install it."""
     if lib is None:
-        raise BpfError(LOAD_ERROR)
+        raise BpfError(LOAD_ERROR or "libbpf.so.1 not loaded")
     return lib
 
 

@@ -1,4 +1,4 @@
-"""``mrc demo``: an MRC write that survives a link failure mid-flight (issue 10, docs/demo.md)."""
+"""``mrc demo``: an MRC write that survives a link failure mid-flight (docs/demo.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The controller runtime: program every switch, configure every host agent, react to failures
-(design section 7, issue 9). One asyncio loop drives all switches and hosts concurrently.
+(design section 7). One asyncio loop drives all switches and hosts concurrently.
 
 Per switch, forever: connect and arbitrate, reconcile (pipeline by cookie, then only the entry
 difference), hold the stream; when it ends (server restarted, connection lost), back off and
@@ -9,7 +9,7 @@ into the :class:`~mrckit.control.reactor.FailureReactor`. A reaction loop polls 
 counters during a failure episode (good-path evidence), and carries out DENY and lift actions
 on every host. The state goes to a status file (``status.py``) for ``mrc controller status``.
 
-In EV-hash mode (``mode="ecmp"``, issue 11) the switches also get ``ecmp_selector`` members and
+In EV-hash mode (``mode="ecmp"``) the switches also get ``ecmp_selector`` members and
 groups and ``ipv6_fib`` routes, and the reaction differs: host evidence cannot name a path, so
 nothing is denied; link reports (``reports.py``, :meth:`Controller.link_report`) make the
 :class:`~mrckit.control.reroute.Rerouter` rewrite the groups of the affected switches. In SRv6
@@ -118,7 +118,7 @@ class Controller:
         pipeline: the P4 program to push (``pipeline.py``).
         target: ``"ebpf"`` or ``"bmv2"`` (only the compiler's port-range check differs).
         mode: ``"srv6"`` (uSID source routing; hosts are DENIED failed links) or ``"ecmp"``
-            (EV-hash mode, issue 11: groups are rewritten on link reports).
+            (EV-hash mode: groups are rewritten on link reports).
         name: the status file's name (``/run/mrckit/controller/<name>.json``); link reports
             are read from ``<name>.links.jsonl`` beside it (``reports.py``).
         status_dir: where status files go; None = keep no status file.

@@ -6,7 +6,7 @@
 ...     tx.sendto(payload, (b.nic_address, 4791))
 ...     fab.fail_link("p0-t0-0", "p0-t1-0", kind="down"); fab.restore("p0-t0-0", "p0-t1-0")
 
-Bring-up (issue 9, design sections 8 and 9): namespaces with their sysctls, links, the switch
+Bring-up (design sections 8 and 9): namespaces with their sysctls, links, the switch
 targets (eBPF program + P4Runtime server, or bmv2), the host agents, then the controller
 (``mrckit.control``), which programs the switches over P4Runtime and configures the agents.
 Everything is recorded in ``/run/mrckit/<name>/fabric.json`` as it is made, so a failure at
@@ -148,7 +148,7 @@ class Fabric:
             name: fabric name (1..16 of a-z0-9_); namespaces are ``<prefix><name>-<node>``.
             target: ``ebpf`` (default) or ``bmv2``.
             mode: forwarding mode, ``srv6`` (default: uSID source routing, design 3-7) or
-                ``ecmp`` (EV-hash mode, issue 11: the switches hash the EV over ECMP groups;
+                ``ecmp`` (EV-hash mode: the switches hash the EV over ECMP groups;
                 no outer header). Recorded in the state; given to the compiler, the
                 controller (``--mode``) and every host config.
             prefix: namespace prefix, starting with ``mrc``.

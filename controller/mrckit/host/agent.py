@@ -16,7 +16,7 @@ Everything the API changes goes through :meth:`HostAgent.set_ev_denied`,
 :meth:`HostAgent.set_link_denied`; reads through :meth:`HostAgent.stats`,
 :meth:`HostAgent.plane_stats` and :meth:`HostAgent.ev_table`.
 
-In EV-hash (ecmp) mode (issue 11) the switches hash the EV, so EVs are opaque: the state
+In EV-hash (ecmp) mode the switches hash the EV, so EVs are opaque: the state
 machine, probing and replacement are unchanged, but no link follows from an EV. Link denials
 are accepted and recorded, not applied (:data:`DENIALS_NOT_APPLIED`), and failure reports
 (ASSUMED_BAD events) carry the EV's counters and its plane's state instead of links.
@@ -425,7 +425,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             return sorted(self._denied_links)
 
     def plane_stats(self) -> list[dict]:
-        """Per-plane statistics, the localisation evidence of ecmp mode (design 5, issue 11):
+        """Per-plane statistics, the localisation evidence of ecmp mode (design 5):
         one row per plane summed over the live peers (peer ''), then one per (peer, plane).
         Each row: plane, peer, port_up, evs and the count per state (good, skip, assumed_bad,
         denied), retired (ASSUMED_BAD EVs out of the set), and tx_packets, tx_bytes, acked,

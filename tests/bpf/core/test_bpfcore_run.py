@@ -7,7 +7,7 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from bpfcore_helpers import CfgVal, PktStats
+from support.bpfcore_helpers import CfgVal, PktStats
 from mrckit import bpf, netns
 
 FRAME = bytes(Ether(dst="02:00:00:00:00:02", src="02:00:00:00:00:01") /

@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from demo_synthetic import synthetic_run
+from support.demo_synthetic import synthetic_run
 from rich.console import Console
 
 from mrckit.apps.demo.compare import ComparisonReport, compare

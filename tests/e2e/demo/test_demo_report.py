@@ -6,7 +6,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from demo_synthetic import PATHS, synthetic_run
+from support.demo_synthetic import PATHS, synthetic_run
 from rich.console import Console
 
 from mrckit.apps.demo.plots import plot_report, rates

@@ -2,7 +2,8 @@
 outputs are absent; design section 9: neither comes from a registry)."""
 
 import pytest
-from fabric_helpers import REPO, RUN_PREFIX, fabric_name, leftovers, mrc
+from support.fabric_helpers import RUN_PREFIX, fabric_name, leftovers, mrc
+from support.paths import ROOT as REPO
 
 from mrckit.apps import pairwise
 from mrckit.fabric.fabric import Fabric

@@ -7,7 +7,7 @@ and nothing is left behind."""
 import os
 
 import pytest
-from fabric_helpers import RUN_PREFIX, fabric_name, leftovers, mrc
+from support.fabric_helpers import RUN_PREFIX, fabric_name, leftovers, mrc
 
 from mrckit.apps.chaos import ChaosOptions, run_chaos
 

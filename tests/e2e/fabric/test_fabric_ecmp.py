@@ -1,4 +1,4 @@
-"""`mrc fabric up --mode ecmp`: the small fabric in EV-hash mode (issue 11), from the CLI.
+"""`mrc fabric up --mode ecmp`: the small fabric in EV-hash mode, from the CLI.
 
 Every host pair talks over every plane with no outer header (the switches hash the EV over
 their ECMP groups, so both spines of each plane carry traffic), the mode is in the fabric's
@@ -10,7 +10,7 @@ import json
 import os
 
 import pytest
-from fabric_helpers import controller_args, fabric_name, leftovers, mrc
+from support.fabric_helpers import controller_args, fabric_name, leftovers, mrc
 
 from mrckit.control import read_status, reports_path, status_path
 from mrckit.apps import pairwise

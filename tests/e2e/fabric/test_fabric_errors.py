@@ -1,5 +1,5 @@
 """Bring-up errors give one clear line and leave nothing behind; teardown is guaranteed on a
-late failure, on SIGTERM and by `down --all` (issue 9, "Done when")."""
+late failure, on SIGTERM and by `down --all` ."""
 
 import signal
 import socket
@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers, mrc
+from support.fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers, mrc
 
 from mrckit import netns
 from mrckit.errors import MrcError

@@ -1,5 +1,5 @@
 """Faults on a running fabric: loss, blackhole, down and flap on a link, a failed switch, and
-restore; each logged with a timestamp (issue 9 item 2). Only T0-T1 links and a T1 are broken,
+restore; each logged with a timestamp . Only T0-T1 links and a T1 are broken,
 and only for plain UDP (no acks), so no host agent reacts; carrier-down faults are reported to
 the controller, which DENIES the links and lifts them on restore, so the shared fabric ends
 clean."""
@@ -9,7 +9,7 @@ import time
 from datetime import datetime
 
 import pytest
-from fabric_helpers import mrc
+from support.fabric_helpers import mrc
 
 from mrckit import netns
 from mrckit.bpf.attach import xdp_query

@@ -1,6 +1,6 @@
 """`mrc fabric down` removes a fabric's link-report file (`<status dir>/<name>.links.jsonl`),
 also when nothing else of the fabric is left, and `--all` removes every report file whose
-controller is not running (issue 11 follow-up: nothing else would ever remove them)."""
+controller is not running (nothing else would ever remove them)."""
 
 import os
 

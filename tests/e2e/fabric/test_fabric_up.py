@@ -1,10 +1,10 @@
 """`mrc fabric up` on the default small fabric, eBPF target: every host pair talks over every
-plane, counted by the hosts' dataplanes and the switches' counters (issue 9, "Done when")."""
+plane, counted by the hosts' dataplanes and the switches' counters ."""
 
 import json
 
 import pytest
-from fabric_helpers import RUN_PREFIX, controller_args, mrc
+from support.fabric_helpers import RUN_PREFIX, controller_args, mrc
 
 from mrckit import netns
 from mrckit.errors import MrcError

@@ -1,7 +1,7 @@
 """Two hosts wired port to port: the dataplane and the agent over real veth, sockets and XDP."""
 
-from host_helpers import udp_socket, wait_for
-from hostpair import PORT_MTU, host_pair
+from support.host_helpers import udp_socket, wait_for
+from support.hostpair import PORT_MTU, host_pair
 
 from mrckit import netns
 from mrckit.host.maps import Reason

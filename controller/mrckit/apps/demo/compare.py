@@ -1,4 +1,4 @@
-"""``mrc demo --mode ecmp``: the cost of opaque paths, measured (issue 11).
+"""``mrc demo --mode ecmp``: the cost of opaque paths, measured.
 
 One invocation runs the demo twice, one fabric after the other: in EV-hash (ECMP) mode, where
 the switches hash each EV and no host knows its path, then in SRv6 mode, where the hosts

@@ -1,4 +1,4 @@
-"""Which spine an EV takes in EV-hash (ECMP) mode, for the demo's per-path figures (issue 11).
+"""Which spine an EV takes in EV-hash (ECMP) mode, for the demo's per-path figures.
 
 In EV-hash mode the host's EV carries no path: the sender's T0 hashes it (flow label and UDP
 source port, ``mrckit.wire.ecmp``) over its group of uplinks toward the destination leaf. With

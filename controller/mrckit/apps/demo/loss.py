@@ -1,4 +1,4 @@
-"""Packets lost to the demo's fault, counted the same way in both forwarding modes (issue 11).
+"""Packets lost to the demo's fault, counted the same way in both forwarding modes.
 
 In SRv6 mode a host knows which EVs cross a link; in EV-hash (ECMP) mode it does not, and the
 switches' hash decides. Either way a packet is lost or it is not, so the demo counts losses at

@@ -121,41 +121,29 @@ def dataplane_rows(host, peer: str) -> list[dict]:
     A read of the map never waits for the agent, which a storm of EV events can keep busy for
     seconds; the demo uses it for its snapshots at the fault and the restore. Raises MrcError
     when the program or map cannot be found."""
-    import ctypes
     import ipaddress
 
     from ... import netns
-    from ...bpf import _libbpf as L
     from ...bpf.attach import tc_query
+    from ...bpf.errors import BpfError
     from ...bpf.maps import Map
+    from ...bpf.objects import prog_map_ids
+    from ...fabric.nodes import NIC_DEVICE
     from ...host.maps import EvSet, PeerKey, state_name
     from ...wire.ev import ev_unpack
-    from ...fabric.nodes import NIC_DEVICE
 
     try:
         with netns.enter(host.ns):
             prog_id = tc_query(NIC_DEVICE, "egress")
         if not prog_id:
             raise MrcError(f"no tc egress program on {host.name}'s {NIC_DEVICE}")
-        lib = L.require()
-        fd = L.check(lib.bpf_prog_get_fd_by_id(prog_id), f"open program id {prog_id}")
-        try:
-            info, size = L.ProgInfo(), ctypes.c_uint32(ctypes.sizeof(L.ProgInfo))
-            L.check(lib.bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)), "program info")
-            ids = (ctypes.c_uint32 * info.nr_map_ids)()
-            info2 = L.ProgInfo(nr_map_ids=info.nr_map_ids, map_ids=ctypes.addressof(ids))
-            size = ctypes.c_uint32(ctypes.sizeof(L.ProgInfo))
-            L.check(lib.bpf_obj_get_info_by_fd(fd, ctypes.byref(info2), ctypes.byref(size)), "program map ids")
-        finally:
-            import os
-
-            os.close(fd)
         key = PeerKey(*ipaddress.IPv6Address(peer).packed)
-        for map_id in ids:
-            mfd = lib.bpf_map_get_fd_by_id(map_id)
-            if mfd < 0:
-                continue
-            with Map.from_fd(mfd, owned=True) as m:
+        for map_id in prog_map_ids(prog_id):
+            try:
+                opened = Map.from_id(map_id)
+            except BpfError:
+                continue  # freed since the program listed it
+            with opened as m:
                 if m.name != "peer_evs":
                     continue
                 evset = m.typed(key_type=PeerKey, value_type=EvSet).lookup(key)

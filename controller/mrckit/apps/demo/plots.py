@@ -1,4 +1,4 @@
-"""The demo's plot: one PNG, two panels sharing the time axis (issue 10), and a zoom around the
+"""The demo's plot: one PNG, two panels sharing the time axis, and a zoom around the
 fault, drawn with matplotlib's Agg backend (no display needed).
 
 - top: goodput (Gb/s of RDMA payload placed) per sample interval, with the fault window shaded

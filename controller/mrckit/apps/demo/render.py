@@ -1,4 +1,4 @@
-"""The demo report as rich renderables; the CLI prints them (issue 10)."""
+"""The demo report as rich renderables; the CLI prints them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The demo report: one pydantic model, written as JSON and printed with rich (issue 10).
+"""The demo report: one pydantic model, written as JSON and printed with rich.
 
 Field names are documented in ``docs/demo.md``; :func:`json_schema` gives the JSON Schema.
 Times are seconds since the transfer started (``t_*_s``, CLOCK_MONOTONIC differences), rates

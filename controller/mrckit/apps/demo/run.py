@@ -1,5 +1,5 @@
 """``mrc demo``: one MRC RDMA write across the default fabric, a link failed mid-flight and
-restored, every byte verified (issue 10). See ``docs/demo.md``.
+restored, every byte verified. See ``docs/demo.md``.
 
 :func:`run_demo` brings the fabric up (``mrckit.fabric.Fabric``: switches, host agents and the
 controller), runs the software endpoint (``mrckit.endpoint``) as two processes in two hosts' namespaces
@@ -17,7 +17,7 @@ import hashlib
 import os
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import MrcError

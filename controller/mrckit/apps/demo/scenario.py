@@ -1,5 +1,5 @@
 """The demo scenario's logic, apart from any fabric: when to fail and restore, and what the
-samples, agent events and controller timeline say about the failover (issue 10).
+samples, agent events and controller timeline say about the failover.
 
 :class:`Phases` fires the fault at a third of the transfer (by bytes placed) and the restore at
 two thirds (later if the fault has not lasted long enough yet). :func:`analyze` turns a finished run (:class:`RunRecord`) into a

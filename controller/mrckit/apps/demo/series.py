@@ -1,4 +1,4 @@
-"""Time series of a transfer, sampled from the sender's host agent (issue 10).
+"""Time series of a transfer, sampled from the sender's host agent.
 
 The agent's EV table (``GetStats(include_evs)``, design section 5) has per-EV data counters:
 ``tx_packets`` counts what tc egress sent on that EV. Probes are built by the agent and sent on

@@ -1,12 +1,10 @@
-"""Helpers shared by the fabric e2e tests (a uniquely named module: tests/e2e/*/ put their
-folders on sys.path)."""
+"""Helpers shared by the fabric e2e tests: the run's namespace prefix, fabric names, the CLI."""
 
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
 RUN_PREFIX = f"mrct{os.getpid() % 100000}"
 """The namespace prefix of this test run (as tests/conftest.py, whose session cleanup removes it)."""
 

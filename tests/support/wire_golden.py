@@ -2,8 +2,8 @@
 
 Every byte below was written by hand from the layouts of design section 3.2, one header per
 line, and checked field by field in the comments; none of it is produced by mrckit code. The
-4 ICRC bytes of each frame were computed with the bitwise CRC-32 in ``test_icrc.py`` over the
-masked bytes (themselves hand-written there for two frames) and agree with scapy's RoCE ICRC.
+4 ICRC bytes of each frame were computed with the bitwise CRC-32 of ``crc32.py`` over the
+masked bytes (hand-written for two frames in tests/unit/wire/test_wire_icrc.py) and agree with scapy's RoCE ICRC.
 
 Shared values:
 - forward EV 0x10234567 = plane 1 | T1 2 | salt 0x34567: UDP sport 0x1023, flow label 0x4567;

@@ -40,7 +40,6 @@ Key = int | ipaddress.IPv6Network
 Tables = dict[tuple[str, Key], Entry]       # (table, key) -> entry
 
 
-
 @dataclass
 class Wiring:
     """The two namespaces, the switch's ports and the interface names: ``sp<N>`` in the

@@ -30,10 +30,10 @@ import random
 from mrckit.wire.constants import DropReason, Dscp, Ecn, Opcode
 from mrckit.wire.ecmp import ecmp_member
 
-import conformance_frames as F
-from conformance_cases import FACES_HOST, MY_USID, T0, base_tables, congest, dropped, fwd, into, out_frame
-from conformance_harness import Case
-from conformance_targets import PORTS, Tables
+from support import conformance_frames as F
+from support.conformance_cases import FACES_HOST, MY_USID, T0, base_tables, congest, dropped, fwd, into, out_frame
+from support.conformance_harness import Case
+from support.conformance_targets import PORTS, Tables
 
 MEMBER = {port: port + 1 for port in PORTS}
 DROP_MEMBER = 100
@@ -53,7 +53,7 @@ ROUTES = {AGGREGATE: ("member", MEMBER[0]), HOST_ROUTE: ("member", MEMBER[3]),
           LEAF1: ("group", UPLINKS), LEAF1_HOST: ("member", MEMBER[2]),
           LEAF2: ("group", THREE), LEAF3: ("group", WITH_DROP), BLACKHOLE: ("member", DROP_MEMBER)}
 SEED = 11
-"""Seeds the EVs of the group cases (issue 11)."""
+"""Seeds the EVs of the group cases."""
 
 
 def route(prefix: str, kind: str, ref: int) -> tuple[tuple[str, ipaddress.IPv6Network], tuple[str, dict]]:

@@ -1,7 +1,7 @@
 """The ``switch`` fixture of tests/bpf/switch, shared with the e2e tests."""
 
 import pytest
-from switch_harness import Harness
+from support.switch_harness import Harness
 
 from mrckit.bpf.objects import BpfObject
 

@@ -5,7 +5,7 @@ from mrckit import netns
 from mrckit.bpf.objects import BpfObject
 from mrckit.switch.ebpf_target import SwitchTables
 from mrckit.wire.pipeline import THRESHOLD_NONE
-from switch_frames import prefix48
+from support.switch_frames import prefix48
 
 LO_IFINDEX = 1
 XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT = range(5)

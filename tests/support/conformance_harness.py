@@ -15,7 +15,7 @@ from scapy.utils import wrpcap
 from mrckit import netns
 from mrckit.wire.pipeline import COUNTER_NAMES
 
-from conformance_targets import Entry, Key, Tables, Target
+from support.conformance_targets import Entry, Key, Tables, Target
 
 ETH_P_ALL = 0x0003
 SO_RCVBUFFORCE = 33

@@ -7,16 +7,13 @@ from pathlib import Path
 import grpc
 from google.protobuf import text_format
 
-from finsy.proto import p4i, p4r, p4r_grpc  # noqa: E402
+from finsy.proto import p4i, p4r, p4r_grpc
 
-from mrckit import netns  # noqa: E402
-from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir  # noqa: E402
+from mrckit import netns
+from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILT_P4INFO = ROOT / "p4src/build/mrc_switch.p4info.txtpb"
-BUILT_JSON = ROOT / "p4src/build/mrc_switch.json"
-P4INFO_PATH = BUILT_P4INFO
-DEVICE_CONFIG = BUILT_JSON.read_bytes()
+from support.paths import DEVICE_CONFIG, ROOT  # noqa: F401  (re-exported to the P4Runtime tests)
+from support.paths import P4INFO as P4INFO_PATH
 LO_IFINDEX = 1
 DEVICE_ID = 1
 

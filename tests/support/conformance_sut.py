@@ -8,8 +8,8 @@ import pytest
 
 from mrckit import netns
 
-import conformance_targets as CT
-from conformance_harness import Tester
+from support import conformance_targets as CT
+from support.conformance_harness import Tester
 
 RUN_PREFIX = f"mrct{os.getpid() % 100000}"
 """The run prefix of tests/conftest.py, so its session-end cleanup also covers our namespaces."""

@@ -25,10 +25,11 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
-from . import bpf, netns
-from .errors import MrcError
-from .switch.bmv2 import P4TOOLS_BIN, find_tool
+from .. import bpf, netns
+from ..errors import MrcError
+from ..switch.bmv2 import P4TOOLS_BIN, find_tool
 
 # The BPF objects the default demo loads (built by `make bpf` into mrckit/bpf/obj/).
 DEMO_OBJECTS = ("mrc_switch", "mrc_host", "mrc_fault")
@@ -185,7 +186,7 @@ def check_live_frames() -> Check:
 def p4rt_shell_python() -> str:
     """Where ``mrc shell`` looks for p4runtime-shell's python: $MRC_P4RT_PYTHON, else
     ``.venv-p4rt`` of the source checkout (``make p4rt-shell`` makes it)."""
-    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    checkout = str(Path(__file__).resolve().parents[3])  # controller/mrckit/cli/ -> the checkout
     return os.environ.get(P4RT_SHELL_ENV) or os.path.join(checkout, ".venv-p4rt", "bin", "python")
 
 

@@ -15,9 +15,9 @@ import struct
 
 from mrckit.wire.constants import DropReason, Dscp, Ecn, Opcode
 
-import conformance_frames as F
-from conformance_harness import Case
-from conformance_targets import PORTS, Tables
+from support import conformance_frames as F
+from support.conformance_harness import Case
+from support.conformance_targets import PORTS, Tables
 
 MY_USID = 0x0801
 T0 = {0: 0x0400, 1: 0x0401}
