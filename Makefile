@@ -27,7 +27,7 @@ NATIVE_LIB := controller/mrckit/endpoint/native/libmrcep.so
 # -ffp-contract=off: the congestion window must round exactly as the Python reference does.
 NATIVE_CFLAGS := -O2 -g -Wall -Werror -fPIC -shared -ffp-contract=off -I native/include -I ebpf/include
 
-.PHONY: all setup deps venv bpf native bpffs test test-under-load demo p4 bench clean p4rt-shell
+.PHONY: all setup deps venv bpf native bpffs lint test test-under-load demo p4 bench clean p4rt-shell
 
 all: setup
 setup: deps venv bpf native bpffs p4rt-shell
@@ -77,7 +77,13 @@ $(BPF_OUT)/%.bpf.o: ebpf/%.bpf.c $(BPF_HDR) | deps
 bpffs:
 	@mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 
-test: setup
+# Static checks, configured in pyproject.toml: ruff (bug-finding rules only, no reformatting)
+# and mypy over controller/mrckit.
+lint: venv
+	$(VENV)/bin/ruff check controller tests bench
+	$(VENV)/bin/mypy
+
+test: setup lint
 	$(VENV)/bin/pytest
 
 # The end-to-end tests (E2E: a subset) while two CPU hogs keep both cores busy, as on CI and

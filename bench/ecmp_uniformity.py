@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How evenly the EV hash spreads EVs over the members of an ECMP group (issue 11), against a
+"""How evenly the EV hash spreads EVs over the members of an ECMP group, against a
 fair die rolled in the same run.
 
 The hash is ``mrckit.wire.ecmp`` (CRC-32 of the selector fields, member = hash % k), the choice

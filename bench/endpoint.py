@@ -208,7 +208,7 @@ def _report(measures: list[dict], args, payload: int) -> bool:
     print("blast: unreliable, goodput of the datagrams that arrived; endpoints: reliable, verified by SHA-256; "
           "best run of each")
     for m in measures:
-        best = lambda k: max((r[k] for r in m["rows"]), key=lambda x: x["MBps"])  # noqa: E731
+        best = lambda k, m=m: max((r[k] for r in m["rows"]), key=lambda x: x["MBps"])  # noqa: E731
         b, n, p = best("blast"), best("native"), best("python")
         goal = ">= 0.7" if m["name"] == "fabric" else ""
         result(f"native endpoint goodput, {m['name']}", n["MBps"], "MB/s", f"C sendmmsg blast, {m['name']}",

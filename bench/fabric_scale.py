@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controller"))
 
-from mrckit.fabric import traffic  # noqa: E402
+from mrckit.apps import pairwise  # noqa: E402
 from mrckit.fabric.fabric import Fabric  # noqa: E402
 from mrckit.topology import generate_clos  # noqa: E402
 from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
@@ -77,7 +77,7 @@ def measure(name: str, idle_s: float) -> dict:
         used = {p: (cpu_ticks(p) - before[p]) / TICK_S / elapsed for p in pids}
         by_kind = {k: [u for p, u in used.items() if pids[p] == k] for k in KINDS}
         rss = sum(rss_mb(p) for p in pids)
-        results = traffic.pairwise_udp(fab, CHECK_PACKETS)
+        results = pairwise.pairwise_udp(fab, CHECK_PACKETS)
         ok = sum(r.ok for r in results)
         return dict(name=name, hosts=len(fab.hosts()), switches=len(fab.switches()), processes=len(pids),
                     up_s=up_s, rss_mb=rss, idle_core=sum(used.values()), by_kind=by_kind,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Failover time of ``mrc demo``'s fault, timed by the dataplane itself (issue 16), over RUNS runs.
+"""Failover time of ``mrc demo``'s fault, timed by the dataplane itself, over RUNS runs.
 
-Each run is the demo (``mrckit.fabric.demo.run_demo``, eBPF target, native endpoint by default):
+Each run is the demo (``mrckit.apps.demo.run.run_demo``, eBPF target, native endpoint by default):
 one RDMA write across the default fabric, link p0/t0-1/t1-1 failed at a third of the bytes and
 restored at two thirds. The failover time of a run is the last dead EV's retirement (the host
 dataplane's timestamp, ``ev_slot.bad_ns``) minus the fault program's first drop (its
@@ -36,8 +36,8 @@ RUNS = 5
 
 def main() -> int:
     from mrckit.errors import MrcError
-    from mrckit.fabric.demo import DemoOptions, run_demo
-    from mrckit.fabric.report import FAIL_KINDS
+    from mrckit.apps.demo.run import DemoOptions, run_demo
+    from mrckit.apps.demo.report import FAIL_KINDS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=RUNS)

@@ -5,7 +5,7 @@
   pushes an outer IPv6 header with bpf_skb_adjust_room, writes it and redirects (goal: <= 1.5x):
   the cost of the EV pick and state beyond the encapsulation itself;
 - XDP ingress decap (copy DSCP/CE/flow label, strip the outer header) divided by XDP_PASS;
-- the same two programs in EV-hash (ecmp) mode (issue 11): tc egress writes the EV and the MACs
+- the same two programs in EV-hash (ecmp) mode: tc egress writes the EV and the MACs
   with no outer header; XDP ingress checks a plain packet and passes it up as is.
 
 Each program runs once per BPF_PROG_TEST_RUN call on a fresh copy of the packet (a repeated
@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "bpf" / "host"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/support
 from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
 
 CALLS = 20_000
@@ -91,8 +91,8 @@ def main() -> int:
     if os.geteuid() != 0:
         print("host_spray: needs root (BPF_PROG_TEST_RUN)")
         return 0
-    import host_pkt as pkt
-    from host_pkt import Dscp, Ecn
+    from support import host_pkt as pkt
+    from support.host_pkt import Dscp, Ecn
 
     from mrckit.bpf.objects import BpfObject
     from mrckit.host.dataplane import HostDataplane

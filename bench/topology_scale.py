@@ -1,5 +1,5 @@
 """Generate and compile the 131,072-host MRC fabric: 8 planes, 512 T0 and 256 T1 per plane,
-256 hosts per T0, each host with one port per plane (issue 3; goal < 10 s and < 2 GB).
+256 hosts per T0, each host with one port per plane (goal: < 10 s and < 2 GB).
 
 Stages: generate (with validation), compile (every switch's tables as arrays), then what a
 controller and the host agents consume: one switch's entries, one host's config, and finally
@@ -49,7 +49,7 @@ def run(size: dict, stream: bool) -> dict:
         count, out["stream_entries"] = timed(lambda: sum(len(fabric.entries(s)) for s in range(len(topo.switches))))
         assert count == out["entries"]
         _, out["stream_hosts"] = timed(lambda: sum(1 for _ in fabric.hosts()))
-    # EV-hash mode (issue 11): the same arrays, then members, groups and routes per switch.
+    # EV-hash mode: the same arrays, then members, groups and routes per switch.
     ecmp, out["compile_ecmp"] = timed(lambda: compile_fabric(topo, "ebpf", "ecmp"))
     _, out["one_switch_ecmp"] = timed(lambda: (ecmp.members(0), ecmp.groups_and_routes(0)))
     if stream:

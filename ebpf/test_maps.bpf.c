@@ -82,7 +82,7 @@ int xdp_count(struct xdp_md *ctx)
 
 	if ((void *)(eth + 1) > data_end)
 		return XDP_ABORTED;
-	kind = ((__u8 *)&eth->h_proto)[1];
+	kind = bpf_ntohs(eth->h_proto) & 0xff; /* the EtherType's low octet */
 	count(kind, data_end - data);
 	c = bpf_map_lookup_elem(&cfg, &key);
 	if (!c)

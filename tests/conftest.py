@@ -7,6 +7,9 @@ import pytest
 
 from mrckit import netns
 
+# Helpers' asserts in tests/support report their operands as the tests' own do.
+pytest.register_assert_rewrite("support")
+
 RUN_PREFIX = f"mrct{os.getpid() % 100000}"
 
 

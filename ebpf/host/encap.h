@@ -136,6 +136,10 @@ static __always_inline int tx_oversize(struct __sk_buff *skb, __u32 ifindex, __s
 {
 	__u32 mtu_len = 0;
 
+	/* Every IPv6 link carries 1280 bytes (RFC 8200, 5), as the switch also assumes: SACKs,
+	 * NACKs, probes and small writes skip the helper call. */
+	if (skb->len - MRC_ETH_LEN + grow <= MRC_IPV6_MIN_MTU)
+		return 0;
 	return bpf_check_mtu(skb, ifindex, &mtu_len, grow, 0) == BPF_MTU_CHK_RET_FRAG_NEEDED;
 }
 

@@ -5,7 +5,7 @@
  *
  * Constants come from mrc_wire_gen.h, generated from controller/mrckit/wire by
  * `python -m mrckit.wire.gen`. The structs below are hand-written; the test
- * tests/unit/wire/test_c_layout.py compiles this header with the host gcc and
+ * tests/unit/wire/test_wire_c_layout.py compiles this header with the host gcc and
  * checks every sizeof and offsetof against the Python scapy layers, and the
  * _Static_asserts at the end tie each size to its generated length constant.
  *

@@ -4,9 +4,9 @@
  * docs/wire-format.md). Constants are in mrc_constants.p4, generated from
  * controller/mrckit/wire by `python -m mrckit.wire.gen`.
  *
- * Field names equal the scapy layers' (controller/mrckit/wire/layers.py) and
- * tests/unit/wire/test_p4_layout.py checks every header's field list, widths and
- * total size against them. All fields are big-endian, as P4 extracts them.
+ * Field names equal the scapy layers' (controller/mrckit/wire/layers.py); the
+ * tests test_p4_header_* of tests/unit/wire/test_wire_gen.py check every header's
+ * field list, widths and sizes against them. All fields are big-endian, as P4 extracts them.
  */
 #ifndef _MRC_HEADERS_P4_
 #define _MRC_HEADERS_P4_

@@ -1,13 +1,8 @@
 """Fixtures of the conformance suite: one switch per target, shared by the module's cases."""
 
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from conformance_sut import TARGET_NAMES, SwitchUnderTest, skip_reason  # noqa: E402
+from support.conformance_sut import TARGET_NAMES, SwitchUnderTest, skip_reason
 
 
 @pytest.fixture(scope="module", params=TARGET_NAMES)

@@ -3,8 +3,8 @@ same frame in, the same bytes out on the same ports, the same counter deltas."""
 
 import pytest
 
-from conformance_cases import all_cases, base_tables
-from conformance_harness import run_case
+from support.conformance_cases import all_cases, base_tables
+from support.conformance_harness import run_case
 
 CASES = all_cases()
 

@@ -1,4 +1,4 @@
-"""EV-hash (ECMP) mode conformance (issue 11, docs/ecmp-mode.md): ``ipv6_fib`` LPM routes to
+"""EV-hash (ECMP) mode conformance (docs/ecmp-mode.md): ``ipv6_fib`` LPM routes to
 members and groups of ``ecmp_selector``, the group member that ``mrckit.wire.ecmp`` predicts for
 every frame, the fall-through to the uN tables on a miss, and trim, ECN and hop limit on packets
 without an outer header. Same frame in, same bytes out on the same port, same counter deltas, on
@@ -8,10 +8,10 @@ import pytest
 
 from mrckit.wire.ecmp import ecmp_member
 
-from conformance_ecmp_cases import (GROUPS, MODIFIED_THREE, THREE, ecmp_base_tables, ecmp_cases,
+from support.conformance_ecmp_cases import (GROUPS, MODIFIED_THREE, THREE, ecmp_base_tables, ecmp_cases,
                                     group_picks, modified_picks)
-from conformance_harness import run_case
-from conformance_sut import ev_hash_sut
+from support.conformance_harness import run_case
+from support.conformance_sut import ev_hash_sut
 
 CASES = ecmp_cases()
 

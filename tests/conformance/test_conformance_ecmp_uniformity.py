@@ -1,4 +1,4 @@
-"""Uniformity of the EV hash (issue 11, "Done when" 2): 100,000 packets with random EVs through
+"""Uniformity of the EV hash : 100,000 packets with random EVs through
 an ECMP group of 4 and one of 7 members, on every switch target.
 
 Each test sends ``PACKETS`` real frames into port 0 of an 8-port switch, each with its own EV
@@ -38,11 +38,11 @@ import pytest
 from mrckit.wire.constants import Opcode
 from mrckit.wire.ecmp import ev_member
 
-import conformance_frames as F
-from conformance_cases import into, port_entry
-from conformance_harness import Tester, counter_deltas
-from conformance_sut import ev_hash_sut
-from conformance_targets import Tables
+from support import conformance_frames as F
+from support.conformance_cases import into, port_entry
+from support.conformance_harness import Tester, counter_deltas
+from support.conformance_sut import ev_hash_sut
+from support.conformance_targets import Tables
 
 PORTS8 = tuple(range(8))
 IN_PORT = 0

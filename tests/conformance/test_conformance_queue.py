@@ -7,8 +7,8 @@ import pytest
 from mrckit.wire.constants import Dscp, Opcode
 from mrckit.wire.layers import dissect
 
-import conformance_frames as F
-from conformance_cases import T0, base_tables, into, port_entry
+from support import conformance_frames as F
+from support.conformance_cases import T0, base_tables, into, port_entry
 
 BURST = 6
 DRAIN_PPS = 10

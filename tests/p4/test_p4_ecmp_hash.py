@@ -14,9 +14,7 @@ from __future__ import annotations
 import os
 import random
 import struct
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from scapy.layers.inet import UDP
@@ -30,11 +28,9 @@ from mrckit.wire.ecmp import ecmp_member
 from mrckit.wire.layers import METH, RETH, ImmDt, MrcBTH, TSETH
 from mrckit.wire.packet import mrc_frame
 from mrckit.wire.pipeline import EGRESS_PORT_FIELD, THRESHOLD_NONE
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
-import conformance_targets as CT  # noqa: E402
-from conformance_frames import forwarded  # noqa: E402
-import conformance_harness  # noqa: E402
+from support import conformance_targets as CT
+from support.conformance_frames import forwarded
+from support import conformance_harness
 
 RUN_PREFIX = f"mrct{os.getpid() % 100000}"
 """tests/conftest.py's run prefix, so its session-end cleanup covers our namespaces too."""
@@ -56,7 +52,7 @@ ROUTES = {                                # prefix -> ("group" | "member", id)
 }
 BATCH = 64                 # frames in flight at once: well inside the AF_PACKET receive buffers
 SEND_GAP = 0.002           # s between frames: bmv2 reads ports through libpcap rings that an
-                           # unpaced burst overflows (mrckit.fabric.traffic paces the same way)
+                           # unpaced burst overflows (mrckit.apps.pairwise paces the same way)
 ARRIVAL_TIMEOUT = 5.0      # s to wait for a batch's frames (bmv2 logs every packet)
 SETTLE = 0.3               # s to keep listening after the last expected frame, for extras
 DROP_REASON_NO_ROUTE = 2

@@ -1,16 +1,11 @@
 """Fixtures for the P4Runtime server tests: a real eBPF switch, a real gRPC server in front of
 it on a unix socket, and a raw P4Runtime client (see p4rt_harness.py)."""
 
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
+from support.p4rt_harness import DEVICE_ID, Client, Switch
 
-from p4rt_harness import DEVICE_ID, Client, Switch  # noqa: E402
-
-from mrckit.switch.p4runtime import MRC_SWITCH, Device, EbpfBackend, P4RuntimeServer  # noqa: E402
+from mrckit.switch.p4runtime import MRC_SWITCH, Device, EbpfBackend, P4RuntimeServer
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ import grpc
 import pytest
 from finsy.proto import p4r, p4r_grpc
 
-import p4rt
-from p4rt_harness import DEVICE_ID, Client, load_p4info
+from support import p4rt
+from support.p4rt_harness import DEVICE_ID, Client, load_p4info
 
 OK, NOT_FOUND, EXISTS = 0, 5, 6
 

@@ -8,8 +8,8 @@ import ipaddress
 import finsy as fy
 import pytest
 
-from p4rt_harness import DEVICE_CONFIG, P4INFO_PATH
-from test_p4rt_ecmp_forwarding import frame
+from support.p4rt_harness import DEVICE_CONFIG, P4INFO_PATH
+from support.p4rt_frames import ecmp_frame as frame
 
 from mrckit.wire.ecmp import ev_member
 

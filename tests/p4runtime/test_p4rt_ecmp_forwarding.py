@@ -5,35 +5,23 @@ through the real XDP program (BPF_PROG_TEST_RUN) leave on the port of the member
 import collections
 
 import pytest
-from scapy.layers.inet import UDP
-from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
-from scapy.packet import Raw
 
-import p4rt
-from p4rt_harness import load_p4info
+from support import p4rt
+from support.p4rt_frames import DST, XDP_DROP, XDP_REDIRECT, ecmp_frame as frame
+from support.p4rt_harness import load_p4info
 
 from mrckit.wire.ecmp import ecmp_member, ev_member
 from mrckit.wire.pipeline import THRESHOLD_NONE
 
-XDP_DROP, XDP_REDIRECT = 1, 4
 NO_ROUTE = 2
 PORTS = (1, 2, 3, 4)
-DST = "2001:db8:100:1::2"
 U = p4rt.entity_update
 EVS = [(0x9E3779B9 * i) & 0xFFFFFFFF for i in range(1, 41)]  # 40 EVs spread over 32 bits
 
 
 def port_mac(port: int) -> int:
     return 0x020000000A00 + port
-
-
-def frame(ev: int, dst: str = DST, udp: bool = True) -> bytes:
-    """An EV-hash mode packet (no outer header): flow label = EV bits 15..0, UDP source port =
-    EV bits 31..16, dport 4791; CONTROL class, so congestion never touches it."""
-    ip = IPv6(src="2001:db8:100:0::1", dst=dst, fl=ev & 0xFFFF, tc=46 << 2, hlim=64)
-    body = UDP(sport=ev >> 16, dport=4791, chksum=0) / Raw(bytes(12) + b"p" * 32) if udp else Raw(b"p" * 40)
-    return bytes(Ether(src="02:00:00:00:01:01", dst="02:00:00:00:00:aa") / ip / body)
 
 
 @pytest.fixture

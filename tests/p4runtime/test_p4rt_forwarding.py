@@ -5,28 +5,19 @@ read back as P4Runtime counter entries."""
 import pytest
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
-from scapy.packet import Raw
 
 from mrckit.wire.pipeline import THRESHOLD_NONE
 
-import p4rt
-from p4rt_harness import load_p4info
+from support import p4rt
+from support.p4rt_frames import SW_MAC, XDP_DROP, XDP_REDIRECT, frame
+from support.p4rt_harness import load_p4info
 
-XDP_DROP, XDP_REDIRECT = 1, 4
 NO_ROUTE, CONGESTION = 2, 3
 FIB = 0xFCBBBB001001  # locator fcbb:bb00, uSID 0x1001
 MY = 0xFCBBBB000101
-IN_MAC, SW_MAC = "02:00:00:00:01:01", "02:00:00:00:00:aa"
 PORT2 = dict(src_mac=0x0200000000A2, dst_mac=0x0200000000B2, faces_host=0,
              trim_threshold=THRESHOLD_NONE, ecn_threshold=THRESHOLD_NONE)
 NO_TRIM_DSCP = 26
-
-
-def frame(da: str, dscp: int = 46) -> bytes:
-    """Ether | IPv6 (DA = uSID container, nh 41) | IPv6 | payload: CONTROL class by default."""
-    return bytes(Ether(src=IN_MAC, dst=SW_MAC) /
-                 IPv6(src="2001:db8:200:0::1", dst=da, nh=41, hlim=64, tc=dscp << 2) /
-                 IPv6(src="2001:db8:100:0::1", dst="2001:db8:100:1::2", nh=59) / Raw(b"m" * 64))
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ import grpc
 import pytest
 from finsy.proto import p4r
 
-import p4rt
-from p4rt_harness import Client, load_p4info
+from support import p4rt
+from support.p4rt_harness import Client, load_p4info
 
 from mrckit.switch.p4runtime import MRC_SWITCH, Device, EbpfBackend, P4RuntimeServer
 

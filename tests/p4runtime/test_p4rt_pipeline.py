@@ -4,8 +4,8 @@ import grpc
 import pytest
 from finsy.proto import p4r
 
-import p4rt
-from p4rt_harness import DEVICE_CONFIG, Client, load_p4info
+from support import p4rt
+from support.p4rt_harness import DEVICE_CONFIG, Client, load_p4info
 
 Set = p4r.SetForwardingPipelineConfigRequest
 Get = p4r.GetForwardingPipelineConfigRequest
@@ -13,7 +13,7 @@ FIB_KEY = 0xFCBBBB001001
 
 
 def _frame() -> bytes:
-    from test_p4rt_forwarding import frame
+    from support.p4rt_frames import frame
     return frame("fcbb:bb00:ffff:1001::")  # my_usid's default is usid_un here: one shift
 
 
@@ -188,7 +188,7 @@ def test_mismatching_p4info_is_refused_naming_the_mismatch(client, switch, what,
     bad = load_p4info()
     breaks(bad)
     for action in (Set.VERIFY, Set.VERIFY_AND_COMMIT, Set.RECONCILE_AND_COMMIT):
-        code, details = _code(lambda: client.set_pipeline(bad, action=action, cookie=2))
+        code, details = _code(lambda action=action: client.set_pipeline(bad, action=action, cookie=2))
         assert code == grpc.StatusCode.INVALID_ARGUMENT
         for word in words:
             assert word in details, details

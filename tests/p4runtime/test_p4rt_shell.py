@@ -2,31 +2,18 @@
 insert, read, modify and delete in every table, default entries, counter reads; the maps and
 the forwarding follow every step."""
 
-import json
 import subprocess
-from pathlib import Path
 
 import pytest
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-import p4rt
-from p4rt_harness import DEVICE_CONFIG, P4INFO_PATH, ROOT, load_p4info
+from support import p4rt
+from support.p4rt_harness import ROOT, load_p4info
 from mrckit.wire.constants import DropReason
-from test_p4rt_forwarding import XDP_DROP, XDP_REDIRECT, frame
+from support.p4rt_frames import XDP_DROP, XDP_REDIRECT, frame
 
-SHELL_PYTHON = ROOT / ".venv-p4rt/bin/python"
-SESSION = Path(__file__).parent / "p4rt_shell_session.py"
-
-
-def shell(address: str, step: str, tmp_path: Path) -> dict:
-    blob = tmp_path / "device_config.bin"
-    blob.write_bytes(DEVICE_CONFIG)
-    proc = subprocess.run([str(SHELL_PYTHON), str(SESSION), address, str(P4INFO_PATH), str(blob), step],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+from support.p4rt_shell import SHELL_PYTHON, shell
 
 
 @pytest.fixture
@@ -100,7 +87,7 @@ def test_mrc_shell_without_the_virtualenv_is_a_clear_error(server, tmp_path):
 def test_p4runtime_shell_programs_members_groups_and_lpm_routes(need_shell, server, switch, tmp_path):
     """ecmp_selector and ipv6_fib through p4runtime-shell (EV-hash mode): the maps, the reads
     and the forwarding follow each step."""
-    from test_p4rt_ecmp_forwarding import frame as ecmp_frame
+    from support.p4rt_frames import ecmp_frame
     from mrckit.wire.ecmp import ev_member
 
     switch.wire_ports([1, 2, 4], ingress=0)

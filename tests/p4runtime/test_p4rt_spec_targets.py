@@ -10,8 +10,8 @@ import grpc
 import pytest
 from finsy.proto import p4r, p4r_grpc
 
-import p4rt
-from p4rt_harness import DEVICE_CONFIG, DEVICE_ID, P4INFO_PATH, Client, load_p4info
+from support import p4rt
+from support.p4rt_harness import DEVICE_CONFIG, DEVICE_ID, P4INFO_PATH, Client, load_p4info
 
 from mrckit.switch.bmv2 import Bmv2Switch, find_tool
 
@@ -239,7 +239,7 @@ def test_finsy_sees_one_error_per_failed_update_of_a_batch(target):
 
 
 def test_p4runtime_shell_metadata_and_filters(target, tmp_path):
-    from test_p4rt_shell import SHELL_PYTHON, shell
+    from support.p4rt_shell import SHELL_PYTHON, shell
     if not SHELL_PYTHON.exists():
         pytest.skip("p4runtime-shell virtualenv .venv-p4rt missing: run `make p4rt-shell`")
     shell(target[1], "setup", tmp_path)
@@ -257,7 +257,7 @@ def test_p4runtime_shell_below_election_id_past_is_not_primary(target, clients, 
     primary with id 1000 came and went, the spec keeps election_id_past at 1000, so the shell
     is not primary and its write is refused. bmv2 (PI) keeps no election_id_past and lets it
     write."""
-    from test_p4rt_shell import SHELL_PYTHON, shell
+    from support.p4rt_shell import SHELL_PYTHON, shell
     if not SHELL_PYTHON.exists():
         pytest.skip("p4runtime-shell virtualenv .venv-p4rt missing: run `make p4rt-shell`")
     shell(target[1], "setup", tmp_path)

@@ -5,7 +5,7 @@ import grpc
 import pytest
 from finsy.proto import p4i, p4r
 
-from p4rt_harness import load_p4info
+from support.p4rt_harness import load_p4info
 
 from mrckit.switch.p4runtime import bytestrings, entries
 from mrckit.wire.pipeline import MRC_SWITCH, ActionSpec, Contract, KeySpec, TableSpec

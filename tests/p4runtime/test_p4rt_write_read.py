@@ -7,10 +7,9 @@ import grpc
 import pytest
 from finsy.proto import p4r
 
-import p4rt
-from p4rt_harness import load_p4info
+from support import p4rt
+from support.p4rt_harness import load_p4info
 
-from mrckit.switch.p4runtime.backend import _map_id
 from mrckit.wire.constants import DropReason
 
 OK, INVALID, NOT_FOUND, EXISTS, ABORTED, RANGE, INTERNAL = 0, 3, 5, 6, 10, 11, 13
@@ -213,8 +212,8 @@ def test_a_map_the_kernel_refuses_fails_its_update_with_internal_and_the_batch_g
     EPERM) fails that update alone with INTERNAL; the other updates of the batch take effect,
     and the server keeps serving."""
     E = p4rt.entry
-    fd = switch.tables.maps["usid_fib"].fd
-    subprocess.run(["bpftool", "map", "freeze", "id", str(_map_id(fd))], check=True, capture_output=True)
+    map_id = switch.tables.maps["usid_fib"].id
+    subprocess.run(["bpftool", "map", "freeze", "id", str(map_id)], check=True, capture_output=True)
     codes, err = _batch(client, p4rt.update("INSERT", E(p4info, "usid_fib", KEY, "set_egress", port=5)),
                         p4rt.update("INSERT", E(p4info, "my_usid", MY, "usid_un")))
     assert codes == [INTERNAL, OK]

@@ -6,7 +6,8 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from mrckit import bpf, doctor, netns
+from mrckit import bpf, netns
+from mrckit.cli import doctor_checks as doctor
 from mrckit.switch import bmv2
 from mrckit.cli import main
 

@@ -8,9 +8,12 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "controller" / "mrckit"
 
+# The base layer (docs/architecture.md, "Layering"): the shared exception base and the network
+# namespace helpers. Every layer but wire, endpoint and proto may import it; it imports nothing
+# above itself.
+BASE = {"errors", "netns"}
+
 # Layer -> the mrckit modules it may import besides its own (a prefix allows submodules).
-# ``errors`` is the shared exception base; ``netns`` the namespace helpers that switch and host
-# need to open their devices.
 ALLOWED = {
     "wire": set(),
     "topology": {"wire", "errors"},
@@ -24,7 +27,6 @@ ALLOWED = {
     "__init__": set(),
     "errors": set(),
     "netns": {"errors"},
-    "doctor": {"bpf", "errors", "netns", "switch.bmv2"},
 }
 # fabric composes everything but the CLI and the applications on it (apps); apps compose
 # everything but the CLI; the CLI may import anything.
@@ -36,7 +38,7 @@ ENTRY_POINTS = {
     "wire/gen.py": "developer tool `python -m mrckit.wire.gen`, named in the generated C/P4 headers",
     "proto/gen.py": "developer tool `python -m mrckit.proto.gen`, named in host_agent.proto",
     "fabric/flap.py": "child process that mrckit.fabric.faultctl starts to flap a link",
-    "fabric/demo_worker.py": "child process of the demo, one per endpoint namespace",
+    "apps/demo/worker.py": "child process of `mrc demo`, one per endpoint namespace",
     "apps/traffic/worker.py": "child process of `mrc traffic`, one per host namespace",
     "switch/p4runtime/__main__.py": "the eBPF P4Runtime server process",
 }
@@ -97,6 +99,13 @@ def _violations(rel: str, ours: set[str]) -> list[str]:
                   and not any(m == a or m.startswith(a + ".") for a in allowed))
 
 
+def _private(rel: str, ours: set[str]) -> list[str]:
+    """The private modules (``_name``) of other packages that the module ``rel`` imports."""
+    package = rel.rsplit("/", 1)[0].replace("/", ".") + "." if "/" in rel else ""
+    private = [m for m in ours if any(p.startswith("_") and p != "__init__" for p in m.split("."))]
+    return sorted(m for m in private if not (package and m.startswith(package)))
+
+
 @pytest.mark.parametrize("path", _modules(), ids=_rel)
 def test_imports_point_downward(path):
     rel = _rel(path)
@@ -104,6 +113,42 @@ def test_imports_point_downward(path):
         f"{rel}: a new top-level module; give it a layer in test_layering.ALLOWED")
     bad = _violations(rel, _ours(path))
     assert not bad, f"{rel} imports {bad}: against design section 2 ({_layer(rel)} may import {ALLOWED.get(_layer(rel))})"
+
+
+# The emulator's own modules: namespaces, links, switches, agents, processes, faults, state and
+# teardown. An application on the fabric (the demo, its reports and plots, traffic) goes under
+# apps/, which fabric may not import; a new module here must be emulator machinery.
+FABRIC_MODULES = {"__init__", "build", "containerlab", "fabric", "faultctl", "faults", "flap", "hostref",
+                  "linkstate", "nodes", "parallel", "procs", "restart", "state", "teardown"}
+
+
+def test_fabric_holds_only_the_emulator():
+    found = {p.stem for p in (PKG / "fabric").glob("*.py")}
+    assert found == FABRIC_MODULES, (
+        f"mrckit/fabric has {sorted(found - FABRIC_MODULES)} and lacks {sorted(FABRIC_MODULES - found)}: "
+        "applications on the fabric belong in mrckit/apps; emulator parts are listed in FABRIC_MODULES")
+
+
+def test_fabric_never_imports_apps():
+    bad = {_rel(p): sorted(m for m in _ours(p) if m.split(".")[0] == "apps")
+           for p in _modules() if _layer(_rel(p)) == "fabric"}
+    assert not {k: v for k, v in bad.items() if v}, f"fabric imports the applications on it: {bad}"
+
+
+@pytest.mark.parametrize("path", _modules(), ids=_rel)
+def test_no_module_reaches_into_another_packages_private_modules(path):
+    # A package's _modules (bpf._libbpf: raw ctypes bindings) are its own business; the others
+    # use its public API (bpf.Map.id, bpf.RingBuffer, bpf.prog_map_ids...).
+    bad = _private(_rel(path), _ours(path))
+    assert not bad, f"{_rel(path)} imports {bad}: another package's private module; use its public API"
+
+
+def test_base_layer_is_the_bottom():
+    """errors and netns import nothing of mrckit above them; doctor lives in the CLI."""
+    assert not (PKG / "doctor.py").exists(), "the prerequisite checks belong to the CLI (mrckit/cli/doctor_checks.py)"
+    for name in BASE:
+        ours = _ours(PKG / f"{name}.py")
+        assert ours <= BASE, f"{name}.py imports {sorted(ours - BASE)}: the base layer imports only itself"
 
 
 def _prints_or_parses(source: str) -> list[str]:
@@ -138,7 +183,12 @@ def test_checker_catches_violations():
     assert _violations("control/x.py", {"host.config"}) == ["host.config"]
     assert _violations("switch/x.py", {"topology.compile"}) == ["topology.compile"]
     assert _violations("fabric/x.py", {"cli.demo"}) == ["cli.demo"]
+    assert _violations("fabric/x.py", {"apps.demo.report", "fabric.state"}) == ["apps.demo.report"]
+    assert _violations("apps/demo/x.py", {"fabric.faults", "control.status"}) == []
     assert _violations("host/x.py", {"topology.model", "wire.ev"}) == []
+    assert _private("switch/p4runtime/backend.py", {"bpf._libbpf", "bpf.maps"}) == ["bpf._libbpf"]
+    assert _private("bpf/maps.py", {"bpf._libbpf"}) == []
+    assert _private("endpoint/native/state.py", {"endpoint.native._lib"}) == []
     assert _imports("from .. import netns\nfrom .maps import X\n", ("host",)) == {"netns", "host.maps"}
     assert _imports("def f():\n    from ..control import Controller\n", ("fabric",)) == {"control"}
     src = "import argparse\nimport sys\nprint('hi')\nsys.stdout.write('x')\nn = len(sys.argv)\nrich.Console()\n"

@@ -27,6 +27,8 @@ from .errors import BpfError
 
 log = logging.getLogger("mrckit.bpf")
 
+lib: ctypes.CDLL | None
+LOAD_ERROR: str | None
 try:
     lib = ctypes.CDLL("libbpf.so.1", use_errno=True)
 except OSError as exc:  # pragma: no cover - depends on the machine
@@ -101,12 +103,21 @@ class MapInfo(Structure):
 
 
 class ProgInfo(Structure):
-    """Prefix of the kernel's ``struct bpf_prog_info`` up to ``name``."""
+    """Prefix of the kernel's ``struct bpf_prog_info`` up to ``run_cnt`` (include/uapi/linux/bpf.h);
+    the kernel fills the prefix it is given."""
     _fields_ = [("type", c_uint32), ("id", c_uint32), ("tag", c_uint8 * 8),
                 ("jited_prog_len", c_uint32), ("xlated_prog_len", c_uint32),
                 ("jited_prog_insns", c_uint64), ("xlated_prog_insns", c_uint64),
                 ("load_time", c_uint64), ("created_by_uid", c_uint32), ("nr_map_ids", c_uint32),
-                ("map_ids", c_uint64), ("name", c_char * 16)]
+                ("map_ids", c_uint64), ("name", c_char * 16),
+                ("ifindex", c_uint32), ("gpl_compatible", c_uint32), ("netns_dev", c_uint64),
+                ("netns_ino", c_uint64), ("nr_jited_ksyms", c_uint32), ("nr_jited_func_lens", c_uint32),
+                ("jited_ksyms", c_uint64), ("jited_func_lens", c_uint64), ("btf_id", c_uint32),
+                ("func_info_rec_size", c_uint32), ("func_info", c_uint64), ("nr_func_info", c_uint32),
+                ("nr_line_info", c_uint32), ("line_info", c_uint64), ("jited_line_info", c_uint64),
+                ("nr_jited_line_info", c_uint32), ("line_info_rec_size", c_uint32),
+                ("jited_line_info_rec_size", c_uint32), ("nr_prog_tags", c_uint32), ("prog_tags", c_uint64),
+                ("run_time_ns", c_uint64), ("run_cnt", c_uint64)]
 
 
 class BtfType(Structure):
@@ -152,6 +163,7 @@ _PROTOS = {
     "bpf_obj_get": (c_int, [c_char_p]),
     "bpf_obj_get_info_by_fd": (c_int, [c_int, c_void_p, POINTER(c_uint32)]),
     "bpf_prog_get_fd_by_id": (c_int, [c_uint32]),
+    "bpf_enable_stats": (c_int, [c_int]),
     "bpf_map_get_fd_by_id": (c_int, [c_uint32]),
     "bpf_prog_test_run_opts": (c_int, [c_int, POINTER(TestRunOpts)]),
     "bpf_xdp_attach": (c_int, [c_int, c_int, c_uint32, POINTER(XdpAttachOpts)]),
@@ -182,7 +194,7 @@ if lib is not None:
 def require() -> ctypes.CDLL:
     """The loaded libbpf, or raise :class:`BpfError` saying how to install it."""
     if lib is None:
-        raise BpfError(LOAD_ERROR)
+        raise BpfError(LOAD_ERROR or "libbpf.so.1 not loaded")
     return lib
 
 

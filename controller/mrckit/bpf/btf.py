@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,7 +105,7 @@ def ctypes_layout(ctype: type) -> StructLayout:
     return layout
 
 
-def _ctypes_members(ctype: type, base: int, out: StructLayout) -> None:
+def _ctypes_members(ctype: Any, base: int, out: StructLayout) -> None:
     anonymous = set(getattr(ctype, "_anonymous_", ()))
     for spec in ctype._fields_:
         name, desc = spec[0], getattr(ctype, spec[0])

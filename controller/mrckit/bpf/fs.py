@@ -63,5 +63,5 @@ def unpin(path: str) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise BpfError(f"unpin {path}: {exc.strerror}", errno=exc.errno) from None
+        raise BpfError(f"unpin {path}: {exc.strerror}", errno=exc.errno or 0) from None
     return True

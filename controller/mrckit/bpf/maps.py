@@ -39,10 +39,10 @@ def _add(a: Any, b: Any) -> Any:
             setattr(out, name, _add(getattr(a, name), getattr(b, name)))
         return out
     if isinstance(a, ctypes.Array):
-        out = type(a)()
+        arr = type(a)()
         for i in range(len(a)):
-            out[i] = _add(a[i], b[i])
-        return out
+            arr[i] = _add(a[i], b[i])
+        return arr
     if isinstance(a, ctypes._SimpleCData):
         return type(a)(a.value + b.value)
     raise TypeError(f"cannot sum values of type {type(a).__name__}")
@@ -60,6 +60,15 @@ def sum_values(values: Sequence[Any]) -> Any:
     for value in values[1:]:
         total = _add(total, value)
     return total
+
+
+def _map_info(fd: int) -> L.MapInfo:
+    """The kernel's ``bpf_map_info`` prefix of the map behind ``fd``; BpfError if it is none."""
+    info = L.MapInfo()
+    size = ctypes.c_uint32(ctypes.sizeof(info))
+    L.check(L.require().bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)),
+            f"map info of fd {fd}")
+    return info
 
 
 class Map:
@@ -94,10 +103,7 @@ class Map:
         Raises:
             BpfError: ``fd`` is not a BPF map.
         """
-        info = L.MapInfo()
-        size = ctypes.c_uint32(ctypes.sizeof(info))
-        L.check(L.require().bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)),
-                f"map info of fd {fd}")
+        info = _map_info(fd)
         return cls(name=info.name.decode(), map_type=info.type, key_size=info.key_size,
                    value_size=info.value_size, max_entries=info.max_entries, fd=fd, owned=owned,
                    key_type=key_type, value_type=value_type)
@@ -111,6 +117,22 @@ class Map:
             BpfError: nothing is pinned there (errno ENOENT), or it is not a map.
         """
         fd = L.check(L.require().bpf_obj_get(path.encode()), f"open pinned map {path}")
+        try:
+            return cls.from_fd(fd, owned=True, key_type=key_type, value_type=value_type)
+        except BpfError:
+            os.close(fd)
+            raise
+
+    @classmethod
+    def from_id(cls, map_id: int, *, key_type: type | None = None,
+                value_type: type | None = None) -> "Map":
+        """Open the map with kernel id ``map_id`` (``bpf_map_get_fd_by_id``); the returned map
+        owns its fd.
+
+        Raises:
+            BpfError: no map has that id (errno ENOENT: it was freed).
+        """
+        fd = L.check(L.require().bpf_map_get_fd_by_id(map_id), f"open map id {map_id}")
         try:
             return cls.from_fd(fd, owned=True, key_type=key_type, value_type=value_type)
         except BpfError:
@@ -145,6 +167,16 @@ class Map:
         if self._fd < 0:
             raise BpfError(f"map {self.name} is closed")
         return self._fd
+
+    @property
+    def id(self) -> int:
+        """The kernel's id of the map (``bpf_map_info.id``): unique while the map lives, so a
+        re-created map has a new one.
+
+        Raises:
+            BpfError: the map is closed or not loaded yet.
+        """
+        return _map_info(self.fd).id
 
     @property
     def type_name(self) -> str:
@@ -200,7 +232,7 @@ class Map:
             ctypes.memmove(ctypes.addressof(buf) + cpu * self._stride, raw, len(raw))
         return buf
 
-    def _decode(self, raw: bytes, ctype: type | None) -> Any:
+    def _decode(self, raw: bytes, ctype: Any) -> Any:
         if ctype is None:
             return raw
         obj = ctype.from_buffer_copy(raw)

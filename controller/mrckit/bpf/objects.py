@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import ctypes
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from . import _libbpf as L
 from .errors import BpfError
 from .maps import Map
 
 OBJ_DIR = Path(__file__).resolve().parent / "obj"
-XDP_HEADROOM = 256  # XDP_PACKET_HEADROOM: how far a program may grow a packet at the front
 
 
 def object_path(name: str) -> Path:
@@ -110,6 +110,13 @@ class Program:
         """The kernel's program id (as shown by ``bpftool prog`` and :func:`xdp_query`)."""
         return _prog_info(self.fd).id
 
+    def run_stats(self) -> tuple[int, int]:
+        """(run_time_ns, run_cnt): the kernel's total run time of this program in ns and its
+        number of runs, counted only while run-time stats are on (:func:`run_stats_enabled`,
+        or ``sysctl kernel.bpf_stats_enabled=1``), test runs included."""
+        info = _prog_info(self.fd)
+        return info.run_time_ns, info.run_cnt
+
     def pin(self, path: str) -> str:
         """Pin the program at ``path`` (bpffs). Raises BpfError (e.g. EEXIST)."""
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -193,12 +200,53 @@ def _log_tail(text: str, lines: int = 10) -> str:
     return "\n".join((head if sep else text).rstrip().splitlines()[-lines:])
 
 
+BPF_STATS_RUN_TIME = 0  # enum bpf_stats_type
+
+
+@contextmanager
+def run_stats_enabled() -> Iterator[None]:
+    """Count the run time and runs of every BPF program while inside (BPF_ENABLE_STATS, the
+    syscall form of ``sysctl kernel.bpf_stats_enabled=1``; read with :meth:`Program.run_stats`).
+    Stats stay on while any holder keeps its fd, and go off when the last one closes it, even
+    if this process dies. Each run then pays for two clock reads.
+
+    Raises:
+        BpfError: not permitted (needs CAP_SYS_ADMIN) or not supported by the kernel.
+    """
+    fd = L.check(L.require().bpf_enable_stats(BPF_STATS_RUN_TIME), "enable BPF run-time stats")
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
 def _prog_info(fd: int) -> L.ProgInfo:
     info = L.ProgInfo()
     size = ctypes.c_uint32(ctypes.sizeof(info))
     L.check(L.require().bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)),
             f"program info of fd {fd}")
     return info
+
+
+def prog_map_ids(prog_id: int) -> list[int]:
+    """Kernel ids of the maps that the loaded program with kernel id ``prog_id`` uses (open
+    each with :meth:`Map.from_id`).
+
+    Raises:
+        BpfError: no program has that id.
+    """
+    lib = L.require()
+    fd = L.check(lib.bpf_prog_get_fd_by_id(prog_id), f"open program id {prog_id}")
+    try:
+        count = _prog_info(fd).nr_map_ids
+        ids = (ctypes.c_uint32 * count)()
+        info = L.ProgInfo(nr_map_ids=count, map_ids=ctypes.addressof(ids))
+        size = ctypes.c_uint32(ctypes.sizeof(info))
+        L.check(lib.bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)),
+                f"map ids of program id {prog_id}")
+    finally:
+        os.close(fd)
+    return list(ids)
 
 
 class BpfObject:
@@ -213,7 +261,8 @@ class BpfObject:
     """
 
     def __init__(self, ptr: int, path: Path):
-        self._ptr, self.path, self.loaded = ptr, path, False
+        self._ptr: int | None = ptr
+        self.path, self.loaded = path, False
 
     @classmethod
     def open(cls, path_or_name: str | os.PathLike, *, pin_root: str | None = None) -> "BpfObject":
@@ -272,14 +321,14 @@ class BpfObject:
         if not ptr:
             raise BpfError(f"{self.path.name} has no program {name!r}; it has: "
                            f"{', '.join(self.program_names())}")
-        section = L.lib.bpf_program__section_name(ptr).decode()
+        section = L.require().bpf_program__section_name(ptr).decode()
         return Program(name, handle=ptr, section=section, owner=self)
 
     def program_names(self) -> list[str]:
         """Names of all programs in the object."""
         names, ptr = [], None
         while ptr := L.require().bpf_object__next_program(self._obj(), ptr):
-            names.append(L.lib.bpf_program__name(ptr).decode())
+            names.append(L.require().bpf_program__name(ptr).decode())
         return names
 
     def map(self, name: str, *, key_type: type | None = None,
@@ -298,8 +347,8 @@ class BpfObject:
         """Names of the object's maps, without libbpf's internal .data/.bss/.rodata maps."""
         names, ptr = [], None
         while ptr := L.require().bpf_object__next_map(self._obj(), ptr):
-            if not L.lib.bpf_map__is_internal(ptr):
-                names.append(L.lib.bpf_map__name(ptr).decode())
+            if not L.require().bpf_map__is_internal(ptr):
+                names.append(L.require().bpf_map__name(ptr).decode())
         return names
 
     def close(self) -> None:
@@ -335,6 +384,7 @@ class ObjectMap(Map):
                          key_type=key_type, value_type=value_type)
 
     def typed(self, key_type: type | None = None, value_type: type | None = None) -> "ObjectMap":
+        assert self._handle is not None  # an ObjectMap always has its libbpf handle
         return ObjectMap(self._handle, self._owner, key_type=key_type, value_type=value_type)
 
     @property

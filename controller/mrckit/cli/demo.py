@@ -1,4 +1,4 @@
-"""``mrc demo``: an MRC write that survives a link failure mid-flight (issue 10, docs/demo.md)."""
+"""``mrc demo``: an MRC write that survives a link failure mid-flight (docs/demo.md)."""
 
 from __future__ import annotations
 
@@ -39,9 +39,9 @@ def demo(target, mode, endpoint, timeout_exp, duration, size, fail, loss_percent
     packets each lost. Exits 0 when every check of the report holds, 1 when one does not."""
     from rich.console import Console
 
-    from ..fabric.demo import DemoOptions, run_demo
-    from ..fabric.plots import plot_report
-    from ..fabric.render import render
+    from ..apps.demo.run import DemoOptions, run_demo
+    from ..apps.demo.plots import plot_report
+    from ..apps.demo.render import render
     from .endpoint import parse_size
 
     opts = DemoOptions(target=target, mode=mode, endpoint=endpoint, timeout_exp=timeout_exp, duration_s=duration,
@@ -67,9 +67,9 @@ def demo(target, mode, endpoint, timeout_exp, duration, size, fail, loss_percent
 
 def _compare(console, opts, json_path: str, plot_path: str) -> None:
     """``--mode ecmp``: both runs, the comparison printed, its JSON and plot written."""
-    from ..fabric.compare import run_comparison
-    from ..fabric.plots import plot_comparison
-    from ..fabric.render import render_comparison
+    from ..apps.demo.compare import run_comparison
+    from ..apps.demo.plots import plot_comparison
+    from ..apps.demo.render import render_comparison
 
     with _RichObserver(console) as observer:
         report = run_comparison(opts, observer)

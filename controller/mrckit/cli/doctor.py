@@ -16,7 +16,7 @@ def doctor(as_json: bool) -> None:
     next-csid, p4c/bmv2 and its --priority-queues, p4runtime-shell, Python packages). Exits 1
     if the default eBPF demo cannot run; p4c/bmv2, p4runtime-shell and other optional tools
     only warn."""
-    from ..doctor import demo_ready, run_checks
+    from .doctor_checks import demo_ready, run_checks
     from rich.console import Console
 
     if as_json:

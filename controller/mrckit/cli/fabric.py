@@ -173,18 +173,18 @@ def down(name, everything) -> None:
 def check(name, packets, pps) -> None:
     """Send UDP/4791 between every host pair of NAME and report it per pair and per plane;
     exit 1 unless every pair received everything over every plane."""
-    from ..fabric import traffic
+    from ..apps import pairwise
     from ..fabric.fabric import Fabric
 
     fab = Fabric.open(name)
     if pps is None and fab.state.target == "bmv2":
-        pps = traffic.BMV2_PPS
-    results = traffic.pairwise_udp(fab, packets, pps=pps)
+        pps = pairwise.BMV2_PPS
+    results = pairwise.pairwise_udp(fab, packets, pps=pps)
     for r in results:
         if not r.ok:
             click.echo(f"  {r.src} -> {r.dst}: {r.received}/{r.sent} received, {r.misdelivered} misdelivered, "
                        f"per plane {r.per_plane}")
-    click.echo(traffic.summary(results))
+    click.echo(pairwise.summary(results))
     sys.exit(0 if all(r.ok for r in results) else 1)
 
 

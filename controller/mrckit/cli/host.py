@@ -122,7 +122,7 @@ def _call(fn, *args, **kw):
 def ev(target, peer, state, fabric) -> None:
     """Show the EV table of HOST (an agent name, unix:/path or HOST:PORT): state, plane,
     path and counters of every EV of every live peer. In ecmp mode the T1 column shows "-":
-    the switches hash the EV, so its T1 bits name no spine (issue 11)."""
+    the switches hash the EV, so its T1 bits name no spine."""
     from rich.console import Console
     from rich.table import Table
 
@@ -235,7 +235,7 @@ def _where(target: str, where: str) -> str:
 
 def ev_t1_cell(mode: str, t1: int) -> str:
     """The EV table's T1 cell: the EV's T1 field in srv6 mode; ``-`` in ecmp mode, where EVs are
-    opaque (the switches hash them; issue 11) and the field names no spine."""
+    opaque (the switches hash them) and the field names no spine."""
     return "-" if mode == "ecmp" else str(t1)
 
 

@@ -10,8 +10,8 @@ import sys
 
 import click
 
-from ..doctor import P4RT_SHELL_ENV as SHELL_ENV
-from ..doctor import p4rt_shell_python
+from .doctor_checks import P4RT_SHELL_ENV as SHELL_ENV
+from .doctor_checks import p4rt_shell_python
 from ..errors import MrcError, PrerequisiteError
 
 REACH_TIMEOUT_S = 5.0

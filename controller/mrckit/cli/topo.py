@@ -1,6 +1,6 @@
 """``mrc topo`` (gen, check, compile, link), ``mrc paths`` and ``mrc trace``: the topology
 commands. Printing only; the work is in :mod:`mrckit.topology`. Each takes ``--mode srv6|ecmp``
-(EV-hash mode, issue 11: switches hash the EV, so a path is not known from the EV's fields)."""
+(EV-hash mode: switches hash the EV, so a path is not known from the EV's fields)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The controller runtime: program every switch, configure every host agent, react to failures
-(design section 7, issue 9). One asyncio loop drives all switches and hosts concurrently.
+(design section 7). One asyncio loop drives all switches and hosts concurrently.
 
 Per switch, forever: connect and arbitrate, reconcile (pipeline by cookie, then only the entry
 difference), hold the stream; when it ends (server restarted, connection lost), back off and
@@ -11,7 +11,7 @@ on every host; it sleeps while the reactor holds no evidence, until an input wak
 northbound (``northbound.py``, gRPC) takes link reports and answers ``mrc controller status``
 and timeline watchers; the state is also saved (``status.py``) for a restarted successor.
 
-In EV-hash mode (``mode="ecmp"``, issue 11) the switches also get ``ecmp_selector`` members and
+In EV-hash mode (``mode="ecmp"``) the switches also get ``ecmp_selector`` members and
 groups and ``ipv6_fib`` routes, and the reaction differs: host evidence cannot name a path, so
 nothing is denied; link reports (``ReportLink``, :meth:`Controller.link_report`) make the
 :class:`~mrckit.control.reroute.Rerouter` rewrite the groups of the affected switches. In SRv6
@@ -121,7 +121,7 @@ class Controller:
         pipeline: the P4 program to push (``pipeline.py``).
         target: ``"ebpf"`` or ``"bmv2"`` (only the compiler's port-range check differs).
         mode: ``"srv6"`` (uSID source routing; hosts are DENIED failed links) or ``"ecmp"``
-            (EV-hash mode, issue 11: groups are rewritten on link reports).
+            (EV-hash mode: groups are rewritten on link reports).
         name: the controller's name: its northbound socket is ``<run_dir>/<name>.sock`` and
             its saved status ``<run_dir>/<name>.state.json`` unless ``listen`` says otherwise.
         run_dir: where the socket and saved status go; None = save no status and, unless
@@ -274,7 +274,7 @@ class Controller:
                 server, self.address = await northbound.serve(self, self.address)
             await stop.wait()
         finally:
-            if server is not None:
+            if server is not None and self.address is not None:
                 await northbound.stop(server, self.address, self.feed)
             for t in tasks:
                 t.cancel()

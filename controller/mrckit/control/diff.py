@@ -5,7 +5,7 @@ an entry present on both sides with another action or other parameters is a MODI
 only desired an INSERT, one only present a DELETE (design section 7: after a restart or
 reconnect, write only the difference). Action profile members and groups are identified by
 their id, ``ipv6_fib`` routes by their prefix: :func:`diff_ecmp` diffs the three of EV-hash
-mode (issue 11) and orders the writes so that nothing ever refers to what does not exist.
+mode and orders the writes so that nothing ever refers to what does not exist.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def diff_entries(desired: Iterable[TableEntry], actual: Iterable[TableEntry]) ->
 
 @dataclass(frozen=True)
 class EcmpTables:
-    """What a switch holds in EV-hash mode besides its table entries (issue 11).
+    """What a switch holds in EV-hash mode besides its table entries.
 
     Attributes:
         members: ``ecmp_selector`` members. groups: its groups. routes: ``ipv6_fib`` entries.

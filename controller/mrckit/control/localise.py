@@ -1,4 +1,4 @@
-"""Failure localisation from path evidence (design section 7, issue 9). Pure: no I/O, no clock.
+"""Failure localisation from path evidence (design section 7). Pure: no I/O, no clock.
 
 Evidence comes from many hosts: a *failing* path is the link list of an (host, peer, EV) that
 went ASSUMED_BAD; a *good* path one that demonstrably carried traffic (acks grew, a probe was

@@ -9,7 +9,7 @@ that design section 7 pins down are spelled out here so that they are visible an
    with P4Info + p4_device_config + cookie only when the cookie differs (bmv2 has no
    RECONCILE_AND_COMMIT; VERIFY_AND_COMMIT clears the tables);
 3. Read every entry of the tables we own, diff (``diff.py``), and Write only the difference,
-   in batches. In EV-hash mode (issue 11) also the ``ecmp_selector`` members and groups and the
+   in batches. In EV-hash mode also the ``ecmp_selector`` members and groups and the
    ``ipv6_fib`` routes, written in dependency order (``EcmpDiff.phases``). In SRv6 mode those
    are neither read nor written: SRv6 DAs (under the uSID block) never match an ``ipv6_fib``
    route, and a server without action profile support keeps working.
@@ -115,7 +115,6 @@ class SwitchSession:
     client: fy.P4Client
     counts: WriteCounts = field(default_factory=WriteCounts)
     lost: asyncio.Event = field(default_factory=asyncio.Event)
-    last_ecmp_diff: EcmpDiff = field(default_factory=EcmpDiff)
     _reader: asyncio.Task | None = None
 
     # --- requests -------------------------------------------------------------------------
@@ -245,11 +244,10 @@ class SwitchSession:
         """Pipeline by cookie, then Read, diff and write only the difference (design 7).
         With ``ecmp`` (EV-hash mode), the members, groups and routes too: members and groups
         are written before the table entries and routes, deletes after them. Returns the
-        table-entry difference written (the EV-hash one is :attr:`last_ecmp_diff`)."""
+        table-entry difference written."""
         await self.ensure_pipeline()
         diff = diff_entries(desired, await self.read_entries())
         ecmp_diff = diff_ecmp(ecmp, await self.read_ecmp()) if ecmp is not None else EcmpDiff()
-        self.last_ecmp_diff = ecmp_diff
         if diff or ecmp_diff:
             log.info("switch %s: writing %s%s", self.target.name, diff.summary(),
                      f"; {ecmp_diff.summary()}" if ecmp is not None else "")
@@ -361,7 +359,7 @@ def _check_ecmp_schema(schema: fy.P4Schema, where: str) -> None:
         schema.tables[IPV6_FIB], schema.action_profiles[ECMP_SELECTOR]
     except (KeyError, ValueError):
         raise MrcError(f"{where}: no table {IPV6_FIB} or action profile {ECMP_SELECTOR}: EV-hash mode "
-                       f"(--mode ecmp) needs the P4 program of issue 11 on (run `make p4`)") from None
+                       f"(--mode ecmp) needs the P4 program that has them on every switch (run `make p4`)") from None
 
 
 def _entity(e) -> object:

@@ -31,6 +31,11 @@ Rules:
   of a failed link. The weak suspect waits until ``ambiguous_wait_ns`` after its episode began,
   time for its EVs' probes to succeed and for good evidence to clear it; if it is still named
   then, it is denied like an ambiguous answer's suspect, and probes lift it if it is innocent;
+- a host link that only one host pair's failing paths cross is withheld too: a failed host
+  link fails that host's paths toward every peer on its plane, while one pair's plane failing
+  alone is most often a lossy T0-T1 link beside a spurious timeout on that pair's other
+  path (the one host link both paths share is then the smallest answer), or that pair's own
+  trouble. A host link that really goes down is reported by its host (PORT_DOWN);
 - connectivity guard: a deny never leaves a host pair, connected before it, without a usable
   path (``reach.py``, over planes x T1). The links that would are *withheld*: kept allowed,
   listed in :attr:`FailureReactor.withheld` and put on the timeline. Ports a host reports
@@ -77,6 +82,9 @@ MIN_SUPPORT = 3
 at the settle time; a suspect with fewer waits (module docstring, "weak evidence")."""
 LIFT_SUCCESSES = 3
 """Consecutive successful probes across a denied link that lift the denial."""
+REPORT_REASON = "link report"
+"""How the reason of a deny or lift that a link report decided begins (host evidence decides
+the others)."""
 EVIDENCE_TTL_NS = 30_000_000_000
 """Failing evidence older than this (30 s) is forgotten."""
 
@@ -305,11 +313,16 @@ class FailureReactor:
             return actions
         support = _support(loc.suspects, evidence)
         weak = {link for link, evs in support.items() if len(evs) < self.min_support}
-        deny = self._guarded(loc, ports_down, now_ns, weak, waiting)
+        one_pair = {link for link in loc.suspects if is_host_link(link)
+                    and len({_pair(k) for k, e in evidence if link in e.links}) < 2}
+        deny = self._guarded(loc, ports_down, now_ns, weak, waiting, one_pair)
         if deny:
             if loc.ambiguous or weak.intersection(deny):
                 self._suspected.update({link: list(failing) for link in deny})
-            why = "; ".join([loc.describe(), *(_support_text(link, support[link]) for link in deny if link in support)])
+            why = "; ".join([loc.describe(), *(_support_text(link, support[link]) if not loc.ambiguous
+                                               else _support_text(link, _support(frozenset({link}), evidence)[link],
+                                                                  "cross it")
+                                               for link in deny if link in support)])
             self.timeline.add("localised", now_ns, deny, why)
             self._pending |= set(deny)
             actions.append(Action("deny", deny, loc))
@@ -320,15 +333,15 @@ class FailureReactor:
         actions = []
         up = tuple(sorted(link for link in self._reported_up if link in self.denied and link not in self._pending))
         if up:
-            actions.append(Action("lift", up, reason="link report: up (" + ", ".join(
+            actions.append(Action("lift", up, reason=f"{REPORT_REASON}: up (" + ", ".join(
                 sorted({self._reported_up[link] for link in up})) + ")"))
         explained = self._explained_suspects()
         if explained:
-            actions.append(Action("lift", explained, reason="link report: down (" + ", ".join(
+            actions.append(Action("lift", explained, reason=f"{REPORT_REASON}: down (" + ", ".join(
                 sorted({self._reported[r] for r in self._reported})) + ") explains its evidence"))
         down = tuple(sorted(link for link in self._reported if link not in self.denied and link not in self._pending))
         if down:
-            why = "link report: down (" + ", ".join(sorted({self._reported[link] for link in down})) + ")"
+            why = f"{REPORT_REASON}: down (" + ", ".join(sorted({self._reported[link] for link in down})) + ")"
             self.timeline.add("localised", now_ns, down, why)
             self._pending |= set(down)
             actions.append(Action("deny", down, reason=why))
@@ -344,19 +357,20 @@ class FailureReactor:
                             if link in self.denied and link not in self._pending and link not in reported
                             and all(s & (reported - {link}) for s in sets)))
 
-    def _guarded(self, loc: Localisation, ports_down: list[str], now_ns: int,
-                 weak: set[str] = frozenset(), waiting: bool = False) -> tuple[str, ...]:
+    def _guarded(self, loc: Localisation, ports_down: list[str], now_ns: int, weak: set[str] = frozenset(),
+                 waiting: bool = False, one_pair: set[str] = frozenset()) -> tuple[str, ...]:
         """The links to deny now: ports reported down, plus the suspects that neither the
-        host-link rule, the weak-evidence rule (``weak`` suspects wait while ``waiting``) nor
-        the connectivity guard withholds (module docstring)."""
-        held = {}
+        host-link rules (``one_pair``: host links only one host pair's traffic names), the
+        weak-evidence rule (``weak`` suspects wait while ``waiting``) nor the connectivity
+        guard withholds (module docstring)."""
         wanted = set(loc.suspects) - self.denied.keys() - self._pending
         if waiting:
             wanted -= weak
-        if loc.ambiguous:
-            held = {link: "host link on ambiguous evidence (hosts report their own ports)"
-                    for link in wanted if is_host_link(link)}
-            wanted -= held.keys()
+        held = {link: "host link on ambiguous evidence (hosts report their own ports)"
+                for link in wanted if loc.ambiguous and is_host_link(link)}
+        held |= {link: "host link named by one host pair's traffic only (hosts report their own ports)"
+                 for link in wanted & one_pair if link not in held}
+        wanted -= held.keys()
         ports = set(ports_down) - self._pending
         base = set(self.denied) | self._pending | ports
         # Links in more candidate sets first: the guard keeps the likeliest culprits.
@@ -417,11 +431,12 @@ def _support(suspects: frozenset[str], evidence: list[tuple[tuple, _Evidence]]) 
     return out
 
 
-def _support_text(link: str, evs: set[tuple]) -> str:
-    """Why the evidence names ``link``: how many failing EVs of which hosts name it alone."""
+def _support_text(link: str, evs: set[tuple], how: str = "name it alone") -> str:
+    """Why the evidence names ``link``: how many failing EVs of which hosts ``how`` (name it
+    alone, or for an ambiguous answer's suspect, cross it)."""
     hosts = sorted({h for h, _, _ in evs})
     return (f"{link}: {len(evs)} failing EV{'s' if len(evs) != 1 else ''}"
-            + (f" of {', '.join(hosts)}" if hosts else "") + " name it alone, no good path crosses it")
+            + (f" of {', '.join(hosts)}" if hosts else "") + f" {how}, no good path crosses it")
 
 
 def _pair(key: tuple) -> frozenset[str]:

@@ -1,4 +1,4 @@
-"""EV-hash mode failure reaction: link reports in, group changes out (issue 11, ECMP contract 6).
+"""EV-hash mode failure reaction: link reports in, group changes out (ECMP contract 6).
 
 In EV-hash mode a host cannot map an EV to a path (the switches hash it), so the controller
 neither localises from host evidence nor DENIES links on hosts. Instead, when a T0-T1 link is

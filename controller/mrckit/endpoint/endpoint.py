@@ -114,15 +114,6 @@ class QpSetup:
                 self._connect_locked(qp, remote_qpn)
         return qp
 
-    def connect(self, qp: QueuePair, remote_qpn: int) -> None:
-        """Give ``qp`` its peer's QP number (out of band), which enables writes.
-
-        Raises:
-            ValueError: the QP is connected already, or ``remote_qpn`` is outside 24 bits.
-        """
-        with self._guard():
-            self._connect_locked(qp, remote_qpn)
-
     def _connect_locked(self, qp: QueuePair, remote_qpn: int) -> None:
         if qp.requestor is not None:
             raise ValueError(f"QP {qp.qpn:#x} is connected already")
@@ -158,7 +149,6 @@ class Endpoint(QpSetup):
         self._next_qpn = 0x100
         self._rx = bytearray(9216)
         self._thread = threading.Thread(target=self._run, name=f"mrc-endpoint-{self.nic_addr}", daemon=True)
-        self.loop_error: BaseException | None = None
         if start:
             self._thread.start()
 
@@ -244,8 +234,9 @@ class Endpoint(QpSetup):
                             os.read(self._wake_r, 4096)
                         except BlockingIOError:
                             pass
-        except BaseException as exc:  # surfaced by close() and by the CLI
-            self.loop_error = exc
+        except BaseException as exc:
+            # Fail every write in flight now rather than let its caller wait for a timeout;
+            # the thread's exception hook reports the crash.
             for qp in self.qps.values():
                 if qp.requestor is not None:
                     qp.requestor.fail(f"endpoint loop crashed: {exc!r}")

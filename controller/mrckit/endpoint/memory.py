@@ -50,8 +50,8 @@ class MemoryTable:
         self._listeners: list = []
 
     def add_listener(self, fn) -> None:
-        """Call ``fn(region, added)`` after each register (True) and deregister (False); the
-        native responder follows the table this way."""
+        """Call ``fn(region)`` after each register; the native responder follows the table
+        this way."""
         self._listeners.append(fn)
 
     def remove_listener(self, fn) -> None:
@@ -87,20 +87,8 @@ class MemoryTable:
         mr = MemoryRegion(rkey, base_va, bytearray(length))
         self._by_rkey[rkey] = mr
         for fn in self._listeners:
-            fn(mr, True)
+            fn(mr)
         return mr
-
-    def deregister(self, rkey: int) -> None:
-        """Forget the region with ``rkey``; later writes to it are refused.
-
-        Raises:
-            ValueError: no region has that rkey.
-        """
-        mr = self._by_rkey.pop(rkey, None)
-        if mr is None:
-            raise ValueError(f"no memory region has rkey {rkey:#x}")
-        for fn in self._listeners:
-            fn(mr, False)
 
     def lookup(self, rkey: int) -> MemoryRegion | None:
         """The region registered with ``rkey``, or None."""

@@ -1,5 +1,7 @@
-"""Fabric emulation on one machine: namespaces, veth links, switch targets, host agents,
-the controller, and faults (issue 9, design sections 8 and 9). See ``docs/fabric.md``.
+"""The fabric emulator on one machine: namespaces, veth links, switch targets, host agents, the
+controller, faults, their processes, state and teardown (design sections 8 and 9). See
+``docs/fabric.md``. The applications that run on it (the demo, traffic) are ``mrckit.apps``,
+which this package never imports.
 
 - :class:`Fabric` (``fabric.py``): ``Fabric.up(topology, name=..., target=...)`` builds and
   programs a fabric; ``Fabric.open(name)`` opens a running one; ``fail_link``,
@@ -7,7 +9,6 @@ the controller, and faults (issue 9, design sections 8 and 9). See ``docs/fabric
   open sockets inside a host's namespace.
 - ``state.py``: the state file under ``/run/mrckit/<name>/``; ``teardown.py``: ``down``,
   ``down_all``; ``faultctl.py``: link and switch faults; ``faults.py``: the fault BPF program.
-- ``traffic.py``: UDP between every host pair, counted per pair and per plane.
 - ``hostref.py``: ``find_host`` looks a host name up among the running fabrics (its NIC
   address and namespace), for ``mrc write``/``mrc listen h1-0``.
 """

@@ -6,7 +6,7 @@
 ...     tx.sendto(payload, (b.nic_address, 4791))
 ...     fab.fail_link("p0-t0-0", "p0-t1-0", kind="down"); fab.restore("p0-t0-0", "p0-t1-0")
 
-Bring-up (issue 9, design sections 8 and 9): namespaces with their sysctls, links, the switch
+Bring-up (design sections 8 and 9): namespaces with their sysctls, links, the switch
 targets (eBPF program + P4Runtime server, or bmv2), the host agents, then the controller
 (``mrckit.control``), which programs the switches over P4Runtime and configures the agents.
 Everything is recorded in ``/run/mrckit/<name>/fabric.json`` as it is made, so a failure at
@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import bpf, netns
@@ -31,6 +32,8 @@ from ..host.config import Settings, mac_text
 from ..topology import CompiledFabric, GrpcEndpoint, Topology, compile_fabric, dumps_topology, loads_topology
 from . import build, faultctl, nodes, procs, teardown
 from .parallel import Progress, each
+from . import restart as restarts
+from .restart import CONTROLLER_READY, Restart
 from .state import DEFAULT_PREFIX, FabricState, check_name, locked, state_dir
 
 DEFAULT_RTO_NS = 50_000_000
@@ -145,7 +148,7 @@ class Fabric:
             name: fabric name (1..16 of a-z0-9_); namespaces are ``<prefix><name>-<node>``.
             target: ``ebpf`` (default) or ``bmv2``.
             mode: forwarding mode, ``srv6`` (default: uSID source routing, design 3-7) or
-                ``ecmp`` (EV-hash mode, issue 11: the switches hash the EV over ECMP groups;
+                ``ecmp`` (EV-hash mode: the switches hash the EV over ECMP groups;
                 no outer header). Recorded in the state; given to the compiler, the
                 controller (``--mode``) and every host config.
             prefix: namespace prefix, starting with ``mrc``.
@@ -402,6 +405,26 @@ class Fabric:
         with self._fresh_state() as st:
             return faultctl.restore_all(st, self.compiled)
 
+    def restart(self, which: str, *, kill: bool = False, down_s: float = 0.0,
+                while_down: Callable[[], object] | None = None) -> Restart:
+        """Stop the fabric's process ``which`` (``controller``, ``switches`` or a host name;
+        :func:`mrckit.fabric.restart.processes`), SIGKILL with ``kill`` else SIGTERM, run
+        ``while_down()``, and start it again after ``down_s`` s; returns when it serves. Other
+        faults may be applied meanwhile: the state is locked only to read and record it.
+
+        Raises:
+            MrcError: no such process, or it did not serve again (with its log).
+        """
+        with self._fresh_state() as st:
+            info, marker = restarts.locate(st, which)
+
+        def started(new) -> None:
+            with self._fresh_state() as st:
+                restarts.record(st, which, new)
+
+        return restarts.restart_process(info, which, marker, kill=kill, down_s=down_s, while_down=while_down,
+                                        started=started)
+
     def fault_log(self) -> list[str]:
         """Timestamped fault and restore lines, oldest first."""
         return self.state.fault_log()
@@ -410,10 +433,6 @@ class Fabric:
         """Namespaces, processes (alive or not), links (up or down per end) and faults."""
         with self._fresh_state() as st:
             return faultctl.status(st)
-
-
-CONTROLLER_READY = "ready:"
-"""What ``mrc controller run`` prints once every switch is reconciled and every host configured."""
 
 
 def _check_pipeline(controller_args: tuple[str, ...]) -> None:

@@ -1,4 +1,4 @@
-"""Faults on a running fabric: ``mrc fail link|switch`` and ``mrc restore`` (issue 9 item 2).
+"""Faults on a running fabric: ``mrc fail link|switch`` and ``mrc restore`` .
 
 This kernel has no netem (design section 9), so:
 
@@ -303,7 +303,7 @@ def restore_switch(state: FabricState, compiled, name: str) -> str:
 def restore_all(state: FabricState, compiled) -> list[str]:
     """Undo every fault; returns the fault-log lines."""
     lines = []
-    for key, fault in list(state.faults.items()):
+    for fault in list(state.faults.values()):
         if fault["kind"] == "switch":
             lines.append(restore_switch(state, compiled, fault["switch"]))
         else:

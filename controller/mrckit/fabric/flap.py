@@ -41,8 +41,8 @@ def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event, report=N
     report = report or (lambda up: None)
     while not stop.is_set():
         _set(ends, up=False)
-        report(False)
         count += 1
+        report(False)
         next_t += half
         stop.wait(max(next_t - time.monotonic(), 0))
         _set(ends, up=True)
@@ -78,8 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    # The reporter imports the controller's package (seconds on a busy machine): before the
+    # greeting, so that the link starts flapping when the greeting says it does.
+    report = _reporter(*args[5:]) if len(args) == 7 else None
     print(f"{GREETING} {args[1]}@{args[0]} <-> {args[3]}@{args[2]} at {args[4]} Hz", flush=True)
-    count = flap(ends, float(args[4]), stop, _reporter(*args[5:]) if len(args) == 7 else None)
+    count = flap(ends, float(args[4]), stop, report)
     print(f"stopped after {count} flaps; link up", flush=True)
     return 0
 

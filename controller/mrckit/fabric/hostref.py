@@ -1,5 +1,5 @@
-"""Hosts of a running fabric by name, for tools that run on a host (``mrc write``/``mrc listen``,
-issue 7): which fabric has host ``h1-0``, its NIC address and its network namespace.
+"""Hosts of a running fabric by name, for tools that run on a host (``mrc write``/``mrc listen``):
+which fabric has host ``h1-0``, its NIC address and its network namespace.
 
 Only the fabrics' state files are read (``state.py``): no process of the fabric is contacted.
 """

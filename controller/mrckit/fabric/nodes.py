@@ -156,7 +156,7 @@ def check_target(target: str) -> None:
 
 
 MODES = ("srv6", "ecmp")
-"""Forwarding modes of a fabric: uSID source routing (design 3-7) or EV-hash mode (issue 11)."""
+"""Forwarding modes of a fabric: uSID source routing (design 3-7) or EV-hash mode."""
 
 
 def check_mode(mode: str) -> None:

@@ -78,7 +78,7 @@ class FabricState:
         name: the fabric name; prefix: the namespace prefix (``mrcf-`` from the CLI).
         target: ``ebpf`` or ``bmv2``. topology: the topology as YAML text (``dump_topology``).
         mode: the forwarding mode, ``srv6`` (uSID source routing) or ``ecmp`` (EV-hash mode,
-            issue 11); compile, the controller and the host configs follow it.
+            docs/ecmp-mode.md); compile, the controller and the host configs follow it.
         nodes: node name -> namespace. links: ``[node_a, if_a, node_b, if_b]`` per link.
         link_names: ``link:A:B`` (names sorted) -> the link name of design 3.3
             (``p0/t0-1/t1-0``), which the controller and the agents use.

@@ -18,7 +18,7 @@ Imports ``bpf``, ``wire`` and ``proto`` only (design section 2). Bottom up:
   reports): the localisation evidence of EV-hash mode.
 
 Two forwarding modes (``AgentConfig.mode``): ``srv6`` pushes the outer uSID header (design
-3.1); ``ecmp`` (EV-hash mode, issue 11) sends the packet as is with the EV in its flow label and
+3.1); ``ecmp`` (EV-hash mode) sends the packet as is with the EV in its flow label and
 UDP source port, the switches hash it, and EVs are opaque to the agent (docs/host.md).
 
 Errors: :class:`mrckit.errors.MrcError` for bad configs, :class:`mrckit.bpf.BpfError` when

@@ -16,7 +16,7 @@ Everything the API changes goes through :meth:`HostAgent.set_ev_denied`,
 :meth:`HostAgent.set_link_denied`; reads through :meth:`HostAgent.stats`,
 :meth:`HostAgent.plane_stats` and :meth:`HostAgent.ev_table`.
 
-In EV-hash (ecmp) mode (issue 11) the switches hash the EV, so EVs are opaque: the state
+In EV-hash (ecmp) mode the switches hash the EV, so EVs are opaque: the state
 machine, probing and replacement are unchanged, but no link follows from an EV. Link denials
 are accepted and recorded, not applied (:data:`DENIALS_NOT_APPLIED`), and failure reports
 (ASSUMED_BAD events) carry the EV's counters and its plane's state instead of links.
@@ -57,6 +57,12 @@ DENIALS_NOT_APPLIED = ("ecmp mode: EVs are opaque (the switches hash them), so n
 """Why a link denial does not change any EV in ecmp mode (SetEvStateResponse.not_applied)."""
 
 RTMGRP_LINK = 1          # linux/rtnetlink.h: link state change notifications
+SO_RCVBUFFORCE = 33      # asm-generic/socket.h; Python's socket module lacks it
+AGENT_SOCKET_BUFFER_BYTES = 4 << 20
+"""Receive buffer of the agent's UDP socket. Every peer's probes and their answers arrive here
+(QP 0x2, rewritten to the agent's port); the kernel's default (about 208 KiB) overflowed when
+a busy machine descheduled the agent while many EVs were being probed, and a dropped answer is
+a failed probe."""
 UDP_NO_CHECK6_RX = 102   # linux/udp.h: accept the zero UDP checksum of RoCEv2
 PROBE_DRAIN = 1024
 """EP messages a sweep reads from the agent's socket, at most, before it expires probes."""
@@ -156,6 +162,10 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         udp = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
         udp.setsockopt(socket.SOL_UDP, UDP_NO_CHECK6_RX, 1)
         udp.setsockopt(socket.IPPROTO_IPV6, IPV6_FLOWINFO, 1)
+        try:
+            udp.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, AGENT_SOCKET_BUFFER_BYTES)
+        except PermissionError:  # not root: as much as net.core.rmem_max allows
+            udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, AGENT_SOCKET_BUFFER_BYTES)
         udp.bind((str(cfg.nic_address), cfg.settings.agent_port))
         udp.setblocking(False)
         self._udp = udp
@@ -415,7 +425,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             return sorted(self._denied_links)
 
     def plane_stats(self) -> list[dict]:
-        """Per-plane statistics, the localisation evidence of ecmp mode (design 5, issue 11):
+        """Per-plane statistics, the localisation evidence of ecmp mode (design 5):
         one row per plane summed over the live peers (peer ''), then one per (peer, plane).
         Each row: plane, peer, port_up, evs and the count per state (good, skip, assumed_bad,
         denied), retired (ASSUMED_BAD EVs out of the set), and tx_packets, tx_bytes, acked,

@@ -22,7 +22,7 @@ RETIREMENTS = ("path", "ev")
 mode; ecmp mode has no known paths and retires per EV), ``ev`` the lost packet's EV only."""
 MODES = ("srv6", "ecmp")
 """Forwarding modes: ``srv6`` (uSID source routing, design 3.1) and ``ecmp`` (EV-hash mode,
-issue 11: no outer header, the switches hash the EV)."""
+docs/ecmp-mode.md: no outer header, the switches hash the EV)."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class AgentConfig:
 
     @property
     def opaque_evs(self) -> bool:
-        """EV-hash mode: an EV's T1 field names no path (issue 11)."""
+        """EV-hash mode: an EV's T1 field names no path."""
         return self.mode == "ecmp"
 
     def validate(self) -> None:

@@ -12,10 +12,9 @@ import ipaddress
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..bpf import _libbpf as L
 from ..bpf.attach import tc_attach, tc_detach, xdp_attach, xdp_detach
-from ..bpf.maps import Map
 from ..bpf.objects import BpfObject, Program
+from ..bpf.ringbuf import RingBuffer
 from ..errors import MrcError
 from ..wire.constants import MAX_PLANES
 from ..wire.constants import HostFlag
@@ -121,7 +120,7 @@ class HostDataplane:
         self.egress: Program = self.obj.program(TC_PROG)
         self.ingress: Program = self.obj.program(XDP_PROG)
         self.slot_writer: Program = self.obj.program(SLOT_WRITE_PROG)
-        self._events = _RingBuffer(self.obj.map("ev_events"))
+        self._events = RingBuffer(self.obj.map("ev_events"), EvEvent)
         self.attached: list[tuple[str, str]] = []
 
     # ---- configuration -----------------------------------------------------------------
@@ -313,10 +312,6 @@ class HostDataplane:
             return None
         return rec
 
-    def forget_peers(self) -> None:
-        """Drop every peer set (a new template takes effect on the next packet)."""
-        self.peers.clear()
-
     def stat_values(self) -> dict[str, int]:
         """Every ``host_stats`` counter summed over CPUs, by ``Stat`` name."""
         return {s.name: int(self.stats.lookup_sum(int(s))) for s in Stat}
@@ -369,46 +364,3 @@ class HostDataplane:
 
 
 U32 = ctypes.c_uint32
-_SAMPLE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
-
-
-class _RingBuffer:
-    """Consumer of a BPF_MAP_TYPE_RINGBUF map through libbpf's ``ring_buffer__*`` API."""
-
-    def __init__(self, ring: Map):
-        lib = L.require()
-        lib.ring_buffer__new.restype = ctypes.c_void_p
-        lib.ring_buffer__new.argtypes = [ctypes.c_int, _SAMPLE_FN, ctypes.c_void_p, ctypes.c_void_p]
-        lib.ring_buffer__poll.argtypes = [ctypes.c_void_p, ctypes.c_int]
-        lib.ring_buffer__consume.argtypes = [ctypes.c_void_p]
-        lib.ring_buffer__free.argtypes = [ctypes.c_void_p]
-        lib.ring_buffer__epoll_fd.argtypes = [ctypes.c_void_p]
-        self._lib, self._pending = lib, []
-        self._cb = _SAMPLE_FN(self._sample)  # keep a reference: libbpf calls it later
-        self._rb = L.check_ptr(lib.ring_buffer__new(ring.fd, self._cb, None, None),
-                               "ring_buffer__new(ev_events)")
-
-    def _sample(self, _ctx, data, size) -> int:
-        if size >= ctypes.sizeof(EvEvent):
-            self._pending.append(EvEvent.from_buffer_copy(ctypes.string_at(data, ctypes.sizeof(EvEvent))))
-        return 0
-
-    def poll(self, timeout_ms: int) -> list[EvEvent]:
-        if not self._rb:
-            return []
-        if timeout_ms:
-            self._lib.ring_buffer__poll(self._rb, timeout_ms)
-        else:
-            self._lib.ring_buffer__consume(self._rb)
-        out, self._pending = self._pending, []
-        return out
-
-    def fd(self) -> int:
-        if not self._rb:
-            raise MrcError("the EV event ring buffer is closed")
-        return self._lib.ring_buffer__epoll_fd(self._rb)
-
-    def close(self) -> None:
-        if self._rb:
-            self._lib.ring_buffer__free(self._rb)
-            self._rb = None

@@ -35,7 +35,7 @@ class EvEvent:
     probe_ok: bool = False
     plane: int = 0
     link: str = ""
-    opaque: bool = False              # ecmp mode: the EV names no path (issue 11)
+    opaque: bool = False              # ecmp mode: the EV names no path
     ev_counters: dict | None = None   # failure reports: the EV's counters (EvCounters)
     plane_stats: dict | None = None   # failure reports: its plane toward the peer (PlaneStats)
 

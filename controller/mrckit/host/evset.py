@@ -39,7 +39,7 @@ def build_template(t1_counts: dict[int, int], count: int = 128, backups_per_plan
     Within a plane, EV k uses T1 ``k % t1_count`` so every spine carries an equal share; the
     backups continue the same round-robin, so a replacement keeps the spread even.
 
-    With ``opaque`` (EV-hash mode, issue 11) the switches hash the whole EV, so below the plane
+    With ``opaque`` (EV-hash mode) the switches hash the whole EV, so below the plane
     bits (31..28) every EV is 28 random bits, unique within the host: no T1 field, and the
     most entropy for the hash. The T1 counts are then not used.
 

@@ -12,8 +12,6 @@ from ..wire.constants import MAX_PLANES, EvState
 
 MAX_EVS = 256
 """Slots in one EV set (the C HOST_MAX_EVS)."""
-MAX_PEERS = 256
-"""Peers whose EV sets the LRU map keeps (the C HOST_MAX_PEERS)."""
 
 U8, U16, U32, U64 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64
 
@@ -117,7 +115,7 @@ class HostLoad(ctypes.Structure):
 
 HOST_MODES = {"srv6": 0, "ecmp": 1}
 """``host_config.mode`` values (the C HOST_MODE_*): ``srv6`` pushes the outer uSID header,
-``ecmp`` (EV-hash mode, issue 11) sends the packet as is with the EV in its flow label and UDP
+``ecmp`` (EV-hash mode) sends the packet as is with the EV in its flow label and UDP
 source port."""
 
 

@@ -1,5 +1,5 @@
 """Per-plane statistics of the EV sets: the failure evidence of EV-hash (ecmp) mode, where an
-EV names no path (issue 11), and a summary in SRv6 mode too. Pure functions over EV slots.
+EV names no path, and a summary in SRv6 mode too. Pure functions over EV slots.
 
 A row is a dict: plane, peer ('' = summed over the live peers), port_up, evs, good, skip,
 assumed_bad, denied, retired, tx_packets, tx_bytes, acked, nacks, skips (the ``PlaneStats``

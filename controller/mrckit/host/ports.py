@@ -12,7 +12,6 @@ from pyroute2 import IPRoute
 from ..wire.constants import EpOp
 from ..wire.ev import ev_plane
 from ..wire.headers import ep_request, timestamp_units
-from . import probe as P
 from .events import make_event
 from .maps import EvSet, Reason
 from .state import BAD, GOOD, SKIP

@@ -546,16 +546,6 @@ class SwitchTables:
         if self.maps["ifindex_slots"].lookup(slot).ifindex in (0, ifindex):
             self.maps["ifindex_slots"].update(slot, T.IfindexSlot(ifindex, port))
 
-    def unbind_port(self, port: int) -> None:
-        """Remove ``port``'s DEVMAP and ingress entries (absent entries are fine)."""
-        for ifindex, p in list(self.maps["ifindex_port"].items()):
-            if p == port:
-                self.maps["ifindex_port"].delete(ifindex)
-                slot = ifindex % P.IFINDEX_SLOTS
-                if self.maps["ifindex_slots"].lookup(slot).ifindex == ifindex:
-                    self.maps["ifindex_slots"].update(slot, T.IfindexSlot())
-        self.maps["tx_ports"].delete(_check_port(port))
-
     def init_defaults(self) -> None:
         """Default actions of design section 4 and default queue rates, on a fresh switch."""
         self.set_default_action("my_usid", "NoAction")
@@ -573,7 +563,7 @@ class EbpfSwitch:
         ports: switch port number (0..511) -> interface name.
         xdp_mode: "native" (default; design section 9 explains the veth traps), "generic", "auto".
         entries: table entries (``TableEntry``) written at set-up, before any port is attached.
-        p4runtime: serve P4Runtime for this switch (issue 6): an address (``unix:/path`` or
+        p4runtime: serve P4Runtime for this switch: an address (``unix:/path`` or
             ``host:port``) or a ``mrckit.switch.p4runtime.process.ServerOptions`` (device id,
             TLS, state folder, log file). None: no server.
 

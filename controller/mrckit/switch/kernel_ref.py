@@ -5,7 +5,7 @@ Design section 8 names the kernel as the reference for uN: the conformance suite
 differential test and ``bench/switch_forwarding.py`` drive the same inputs through this router
 and through the eBPF switch. The kernel also sends ICMP errors and falls back to SRH processing
 when the next uSID is 0; those behaviours are outside any comparison. ``mrc doctor`` checks
-that this kernel and iproute2 accept the route (``mrckit.doctor.check_seg6local``).
+that this kernel and iproute2 accept the route (``mrckit.cli.doctor_checks.check_seg6local``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ table compilation (design sections 3.3, 4 and 7). Imports only ``mrckit.wire`` (
 
 Start with :func:`generate_clos` or :func:`load_topology`, then :func:`compile_fabric` for the
 per-switch :class:`SwitchConfig` and per-host :class:`HostConfig`; ``compile_fabric(topo,
-mode="ecmp")`` compiles EV-hash mode (``ecmp.py``, issue 11). See ``docs/topology.md``.
+mode="ecmp")`` compiles EV-hash mode (``ecmp.py``). See ``docs/topology.md``.
 """
 
 from .compile import CompiledFabric, compile_fabric

@@ -14,7 +14,7 @@ So :func:`compile_fabric` builds one sorted array table of switch ports (vectori
 the 131,072-host fabric has three million) and :class:`CompiledFabric` turns one switch's or
 one host's slice into plain data on demand. Nothing is ever computed per host pair.
 
-In EV-hash mode (``mode="ecmp"``, issue 11) a switch has no ``my_usid``/``usid_fib`` entries:
+In EV-hash mode (``mode="ecmp"``) a switch has no ``my_usid``/``usid_fib`` entries:
 the same ``port_config`` entries, plus ``ecmp_selector`` members and groups and ``ipv6_fib``
 routes from ``ecmp.py``, for a given set of T0-T1 links that are down.
 """
@@ -127,7 +127,7 @@ def compile_fabric(topo: Topology, target: Target = "ebpf", mode: Mode = "srv6")
 
     Args:
         mode: ``"srv6"`` (uSID source routing, design 3-4: ``my_usid``, ``usid_fib``,
-            ``port_config``) or ``"ecmp"`` (EV-hash mode, issue 11: ``port_config``, and
+            ``port_config``) or ``"ecmp"`` (EV-hash mode: ``port_config``, and
             ``ecmp_selector`` members and groups and ``ipv6_fib`` routes, ``ecmp.py``).
 
     Raises:

@@ -1,4 +1,4 @@
-"""Compilation for EV-hash (ECMP) mode (issue 11, ECMP contract section 6): ``ipv6_fib`` routes
+"""Compilation for EV-hash (ECMP) mode (ECMP contract section 6): ``ipv6_fib`` routes
 and ``ecmp_selector`` members and groups, per switch, for a set of T0-T1 links that are down.
 
 In EV-hash mode the hosts send their packets without an outer header; the switches route on

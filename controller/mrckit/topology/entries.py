@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..wire.pipeline import DA_PREFIX_FIELD, ECMP_SELECTOR, FIB_DST_FIELD, IPV6_FIB
 
 MODES = ("srv6", "ecmp")
-"""Forwarding modes of a fabric: SRv6 uSID source routing (design 3) or EV-hash (issue 11)."""
+"""Forwarding modes of a fabric: SRv6 uSID source routing (design 3) or EV-hash."""
 
 
 @dataclass(frozen=True)
@@ -250,7 +250,7 @@ class HostConfig:
         t1_per_plane: T1 count of each plane; an EV of plane p names T1 0..count-1.
         ports: one :class:`HostPort` per plane, indexed by plane.
         mode: ``"srv6"`` (uSID source routing, design 3.1) or ``"ecmp"`` (EV-hash mode: no outer
-            header, the switches hash the EV; issue 11, ECMP contract section 5).
+            header, the switches hash the EV; ECMP contract section 5).
     """
 
     name: str

@@ -29,7 +29,7 @@ import enum
 
 import numpy as np
 
-from ..wire._check import check_range
+from ..wire import check_range
 
 MAX_PORT = 511
 """Highest switch port number: ports are 9 bits in v1model (design section 4)."""

@@ -14,7 +14,7 @@ This is a pure model of design section 4 steps 1-4 and 7 over the entries of
 5. the link behind the egress port (from the switch's port list) leads to the next node; a
    link given as down drops the packet there (``link_down``), whatever the tables say.
 
-In EV-hash mode (issue 11, ECMP contract sections 1-3) the source host writes no outer header:
+In EV-hash mode (ECMP contract sections 1-3) the source host writes no outer header:
 the DA is the destination NIC address and the EV rides in the flow label and UDP source port.
 Step 3 becomes ``ipv6_fib``: the longest prefix of the DA gives a member, or a group whose
 member the EV hash picks (``mrckit.wire.ecmp.ev_member``); a miss falls back to the uN path.

@@ -7,6 +7,7 @@ hot-path struct codecs are :mod:`mrckit.wire.headers` (BTH through EETH) and
 See ``docs/wire-format.md``.
 """
 
+from ._check import check_range  # noqa: F401  (the codecs' range check, for the layers above)
 from .constants import *  # noqa: F401,F403
 from .ev import EvFields, ev_from_flowinfo, ev_from_wire, ev_pack, ev_plane, ev_t1, ev_to_wire, ev_unpack  # noqa: F401
 from .usid import (  # noqa: F401

@@ -5,7 +5,7 @@ import ctypes
 import pytest
 from scapy.layers.l2 import Ether
 
-from bpfcore_helpers import PktStats, mac_of, send_frames
+from support.bpfcore_helpers import PktStats, mac_of, send_frames
 from mrckit import bpf, netns
 
 KIND_PROBE = 0xB5  # both programs count by the EtherType's low octet (probes: 0x88B5)

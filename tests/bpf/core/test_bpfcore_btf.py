@@ -4,7 +4,7 @@ import ctypes
 
 import pytest
 
-from bpfcore_helpers import CfgVal, PktStats
+from support.bpfcore_helpers import CfgVal, PktStats
 from mrckit import bpf
 
 

@@ -13,7 +13,7 @@ import time
 import pytest
 from scapy.layers.l2 import Ether
 
-from bpfcore_helpers import PktStats, mac_of, send_frames
+from support.bpfcore_helpers import PktStats, mac_of, send_frames
 from mrckit import bpf, netns
 from mrckit.errors import MrcError
 from mrckit.fabric import faults as F

@@ -53,7 +53,7 @@ def test_handles_refuse_after_close(need_bpf):
         obj.load()
         prog = obj.program("xdp_pass")
     with pytest.raises(bpf.BpfError, match="closed"):
-        prog.fd
+        _ = prog.fd
     with pytest.raises(bpf.BpfError, match="closed"):
         obj.program("xdp_pass")
 
@@ -63,4 +63,4 @@ def test_map_fd_before_load_is_an_error(need_bpf):
         stats = obj.map("stats")
         assert (stats.type_name, stats.key_size, stats.max_entries) == ("percpu_array", 4, 256)
         with pytest.raises(bpf.BpfError, match="load its object first"):
-            stats.fd
+            _ = stats.fd

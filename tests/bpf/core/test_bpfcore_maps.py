@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from bpfcore_helpers import CfgVal, PktStats
+from support.bpfcore_helpers import CfgVal, PktStats
 from mrckit import bpf
 
 U32 = ctypes.c_uint32

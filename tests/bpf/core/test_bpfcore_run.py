@@ -7,7 +7,7 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from bpfcore_helpers import CfgVal, PktStats
+from support.bpfcore_helpers import CfgVal, PktStats
 from mrckit import bpf, netns
 
 FRAME = bytes(Ether(dst="02:00:00:00:00:02", src="02:00:00:00:00:01") /
@@ -24,6 +24,23 @@ def test_xdp_pass_returns_the_packet_unchanged(need_bpf):
         res = obj.load().program("xdp_pass").test_run(FRAME)
     assert res.retval == bpf.XDP_PASS
     assert res.data == FRAME
+
+
+def test_run_stats_count_runs_only_while_enabled(need_bpf):
+    with bpf.BpfObject.open("test_xdp_pass") as obj:
+        prog = obj.load().program("xdp_pass")
+        with bpf.run_stats_enabled():
+            before = prog.run_stats()
+            prog.test_run(FRAME, repeat=100)
+            during = prog.run_stats()
+        # Another holder (sysctl kernel.bpf_stats_enabled=1) may keep stats on after ours.
+        stats_off = open("/proc/sys/kernel/bpf_stats_enabled").read().strip() == "0"
+        prog.test_run(FRAME, repeat=100)
+        after = prog.run_stats()
+    assert during[1] - before[1] == 100
+    assert during[0] > before[0]
+    if stats_off:
+        assert after == during
 
 
 def test_data_out_and_counters_after_repeat(need_bpf):

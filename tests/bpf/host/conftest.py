@@ -1,8 +1,4 @@
 """A loaded host dataplane configured as host A (leaf 0, downlink 0) with 2 planes."""
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 import os
 
@@ -10,7 +6,7 @@ import pytest
 
 from mrckit.host.dataplane import HostDataplane
 
-import host_pkt as pkt
+from support import host_pkt as pkt
 
 
 @pytest.fixture
@@ -25,7 +21,7 @@ def dp():
 
 @pytest.fixture
 def ecmp_dp():
-    """Host A's dataplane in EV-hash (ecmp) mode (issue 11)."""
+    """Host A's dataplane in EV-hash (ecmp) mode."""
     if os.geteuid() != 0:
         pytest.skip("needs root: loading BPF programs")
     d = HostDataplane(mode="ecmp")

@@ -5,9 +5,9 @@ replaced, and an idle SKIP ends after an RTO."""
 
 import time
 
-import host_pkt as pkt
+from support import host_pkt as pkt
 import pytest
-from host_pkt import Opcode
+from support.host_pkt import Opcode
 
 from mrckit.host.agent import HostAgent
 from mrckit.host.config import AgentConfig, Port, Settings

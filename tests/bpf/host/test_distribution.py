@@ -2,7 +2,7 @@
 its half uniformly, no other EV is used (design section 5: pseudo-random spraying with a scan
 order re-randomised every rotation; docs/host.md: equal planes)."""
 
-import host_pkt as pkt
+from support import host_pkt as pkt
 from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
 

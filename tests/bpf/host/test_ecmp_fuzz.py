@@ -5,9 +5,9 @@ bytes), and every drop counted."""
 import random
 from collections import Counter
 
-import host_pkt as pkt
-from host_pkt import Dscp, Ecn, Opcode
-from test_fuzz import mutate, stale_trim
+from support import host_pkt as pkt
+from support.host_pkt import Dscp, Ecn, Opcode
+from support.host_fuzz import mutate, stale_trim
 
 from mrckit.host.maps import RX_DROPS, Stat
 from mrckit.wire.addressing import nic_address

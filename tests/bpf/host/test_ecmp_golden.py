@@ -1,10 +1,10 @@
-"""BPF_PROG_TEST_RUN golden tests of EV-hash (ecmp) mode (issue 11, ECMP contract sections 1
+"""BPF_PROG_TEST_RUN golden tests of EV-hash (ecmp) mode (ECMP contract sections 1
 and 5): tc egress writes the EV into the packet as is, with no outer header; XDP ingress
 applies feedback and the QP 0x2 rewrite to plain packets and decapsulates nothing."""
 
-import host_pkt as pkt
+from support import host_pkt as pkt
 import pytest
-from host_pkt import Dscp, Ecn, Opcode
+from support.host_pkt import Dscp, Ecn, Opcode
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether

@@ -1,7 +1,7 @@
 """BPF_PROG_TEST_RUN golden tests of tc egress (design sections 3.1, 3.3 and 5)."""
 
-import host_pkt as pkt
-from host_pkt import Dscp, Ecn, Opcode
+from support import host_pkt as pkt
+from support.host_pkt import Dscp, Ecn, Opcode
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether

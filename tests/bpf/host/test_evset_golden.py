@@ -1,7 +1,7 @@
 """BPF_PROG_TEST_RUN golden tests of the EV set policy (docs/host.md, "EV set policy"):
 path-aware retirement, the ev_min_active floor, equal planes and pinned-EV mode."""
 
-import host_pkt as pkt
+from support import host_pkt as pkt
 import pytest
 from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
@@ -177,7 +177,7 @@ def test_pinned_qp_on_a_down_port_is_dropped_not_moved(dp):
 def sack(dp, ev: int, ack_psn: int) -> None:
     """A SACK triggered by ``ack_psn`` on ``ev``: cack_psn 3 below it, ack_psn_offset +3."""
     import struct
-    from host_pkt import Dscp, Opcode
+    from support.host_pkt import Dscp, Opcode
     seth = struct.pack(">HhIHHIBBhQ", 0, 3, ev, 0, 0, (ack_psn - 3) & 0xFFFFFF, 0, 4, 0, 0)
     l4 = pkt.bth(Opcode.SACK, dqpn=0x77) + seth + bytes(8)
     frame = pkt.encapped(pkt.NIC_B, pkt.NIC_A, l4, ev=0x1, outer_tc=pkt.tclass(Dscp.CONTROL),

@@ -9,7 +9,7 @@ from mrckit.host.dataplane import HostDataplane
 from mrckit.host.maps import HOST_MODES, HostLoad
 from mrckit.wire.usid import DEFAULT_LOCATOR
 
-import host_pkt as pkt
+from support import host_pkt as pkt
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: loading BPF programs")
 

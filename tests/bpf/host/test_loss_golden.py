@@ -2,10 +2,8 @@
 tc egress records each data PSN's EV, a NACK marks the record, and a retransmission of an
 unmarked PSN makes the EV that carried the original ASSUMED_BAD at once."""
 
-import struct
-
-import host_pkt as pkt
-from host_pkt import Dscp, Ecn, Opcode
+from support import host_pkt as pkt
+from support.host_pkt import Dscp, Ecn, Opcode
 import pytest
 from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether

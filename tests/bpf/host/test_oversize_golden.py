@@ -6,7 +6,7 @@ header in SRv6 mode, and drops and counts what does not fit (docs/host.md). The 
 namespace whose loopback (PORT_IFINDEX, 1) has a 1500-byte MTU: the helper resolves the
 port's ifindex in the namespace of the run."""
 
-import host_pkt as pkt
+from support import host_pkt as pkt
 import pytest
 
 from mrckit import netns

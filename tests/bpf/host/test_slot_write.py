@@ -5,7 +5,7 @@ slot whose EV changed meanwhile, to an unknown peer or past the set's end change
 
 import ctypes
 
-import host_pkt as pkt
+from support import host_pkt as pkt
 import pytest
 
 from mrckit.host.maps import EvSlot, SlotWrite, SlotWriteResult

@@ -6,8 +6,8 @@ section 5). Host XDP sets them from the frame, so the responder NACKs the trim a
 own switch's (which corrects them, design 4 step 5); any other frame shorter than its lengths
 stays malformed (docs/host.md, "What each bad input gets")."""
 
-import host_pkt as pkt
-from host_pkt import Dscp, Ecn, Opcode
+from support import host_pkt as pkt
+from support.host_pkt import Dscp, Ecn, Opcode
 import pytest
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6

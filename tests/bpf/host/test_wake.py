@@ -2,8 +2,8 @@
 is set, the first data send (tc egress) or SACK/NACK (XDP ingress) clears it and pushes one
 WAKE record to ``ev_events``; nothing is pushed while the agent is awake."""
 
-import host_pkt as pkt
-from host_pkt import Dscp, Opcode
+from support import host_pkt as pkt
+from support.host_pkt import Dscp, Opcode
 
 from mrckit.host.maps import Reason
 from mrckit.wire.ev import ev_pack

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
-from switch_frames import HOST_B, SWITCH_MAC, container, ecmp_frame, mrc_frame
-from switch_harness import (DOWN_2, FABRIC_PORT, HOST_PORT, T0_0, T1_5, XDP_DROP, XDP_REDIRECT,
+from support.switch_frames import HOST_B, SWITCH_MAC, container, ecmp_frame, mrc_frame
+from support.switch_harness import (DOWN_2, FABRIC_PORT, HOST_PORT, T0_0, T1_5, XDP_DROP, XDP_REDIRECT,
                             expect_counters, leaf, mac, port_config)
 
 from mrckit.wire.constants import Dscp, Ecn, Opcode

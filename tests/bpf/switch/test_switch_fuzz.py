@@ -5,8 +5,8 @@ counters must add up to the number of inputs."""
 
 import random
 
-from switch_harness import DOWN_2, T0_0, T0_1, T1_5, XDP_DROP, XDP_REDIRECT, leaf
-from switch_frames import container, mrc_frame
+from support.switch_harness import DOWN_2, T0_0, T0_1, T1_5, XDP_DROP, XDP_REDIRECT, leaf
+from support.switch_frames import container, mrc_frame
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6

@@ -5,9 +5,9 @@ the design by hand (uSID values, shifted DAs, trimmed lengths), never taken from
 """
 
 import pytest
-from switch_harness import (DOWN_2, FABRIC_PORT, FABRIC_PORT_2, HOST_PORT, HOST_PORT_2, T0_0, T0_1, T1_5,
+from support.switch_harness import (DOWN_2, FABRIC_PORT, FABRIC_PORT_2, HOST_PORT, HOST_PORT_2, T0_0, T0_1, T1_5,
                             XDP_DROP, XDP_REDIRECT, expect_counters, leaf, mac)
-from switch_frames import container, ipv4_frame, mrc_frame, outer, prefix48
+from support.switch_frames import container, ipv4_frame, mrc_frame, outer, prefix48
 
 from mrckit.wire.constants import Dscp, Ecn, Opcode
 

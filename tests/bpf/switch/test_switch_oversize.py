@@ -7,8 +7,8 @@ namespace, so this also shows that the XDP helper resolves a veth's ifindex on t
 
 import socket
 
-from switch_frames import container, mrc_frame
-from switch_harness import FABRIC_PORT, HOST_PORT, T0_0, T1_5, XDP_DROP, XDP_REDIRECT, expect_counters, leaf
+from support.switch_frames import container, mrc_frame
+from support.switch_harness import FABRIC_PORT, HOST_PORT, T0_0, T1_5, XDP_DROP, XDP_REDIRECT, expect_counters, leaf
 
 from mrckit import netns
 from mrckit.wire.constants import DropReason

@@ -111,8 +111,8 @@ def test_counters_and_settings_validation(switch):
 def test_slot_cache_follows_the_table(switch):
     """Prefixes sharing a cache slot (same low 12 bits of the uSID): the program must forward
     each one to its own port through every insert and delete, and miss the others."""
-    from switch_frames import container, mrc_frame
-    from switch_harness import XDP_DROP, XDP_REDIRECT
+    from support.switch_frames import container, mrc_frame
+    from support.switch_harness import XDP_DROP, XDP_REDIRECT
 
     switch.wire_ports(range(4))
     switch.set_ingress(0)
@@ -168,8 +168,8 @@ def test_apply_validates_everything_first(switch):
 def test_hash_only_slot_is_cached_again_by_a_write(switch):
     """The entry left on a hash-only slot is cached again when it is next written (it is then
     known to be the one), and forwards the same before and after."""
-    from switch_frames import container, mrc_frame
-    from switch_harness import XDP_REDIRECT
+    from support.switch_frames import container, mrc_frame
+    from support.switch_harness import XDP_REDIRECT
 
     switch.wire_ports(range(4))
     switch.set_ingress(0)

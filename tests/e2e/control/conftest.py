@@ -13,11 +13,7 @@ from mrckit.control import SwitchTarget, load_pipeline
 from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir
 from mrckit.switch.p4runtime import process
 
-ROOT = Path(__file__).resolve().parents[3]
-BUILT_P4INFO = ROOT / "p4src/build/mrc_switch.p4info.txtpb"
-BUILT_JSON = ROOT / "p4src/build/mrc_switch.json"
-P4INFO = BUILT_P4INFO
-DEVICE_CONFIG = BUILT_JSON.read_bytes()
+from support.paths import DEVICE_CONFIG, P4INFO
 
 
 @dataclass

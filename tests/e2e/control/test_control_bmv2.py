@@ -9,7 +9,7 @@ from mrckit.control import Controller, EntryDiff, SwitchTarget, load_pipeline, o
 from mrckit.switch.bmv2 import Bmv2Switch, find_tool
 from mrckit.topology import TableEntry, generate_clos
 
-from conftest import BUILT_JSON, BUILT_P4INFO
+from support.paths import DEVICE_CONFIG_PATH, P4INFO
 
 TOPO = generate_clos()
 
@@ -18,7 +18,7 @@ TOPO = generate_clos()
 def bmv2(make_netns):
     if find_tool("simple_switch_grpc") is None:
         pytest.skip("simple_switch_grpc (bmv2) not found on PATH or in /opt/p4tools/bin")
-    if not (BUILT_P4INFO.exists() and BUILT_JSON.exists()):
+    if not (P4INFO.exists() and DEVICE_CONFIG_PATH.exists()):
         pytest.skip("p4c's outputs p4src/build/mrc_switch.{p4info.txtpb,json} are missing")
     ns = make_netns()
     sw = Bmv2Switch(ns, ns, {}, json_path=None, device_id=0).start()
@@ -29,7 +29,7 @@ def bmv2(make_netns):
 
 
 def test_bmv2_is_programmed_like_the_ebpf_target(bmv2):
-    pipeline = load_pipeline(BUILT_P4INFO, BUILT_JSON)
+    pipeline = load_pipeline(P4INFO, DEVICE_CONFIG_PATH)
 
     def ctl():
         return Controller(TOPO, [SwitchTarget("p0-t0-1", bmv2.grpc_address, device_id=0)], [], pipeline,
@@ -59,9 +59,9 @@ def test_bmv2_is_programmed_like_the_ebpf_target(bmv2):
 
 
 def test_bmv2_ecmp_mode_members_groups_routes_and_a_reroute(bmv2):
-    """EV-hash mode on bmv2 (issue 11): everything inserted once, nothing on a second run, and a
+    """EV-hash mode on bmv2: everything inserted once, nothing on a second run, and a
     reported link failure rewrites exactly the group change (PI's action profile support)."""
-    pipeline = load_pipeline(BUILT_P4INFO, BUILT_JSON)
+    pipeline = load_pipeline(P4INFO, DEVICE_CONFIG_PATH)
     target = SwitchTarget("p0-t0-1", bmv2.grpc_address, device_id=0)
 
     def ctl(**kw):

@@ -5,12 +5,9 @@ server process), killed and restarted: the restart writes nothing. ``mrc control
 import dataclasses
 import json
 import os
-import select
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,12 +15,10 @@ from mrckit.control import read_status, saved_status_path
 from mrckit.errors import MrcError
 from mrckit.topology import GrpcEndpoint, compile_fabric, dump_topology, generate_clos
 
-from conftest import DEVICE_CONFIG, P4INFO, ROOT
+from support.control_cli import MRC, READY_TIMEOUT_S, start
+from support.paths import DEVICE_CONFIG, P4INFO, ROOT
 
 TOPO = generate_clos()
-MRC = [sys.executable, "-m", "mrckit.cli"] if not (Path(sys.executable).parent / "mrc").exists() \
-    else [str(Path(sys.executable).parent / "mrc")]
-READY_TIMEOUT_S = 120
 
 
 @pytest.fixture
@@ -41,20 +36,6 @@ def fabric(switches, tmp_path):
 def run_args(topo, tmp_path, name):
     return [*MRC, "controller", "run", str(topo), "--name", name, "--run-dir", str(tmp_path),
             "--p4info", str(P4INFO), "--device-config", str(tmp_path / "device_config.json")]
-
-
-def start(args):
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    deadline, lines = time.monotonic() + READY_TIMEOUT_S, []
-    while time.monotonic() < deadline and proc.poll() is None:
-        if select.select([proc.stdout], [], [], 0.5)[0]:
-            line = proc.stdout.readline()
-            lines.append(line)
-            if line.startswith("ready"):
-                return proc
-    proc.kill()
-    out, err = proc.communicate()
-    pytest.fail(f"controller not ready: {''.join(lines)}{out}{err[-3000:]}")
 
 
 def totals(status):

@@ -26,12 +26,12 @@ import pytest
 from mrckit.control import ControllerClient, format_marks, read_status
 from mrckit.errors import MrcError
 from mrckit.fabric.fabric import Fabric
-from mrckit.fabric.traffic import pairwise_udp, summary
+from mrckit.apps.pairwise import pairwise_udp, summary
 from mrckit.host.config import Settings
 from mrckit.topology import generate_clos
 from mrckit.wire.ev import ev_unpack
 
-from conftest import DEVICE_CONFIG, P4INFO, ROOT
+from support.paths import DEVICE_CONFIG, P4INFO, ROOT
 
 RUN_PREFIX = f"mrct{os.getpid() % 100000}"  # tests/conftest.py's: its session cleanup covers us
 AGENT_SETTINGS = Settings(rto_ns=50_000_000, probe_interval_ns=20_000_000, backups_per_plane=8, seed=10)

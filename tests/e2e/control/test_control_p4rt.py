@@ -12,7 +12,7 @@ from mrckit.errors import MrcError
 from mrckit.switch.p4runtime import TlsFiles
 from mrckit.topology import GrpcTls, TableEntry, generate_clos
 
-from conftest import DEVICE_CONFIG, P4INFO
+from support.paths import DEVICE_CONFIG, P4INFO
 
 TOPO = generate_clos()
 K = "hdr.outer_ipv6.dst_addr[127:80]"

@@ -1,5 +1,5 @@
 """The controller in EV-hash (ECMP) mode against real eBPF switches and their real P4Runtime
-server processes (issue 11): members, groups and routes written in dependency order, read back
+server processes: members, groups and routes written in dependency order, read back
 and reconciled, and rewritten when a link is reported down and up (through the report file
 that ``mrc controller link`` writes)."""
 
@@ -11,8 +11,8 @@ from mrckit.control import Controller, EcmpDiff, EntryDiff, open_session, report
 from mrckit.topology import ALL_UPLINKS_GROUP, ActionProfileGroup, ActionProfileMember, FibRoute, generate_clos
 
 # At module level: at test time ``conftest`` may name another folder's conftest module.
-from conftest import DEVICE_CONFIG, P4INFO, ROOT
-from test_control_cli import MRC, start
+from support.paths import DEVICE_CONFIG, P4INFO, ROOT
+from support.control_cli import MRC, start
 
 TOPO = generate_clos()  # 2 planes, 2 T1 and 3 T0 per plane, 2 hosts per leaf
 NAMES = ["p0-t0-0", "p0-t0-1", "p0-t1-1"]

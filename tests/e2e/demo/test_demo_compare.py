@@ -1,4 +1,4 @@
-"""`mrc demo --mode ecmp` without a fabric: the loss accounting (mrckit.fabric.loss) on
+"""`mrc demo --mode ecmp` without a fabric: the loss accounting (mrckit.apps.demo.loss) on
 hand-made counts, and the comparison report, its rendering, JSON and plot on synthetic runs."""
 
 import json
@@ -7,14 +7,14 @@ import struct
 from pathlib import Path
 
 import pytest
-from demo_synthetic import synthetic_run
+from support.demo_synthetic import synthetic_run
 from rich.console import Console
 
-from mrckit.fabric.compare import ComparisonReport, compare
-from mrckit.fabric.loss import fault_window, link_loss, loss_series, loss_stats, per_ev_loss
-from mrckit.fabric.plots import plot_comparison
-from mrckit.fabric.render import render, render_comparison
-from mrckit.fabric.scenario import analyze
+from mrckit.apps.demo.compare import ComparisonReport, compare
+from mrckit.apps.demo.loss import fault_window, link_loss, loss_series, loss_stats, per_ev_loss
+from mrckit.apps.demo.plots import plot_comparison
+from mrckit.apps.demo.render import render, render_comparison
+from mrckit.apps.demo.scenario import analyze
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "demo.md"
 MS = 1_000_000

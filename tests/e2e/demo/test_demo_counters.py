@@ -1,7 +1,7 @@
 """Switch counters in the demo report: folding per-switch counter reads into the report's
 per-plane, per-spine, trim, ECN and drop figures (no fabric needed)."""
 
-from mrckit.fabric.counters import fabric_counts
+from mrckit.apps.demo.counters import fabric_counts
 from mrckit.topology import generate_clos
 
 

@@ -1,6 +1,6 @@
 """`mrc demo --mode ecmp` for real, at a small size: the same write and fault in EV-hash mode
 and in SRv6 mode, both delivering every byte, and a report with both modes' loss figures
-(issue 11). Shapes and data integrity are asserted; timing and which mode lost more are not."""
+(docs/demo.md, "EV-hash mode"). Shapes and data integrity are asserted; timing and which mode lost more are not."""
 
 import json
 import os

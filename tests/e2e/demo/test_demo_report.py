@@ -6,14 +6,14 @@ import struct
 from pathlib import Path
 
 import pytest
-from demo_synthetic import PATHS, synthetic_run
+from support.demo_synthetic import PATHS, synthetic_run
 from rich.console import Console
 
-from mrckit.fabric.plots import plot_report, rates
-from mrckit.fabric.render import render
-from mrckit.fabric.report import DemoReport, json_schema
-from mrckit.fabric.scenario import Phases, analyze
-from mrckit.fabric.series import PathCounter, Recorder
+from mrckit.apps.demo.plots import plot_report, rates
+from mrckit.apps.demo.render import render
+from mrckit.apps.demo.report import DemoReport, json_schema
+from mrckit.apps.demo.scenario import Phases, analyze
+from mrckit.apps.demo.series import PathCounter, Recorder
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "demo.md"
 
@@ -202,7 +202,7 @@ def test_a_down_link_no_data_was_sent_toward_fails():
 def test_a_failover_faster_than_the_samples_counts_from_the_dataplanes_clock():
     """Dead EVs retired within one sampling interval leave the samples no packet to count
     after the fault; a dead EV's own last send after the first drop still shows the hit."""
-    from mrckit.fabric.scenario import fault_took_effect
+    from mrckit.apps.demo.scenario import fault_took_effect
     report = analyze(synthetic_run("down"))
     report.fault_effect.dead_link_packets_after = 0
     assert all(not m.last_tx_us for m in report.failover.dead_ev_marks)
@@ -221,7 +221,7 @@ def test_a_loss_fault_that_dropped_nothing_fails(drops, words):
 
 
 def test_failed_path_silent_says_what_is_missing_instead_of_none():
-    from mrckit.fabric.scenario import checks
+    from mrckit.apps.demo.scenario import checks
 
     report = analyze(synthetic_run("down"))
     report.failover.dead_path_packets_failover_to_restore = None

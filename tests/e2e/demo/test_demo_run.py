@@ -1,4 +1,4 @@
-"""`mrc demo` for real, at a smaller size, for every --fail kind: the facts of issue 10 are
+"""`mrc demo` for real, at a smaller size, for every --fail kind: the demo's facts (docs/demo.md) are
 asserted from the JSON report (not from its own `checks`, which are checked to agree)."""
 
 import json

@@ -7,7 +7,7 @@ import pytest
 from mrckit import netns
 from mrckit.endpoint.native import available
 
-from endpoint_pair import ADDR_A, ADDR_B, LINK_MTU
+from support.endpoint_pair import ADDR_A, ADDR_B, LINK_MTU
 
 
 @dataclass

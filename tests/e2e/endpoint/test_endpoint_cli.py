@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from endpoint_pair import ADDR_A, ADDR_B
+from support.endpoint_pair import ADDR_A, ADDR_B
 from mrckit.endpoint.native import available
 
 MRC = os.path.join(os.path.dirname(sys.executable), "mrc")

@@ -18,7 +18,7 @@ from mrckit.endpoint.native._lib import lib
 from mrckit.wire.constants import Dscp, Opcode
 from mrckit.wire.layers import METH, RETH, SETH, MrcBTH
 
-from endpoint_pair import ADDR_A, ADDR_B, recv_reply, send_from_test, responder_with_test_sockets
+from support.endpoint_pair import ADDR_A, ADDR_B, recv_reply, send_from_test, responder_with_test_sockets
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(available() is not None, reason=str(available()))]
 

@@ -16,7 +16,7 @@ from mrckit.endpoint import Endpoint, QpError
 from mrckit.wire.constants import Dscp, NackReason, Opcode
 from mrckit.wire.layers import METH, NETH, RETH, SETH, CCState, MrcBTH
 
-from endpoint_pair import ADDR_A, ADDR_B, recv_reply as _recv, send_from_test as _send, responder_with_test_sockets
+from support.endpoint_pair import ADDR_A, ADDR_B, recv_reply as _recv, send_from_test as _send, responder_with_test_sockets
 
 pytestmark = pytest.mark.root
 

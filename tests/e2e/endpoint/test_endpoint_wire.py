@@ -15,7 +15,7 @@ from mrckit.wire.constants import Dscp, Ecn, Opcode
 from mrckit.wire.icrc import icrc_check
 from mrckit.wire.layers import METH, RETH, ImmDt, MrcBTH, dissect
 
-from endpoint_pair import ADDR_A, ADDR_B, recv_reply as _recv, send_from_test as _send, responder_with_test_sockets
+from support.endpoint_pair import ADDR_A, ADDR_B, recv_reply as _recv, send_from_test as _send, responder_with_test_sockets
 
 pytestmark = pytest.mark.root
 ETH_P_ALL = 0x0003

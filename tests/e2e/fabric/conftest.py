@@ -4,17 +4,13 @@ any leak. Fault tests restore what they break, and break nothing the hosts notic
 link goes down), so test order does not matter."""
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+from support.fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers
 
-from fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers  # noqa: E402
-
-from mrckit.fabric.fabric import Fabric  # noqa: E402
-from mrckit.topology import generate_clos  # noqa: E402
+from mrckit.fabric.fabric import Fabric
+from mrckit.topology import generate_clos
 
 
 @pytest.fixture(scope="session")

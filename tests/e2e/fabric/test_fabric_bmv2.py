@@ -2,16 +2,17 @@
 outputs are absent; design section 9: neither comes from a registry)."""
 
 import pytest
-from fabric_helpers import REPO, RUN_PREFIX, fabric_name, leftovers, mrc
+from support.fabric_helpers import RUN_PREFIX, fabric_name, leftovers, mrc
+from support.paths import ROOT as REPO
 
-from mrckit.fabric import traffic
+from mrckit.apps import pairwise
 from mrckit.fabric.fabric import Fabric
 from mrckit.switch.bmv2 import find_tool
 from mrckit.topology import generate_clos
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
 
-BMV2_PPS = traffic.BMV2_PPS
+BMV2_PPS = pairwise.BMV2_PPS
 
 
 def test_every_host_pair_over_every_plane_on_bmv2(need_root):
@@ -26,9 +27,9 @@ def test_every_host_pair_over_every_plane_on_bmv2(need_root):
     with Fabric.up(generate_clos(), name=name, target="bmv2", prefix=RUN_PREFIX) as fab:
         # bmv2 reads its ports through libpcap rings; an unpaced burst overflows them, and
         # packets that never reach the switch tell nothing about its forwarding.
-        results = traffic.pairwise_udp(fab, pps=BMV2_PPS)
+        results = pairwise.pairwise_udp(fab, pps=BMV2_PPS)
         bad = [r for r in results if not r.ok]
-        assert len(results) == 30 and not bad, traffic.summary(results)
+        assert len(results) == 30 and not bad, pairwise.summary(results)
         check = mrc("fabric", "check", name, "--packets", "64", timeout=300)  # paced by default on bmv2
         assert check.returncode == 0 and "30/30 host pairs OK" in check.stdout, check.stdout + check.stderr
         _down_link_leaves_the_rest_of_both_switches_forwarding(fab)
@@ -44,14 +45,14 @@ def _down_link_leaves_the_rest_of_both_switches_forwarding(fab):
     # the DENY follows the report at the reactor's next decision); from then on no host sends
     # across it.
     assert _until(lambda: "p0/t0-1/t1-1" in _denials(fab)), _denials(fab)
-    same_leaf = traffic.pairwise_udp(fab, hosts=["h1-0", "h1-1"], pps=BMV2_PPS)
-    assert all(r.ok for r in same_leaf), traffic.summary(same_leaf)
-    across = traffic.pairwise_udp(fab, hosts=["h1-0", "h0-0"], pps=BMV2_PPS)
-    assert all(r.ok for r in across), (traffic.summary(across), across)  # the other spine of plane 0, plane 1
+    same_leaf = pairwise.pairwise_udp(fab, hosts=["h1-0", "h1-1"], pps=BMV2_PPS)
+    assert all(r.ok for r in same_leaf), pairwise.summary(same_leaf)
+    across = pairwise.pairwise_udp(fab, hosts=["h1-0", "h0-0"], pps=BMV2_PPS)
+    assert all(r.ok for r in across), (pairwise.summary(across), across)  # the other spine of plane 0, plane 1
     fab.restore("p0-t0-1", "p0-t1-1")
     assert _until(lambda: "p0/t0-1/t1-1" not in _denials(fab)), _denials(fab)
-    across = traffic.pairwise_udp(fab, hosts=["h1-0", "h0-0"], pps=BMV2_PPS)
-    assert all(r.ok for r in across), traffic.summary(across)
+    across = pairwise.pairwise_udp(fab, hosts=["h1-0", "h0-0"], pps=BMV2_PPS)
+    assert all(r.ok for r in across), pairwise.summary(across)
 
 
 def _denials(fab) -> dict:

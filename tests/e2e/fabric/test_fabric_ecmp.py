@@ -1,4 +1,4 @@
-"""`mrc fabric up --mode ecmp`: the small fabric in EV-hash mode (issue 11), from the CLI.
+"""`mrc fabric up --mode ecmp`: the small fabric in EV-hash mode, from the CLI.
 
 Every host pair talks over every plane with no outer header (the switches hash the EV over
 their ECMP groups, so both spines of each plane carry traffic), the mode is in the fabric's
@@ -10,10 +10,10 @@ import json
 import os
 
 import pytest
-from fabric_helpers import controller_args, fabric_name, leftovers, mrc
+from support.fabric_helpers import controller_args, fabric_name, leftovers, mrc
 
 from mrckit.control import controller_address, read_status, saved_status_path
-from mrckit.fabric import traffic
+from mrckit.apps import pairwise
 from mrckit.fabric.fabric import Fabric
 from mrckit.fabric.state import DEFAULT_PREFIX
 
@@ -63,9 +63,9 @@ def test_every_pair_over_every_plane_and_both_spines(ecmp_fabric):
     assert st["ready"] and st.get("mode") == "ecmp"
     spines = [s for s in fab.switches() if "-t1-" in s]
     before = {s: _tx(fab, s) for s in spines}
-    results = traffic.pairwise_udp(fab)
+    results = pairwise.pairwise_udp(fab)
     bad = [r for r in results if not r.ok]
-    assert len(results) == 30 and not bad, traffic.summary(results) + "\n" + "\n".join(map(str, bad))
+    assert len(results) == 30 and not bad, pairwise.summary(results) + "\n" + "\n".join(map(str, bad))
     for r in results:
         assert sum(r.per_plane.values()) == r.sent == r.received and min(r.per_plane.values()) > 0, r
     # The hosts chose only the plane; the T0s' hash spread each plane over both of its spines.
@@ -85,12 +85,12 @@ def test_link_down_is_reported_and_routed_around(ecmp_fabric):
         # The controller took p0-t1-1 out of the groups toward leaf 1 (and leaf 1's uplinks), so
         # no packet is sent into the dead link: every pair gets everything while it is down.
         results = _until_all_ok(fab)
-        assert all(r.ok for r in results), traffic.summary(results)
+        assert all(r.ok for r in results), pairwise.summary(results)
     finally:
         fab.restore(*LINK)
     assert _reports(fab, seen)[-1] == {"link": LINK_NAME, "up": True, "source": "fault"}
     results = _until_all_ok(fab)
-    assert all(r.ok for r in results), traffic.summary(results)
+    assert all(r.ok for r in results), pairwise.summary(results)
 
 
 def _until_all_ok(fab, tries: int = 5):
@@ -98,7 +98,7 @@ def _until_all_ok(fab, tries: int = 5):
 
     results = []
     for _ in range(tries):
-        results = traffic.pairwise_udp(fab, timeout=5.0)
+        results = pairwise.pairwise_udp(fab, timeout=5.0)
         if all(r.ok for r in results):
             break
         time.sleep(1.0)
@@ -147,7 +147,7 @@ def test_a_failed_spine_is_reported_and_every_pair_still_gets_everything(ecmp_fa
         # Without the reports the T0s' groups would keep hashing about half of plane 0's
         # packets into the dead spine for good.
         results = _until_all_ok(fab)
-        assert all(r.ok for r in results), traffic.summary(results)
+        assert all(r.ok for r in results), pairwise.summary(results)
         out = mrc("fabric", "check", fab.name, timeout=120)
         assert out.returncode == 0, out.stdout + out.stderr
         st = read_status(fab.name)
@@ -158,4 +158,4 @@ def test_a_failed_spine_is_reported_and_every_pair_still_gets_everything(ecmp_fa
     assert {r["link"] for r in reports if r["up"]} == spine_links, reports
     assert {r["source"] for r in reports if r["up"]} == {"switch p0-t1-1 restored"}
     results = _until_all_ok(fab)
-    assert all(r.ok for r in results), traffic.summary(results)
+    assert all(r.ok for r in results), pairwise.summary(results)

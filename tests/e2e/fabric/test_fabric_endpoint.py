@@ -1,5 +1,5 @@
 """The fabric as an endpoint user meets it: the agents' RTO the fabric gives them, and
-`mrc write`/`mrc listen` naming fabric hosts (issue 7)."""
+`mrc write`/`mrc listen` naming fabric hosts."""
 
 import os
 import subprocess
@@ -7,7 +7,7 @@ import time
 
 import pytest
 import yaml
-from fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers, mrc
+from support.fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers, mrc
 
 from mrckit.errors import MrcError
 from mrckit.fabric import hostref, state

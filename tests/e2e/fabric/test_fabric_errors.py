@@ -1,5 +1,5 @@
 """Bring-up errors give one clear line and leave nothing behind; teardown is guaranteed on a
-late failure, on SIGTERM and by `down --all` (issue 9, "Done when")."""
+late failure, on SIGTERM and by `down --all` ."""
 
 import signal
 import socket
@@ -8,11 +8,12 @@ import sys
 import time
 
 import pytest
-from fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers, mrc
+from support.fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers, mrc
 
 from mrckit import netns
 from mrckit.errors import MrcError
-from mrckit.fabric import teardown, traffic
+from mrckit.apps import pairwise
+from mrckit.fabric import teardown
 from mrckit.fabric.fabric import Fabric
 from mrckit.switch.bmv2 import find_tool
 from mrckit.topology import dump_topology, generate_clos
@@ -87,9 +88,9 @@ def test_a_second_fabric_coexists_serves_p4runtime_on_ports_and_down_all_takes_o
     fab = Fabric.up(tiny(), name=name, prefix=prefix, p4runtime_port=port, controller=False)
     try:
         assert fab.switch_address("p0-t1-0") == f"127.0.0.1:{port + 2}"
-        assert not any(r.received for r in traffic.pairwise_udp(fab, 5, timeout=1))  # empty tables
+        assert not any(r.received for r in pairwise.pairwise_udp(fab, 5, timeout=1))  # empty tables
         assert "programmed 3 switches" in fab.program_once(*controller_args())
-        assert all(r.ok for r in traffic.pairwise_udp(fab))  # same host names as small_fabric's
+        assert all(r.ok for r in pairwise.pairwise_udp(fab))  # same host names as small_fabric's
         fab.detach()  # as if the process that made it had crashed: only `down --all` is left
     except BaseException:
         fab.down()
@@ -98,7 +99,7 @@ def test_a_second_fabric_coexists_serves_p4runtime_on_ports_and_down_all_takes_o
     assert removed["fabrics"] == [name]
     assert leftovers(prefix + name, name) == {}
     assert all(small_fabric.status()["processes"].values())
-    assert all(r.ok for r in traffic.pairwise_udp(small_fabric, hosts=["h0-0", "h1-0"]))
+    assert all(r.ok for r in pairwise.pairwise_udp(small_fabric, hosts=["h0-0", "h1-0"]))
 
 
 def test_sigterm_to_a_process_owning_a_running_fabric_tears_it_down(need_root):

@@ -1,5 +1,5 @@
 """Faults on a running fabric: loss, blackhole, down and flap on a link, a failed switch, and
-restore; each logged with a timestamp (issue 9 item 2). Only T0-T1 links and a T1 are broken,
+restore; each logged with a timestamp . Only T0-T1 links and a T1 are broken,
 and only for plain UDP (no acks), so no host agent reacts; carrier-down faults are reported to
 the controller, which DENIES the links and lifts them on restore, so the shared fabric ends
 clean."""
@@ -9,18 +9,19 @@ import time
 from datetime import datetime
 
 import pytest
-from fabric_helpers import mrc
+from support.fabric_helpers import mrc
 
 from mrckit import netns
 from mrckit.bpf.attach import xdp_query
 from mrckit.errors import MrcError
-from mrckit.fabric import faults, traffic
+from mrckit.apps import pairwise
+from mrckit.fabric import faults
 
 pytestmark = pytest.mark.root
 
 
 def one_way(fab, src, dst, packets=256):
-    (r,) = [r for r in traffic.pairwise_udp(fab, packets, hosts=[src, dst], timeout=3) if r.src == src]
+    (r,) = [r for r in pairwise.pairwise_udp(fab, packets, hosts=[src, dst], timeout=3) if r.src == src]
     return r
 
 
@@ -29,7 +30,7 @@ def test_loss_drops_a_share_of_the_packets_crossing_the_link_both_ways(small_fab
     line = fab.fail_link("p0-t0-0", "p0-t1-0", kind="loss", value=50)
     assert line.endswith("fail link p0-t0-0 p0-t1-0 loss 50 % [p0/t0-0/t1-0]")
     try:
-        results = traffic.pairwise_udp(fab, 256, hosts=["h0-0", "h1-0"], timeout=3)
+        results = pairwise.pairwise_udp(fab, 256, hosts=["h0-0", "h1-0"], timeout=3)
         up = faults.read_stats(fab.ns("p0-t1-0"), "t0-0")    # h0-0 -> h1-0 enters the spine here
         down = faults.read_stats(fab.ns("p0-t0-0"), "t1-0")  # h1-0 -> h0-0 enters the leaf here
     finally:

@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers
+from support.fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers
 
 from mrckit.endpoint.native import available
 from mrckit.fabric.fabric import Fabric

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fabric_helpers import leftovers
+from support.fabric_helpers import leftovers
 
 from mrckit.fabric.state import DEFAULT_PREFIX
 
@@ -63,7 +63,7 @@ class Cli:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"still running {EXIT_TIMEOUT_S:.0f} s after SIGINT:\n{''.join(self.output)}")
+            raise AssertionError(f"still running {EXIT_TIMEOUT_S:.0f} s after SIGINT:\n{''.join(self.output)}") from None
         time.sleep(0.2)  # the reader drains the last lines
         return "".join(self.output)
 

@@ -2,7 +2,7 @@
 
 import json
 
-from fabric_helpers import mrc
+from support.fabric_helpers import mrc
 
 
 def test_status_lists_every_process_with_its_pid_and_state(small_fabric):

@@ -4,7 +4,7 @@ import json
 import os
 
 import pytest
-from fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers, mrc
+from support.fabric_helpers import RUN_PREFIX, controller_args, fabric_name, leftovers, mrc
 
 from mrckit.apps.traffic import make_flows, run_traffic
 from mrckit.fabric.fabric import Fabric

@@ -1,14 +1,14 @@
 """`mrc fabric up` on the default small fabric, eBPF target: every host pair talks over every
-plane, counted by the hosts' dataplanes and the switches' counters (issue 9, "Done when")."""
+plane, counted by the hosts' dataplanes and the switches' counters ."""
 
 import json
 
 import pytest
-from fabric_helpers import RUN_PREFIX, controller_args, mrc
+from support.fabric_helpers import RUN_PREFIX, controller_args, mrc
 
 from mrckit import netns
 from mrckit.errors import MrcError
-from mrckit.fabric import traffic
+from mrckit.apps import pairwise
 from mrckit.fabric.fabric import Fabric
 from mrckit.topology import generate_clos
 
@@ -18,10 +18,10 @@ pytestmark = pytest.mark.root
 def test_every_host_pair_over_every_plane(small_fabric):
     fab = small_fabric
     before = {s: fab.switch_counters(s, "rx_port") for s in fab.switches()}
-    results = traffic.pairwise_udp(fab)
+    results = pairwise.pairwise_udp(fab)
     assert len(results) == 6 * 5
     bad = [r for r in results if not r.ok]
-    assert not bad, traffic.summary(results) + "\n" + "\n".join(map(str, bad))
+    assert not bad, pairwise.summary(results) + "\n" + "\n".join(map(str, bad))
     for r in results:  # every pair, every plane: the sender's dataplane counted both planes
         assert set(r.per_plane) == {0, 1} and min(r.per_plane.values()) > 0, r
         assert sum(r.per_plane.values()) == r.sent == r.received, r

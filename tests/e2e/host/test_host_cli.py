@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 import yaml
-from hostpair import PORT_MTU, mac
+from support.hostpair import PORT_MTU, mac
 
 from mrckit import netns
 from mrckit.host.nicdev import create_nic_device, nic_mtu

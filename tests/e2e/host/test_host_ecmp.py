@@ -1,4 +1,4 @@
-"""EV-hash (ecmp) mode on real veth, sockets and XDP (issue 11): two hosts whose plane ports are
+"""EV-hash (ecmp) mode on real veth, sockets and XDP: two hosts whose plane ports are
 wired to each other, agents in ecmp mode, an RDMA write from the endpoint, probes, denials."""
 
 import hashlib
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import grpc
 import pytest
-from fabric import clos
-from host_helpers import udp_socket, wait_for
-from hostpair import host_pair
+from support.host_fabric import clos
+from support.host_helpers import udp_socket, wait_for
+from support.hostpair import host_pair
 
 from mrckit import netns
 from mrckit.endpoint import Endpoint, QpConfig

@@ -1,8 +1,8 @@
 """The host dataplane and agents on a 2-plane, 2-spine Clos of eBPF switches (design 5)."""
 
 import pytest
-from fabric import clos
-from host_helpers import udp_socket, wait_for
+from support.host_fabric import clos
+from support.host_helpers import udp_socket, wait_for
 
 from mrckit.host.config import Settings
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from fabric import clos
+from support.host_fabric import clos
 
 from mrckit import netns
 from mrckit.endpoint import Endpoint, QpConfig

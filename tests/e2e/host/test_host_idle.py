@@ -4,8 +4,8 @@ send is unacked and goes idle again; a denied EV keeps it probing until the deni
 
 import time
 
-from host_helpers import udp_socket, wait_for
-from hostpair import host_pair
+from support.host_helpers import udp_socket, wait_for
+from support.hostpair import host_pair
 
 from mrckit.host.config import Settings
 

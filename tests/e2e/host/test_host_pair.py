@@ -1,7 +1,7 @@
 """Two hosts wired port to port: the dataplane and the agent over real veth, sockets and XDP."""
 
-from host_helpers import udp_socket, wait_for
-from hostpair import PORT_MTU, host_pair
+from support.host_helpers import udp_socket, wait_for
+from support.hostpair import PORT_MTU, host_pair
 
 from mrckit import netns
 from mrckit.host.maps import Reason
@@ -71,3 +71,14 @@ def test_a_frame_too_large_for_the_plane_port_is_dropped_and_counted_at_tc_egres
         assert (st["dp_tx_drop_oversize"], st["dp_tx_encap"]) == (1, 1)
         assert sum(r["tx_packets"] for r in a.agent.ev_table(b.nic)) == 1
         tx.close(), rx.close()
+
+
+def test_the_agents_socket_holds_a_burst_of_probes_while_the_agent_is_descheduled(make_netns):
+    """Every peer's probes and answers arrive on the agent's socket; with the kernel's default
+    receive buffer a burst overflowed it while a busy machine held the agent off the CPU."""
+    from mrckit.host.agent import AGENT_SOCKET_BUFFER_BYTES
+
+    with host_pair(make_netns) as (a, _):
+        out = netns.run(["ss", "-uamnH", "sport", "=", ":4792"], ns=a.ns).stdout.decode()
+        rb = int(out.split("rb")[1].split(",")[0])
+        assert rb >= AGENT_SOCKET_BUFFER_BYTES  # the kernel doubles it for its bookkeeping

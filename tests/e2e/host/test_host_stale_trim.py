@@ -14,7 +14,7 @@ import os
 import struct
 
 import pytest
-from hostpair import host_pair
+from support.hostpair import host_pair
 
 from mrckit import netns
 from mrckit.bpf.attach import xdp_attach, xdp_query

@@ -8,9 +8,9 @@ must not forward either (its ICMP errors and SRH fallback are outside the compar
 """
 
 import pytest
-from switch_afpacket import RawPort, is_mrc
-from switch_frames import container, mrc_frame, outer
-from switch_harness import DOWN_2, T0_0, T0_1, T1_5, XDP_DROP, XDP_REDIRECT, leaf
+from support.switch_afpacket import RawPort, is_mrc
+from support.switch_frames import container, mrc_frame, outer
+from support.switch_harness import DOWN_2, T0_0, T0_1, T1_5, XDP_DROP, XDP_REDIRECT, leaf
 
 from mrckit import netns
 from mrckit.errors import PrerequisiteError

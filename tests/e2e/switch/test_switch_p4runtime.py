@@ -1,4 +1,4 @@
-"""The eBPF switch owns its P4Runtime server (issue 6, Lifecycle): ``EbpfSwitch(p4runtime=...)``
+"""The eBPF switch owns its P4Runtime server (docs/p4runtime.md, "Lifecycle"): ``EbpfSwitch(p4runtime=...)``
 starts the server in the switch's namespace once the maps are pinned and stops it before they
 are unpinned. A client in the root namespace programs the switch over the unix socket; after
 teardown no process, socket, pin or attachment is left; a bad address fails set-up with
@@ -8,25 +8,22 @@ nothing left behind.
 import os
 import signal
 import socket
-import sys
 from pathlib import Path
 
 import grpc
 import pytest
 from finsy.proto import p4r, p4r_grpc
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "p4runtime"))
+from support import p4rt
+from support import p4rt_harness
+from support.p4rt_harness import Client, load_p4info
 
-import p4rt  # noqa: E402
-import p4rt_harness  # noqa: E402
-from p4rt_harness import Client, load_p4info  # noqa: E402
-
-from mrckit import netns  # noqa: E402
-from mrckit.bpf.attach import xdp_query  # noqa: E402
-from mrckit.errors import MrcError  # noqa: E402
-from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir  # noqa: E402
-from mrckit.switch.p4runtime import process  # noqa: E402
-from mrckit.switch.p4runtime.process import ServerOptions  # noqa: E402
+from mrckit import netns
+from mrckit.bpf.attach import xdp_query
+from mrckit.errors import MrcError
+from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir
+from mrckit.switch.p4runtime import process
+from mrckit.switch.p4runtime.process import ServerOptions
 
 DEVICE_ID = 7
 

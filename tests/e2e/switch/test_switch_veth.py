@@ -10,9 +10,9 @@ import os
 import socket
 
 import pytest
-from switch_afpacket import RawPort, is_mrc
-from switch_frames import container, mrc_headers, mrc_frame, prefix48
-from switch_harness import T0_0
+from support.switch_afpacket import RawPort, is_mrc
+from support.switch_frames import container, mrc_headers, mrc_frame, prefix48
+from support.switch_harness import T0_0
 
 from mrckit import netns
 from mrckit.bpf.attach import xdp_query

@@ -1,7 +1,7 @@
 """The one-line traffic summary `mrc fabric check` prints: the per-plane figures are packets
 sent (the senders' dataplane counts), so they are labelled that way next to received/sent."""
 
-from mrckit.fabric.traffic import PairResult, summary
+from mrckit.apps.pairwise import PairResult, summary
 
 
 def test_per_plane_figures_are_labelled_as_sent():

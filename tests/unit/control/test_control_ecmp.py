@@ -1,4 +1,4 @@
-"""EV-hash (ECMP) mode in the controller (issue 11): the member/group/route difference and its
+"""EV-hash (ECMP) mode in the controller: the member/group/route difference and its
 write order, the P4Runtime codec against the built P4Info, link reports, and the failure
 reaction (which groups change, with exactly which members; the timeline)."""
 
@@ -208,7 +208,7 @@ def test_ecmp_mode_needs_a_pipeline_with_ipv6_fib(tmp_path):
     from mrckit.control.pipeline import DEFAULT_P4INFO
 
     text = DEFAULT_P4INFO.read_text()
-    old = tmp_path / "old.p4info.txtpb"  # the P4Info of before issue 11: no ipv6_fib, no selector
+    old = tmp_path / "old.p4info.txtpb"  # an older P4Info: no ipv6_fib, no selector
     start = text.index("tables {\n  preamble {\n    id: 41087164")
     end = text.index("tables {", start + 1)
     text = text[:start] + text[end:]

@@ -92,7 +92,8 @@ def test_two_failed_links_in_different_planes_are_both_found():
 
 
 def test_with_two_leaves_a_spines_two_links_cannot_be_told_apart():
-    # Issue 9: "with two [leaves] the evidence cannot tell a spine's two links apart".
+    # With two leaves every path through a spine crosses both of its links in one plane, so
+    # no evidence can tell the two apart: localisation must name both, never guess one.
     topo = generate_clos(leaves=2)
     loc = localise(*_evidence(topo, {"p0/t0-0/t1-1"}))
     assert loc.ambiguous

@@ -117,6 +117,8 @@ def test_an_ambiguous_answer_denies_every_suspect_and_probes_lift_the_innocent()
     (action,) = r.decide(t0 + 3 * SETTLE)
     assert action.localisation.ambiguous
     assert action.links == ("p0/t0-0/t1-1", "p0/t0-1/t1-1")
+    (mark,) = [m for m in r.timeline.marks if m.kind == "localised"]
+    assert "p0/t0-0/t1-1: 1 failing EV of h0-0 cross it" in mark.detail
     r.done(action, t0 + SETTLE, hosts=6)
     t = t0 + 2 * SETTLE
     for _ in range(3):  # leaf 1 -> leaf 2 over T1 1 crosses only the innocent link
@@ -218,13 +220,16 @@ def test_an_end_hosts_pair_does_not_hide_another_pairs_link_evidence():
 def test_a_unique_answer_that_would_cut_a_host_off_denies_only_what_keeps_a_path():
     r, t0 = reactor(), 1_000 * MS
     # Two pairs, one plane each: no pair fails on every plane, so this is link evidence.
+    # Each of h0-0's two host links is named by two pairs (a host link fails toward every peer).
     for t1 in (0, 1):
         fail_evs(r, "h0-0", "h1-0", 0, t1, t0)
+        fail_evs(r, "h1-1", "h0-0", 0, t1, t0)
         fail_evs(r, "h0-0", "h2-0", 1, t1, t0)
+        fail_evs(r, "h2-1", "h0-0", 1, t1, t0)
     for plane in (0, 1):  # every other link of those paths is proven good
         for t1 in (0, 1):
-            r.good("h1-0", NIC["h2-0"], ev(plane, t1), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
-            r.good("h0-1", NIC["h1-0"], ev(plane, t1), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
+            for src, dst in (("h1-0", "h2-0"), ("h0-1", "h1-0"), ("h1-1", "h2-0"), ("h2-1", "h1-0")):
+                r.good(src, NIC[dst], ev(plane, t1), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
     (action,) = r.decide(t0 + SETTLE)
     assert r.last.failed == {"p0/t0-0/down-0", "p1/t0-0/down-0"} and not r.last.ambiguous
     assert action.links == ("p0/t0-0/down-0",)
@@ -364,14 +369,30 @@ def test_a_late_hosts_lone_timeout_beside_a_real_failure_waits_and_its_probe_cle
     assert list(r.denied) == [DOWN]
 
 
-def test_a_weak_suspect_still_named_after_the_wait_is_denied():
+def test_a_host_link_that_one_pairs_traffic_names_is_withheld():
     r, t0 = reactor(), 1_000 * MS
     late_host_evidence(r, t0)
     (first,) = r.decide(t0 + SETTLE)
     r.done(first, t0 + SETTLE, hosts=6)
     assert r.decide(t0 + 2 * SETTLE) == []  # a new episode begins for the evidence left
+    assert r.decide(t0 + 10 * SETTLE) == []  # h1-0's downlink: only h0-0 -> h1-0 names it
+    assert "one host pair's traffic only" in r.withheld["p0/t0-1/down-0"]
+    assert list(r.denied) == [DOWN]
+
+
+def test_a_weak_t0_t1_suspect_still_named_after_the_wait_is_denied():
+    r, t0 = reactor(), 1_000 * MS
+    fail_evs(r, "h0-0", "h1-0", 0, 1, t0)
+    fail_evs(r, "h0-0", "h2-0", 0, 1, t0 + MS, salts=(9, 10, 11))
+    r.event("h1-1", bad("h2-0", ev(0, 0, 7), t0 + 2 * MS), t0 + 2 * MS)  # alone, it names p0/t0-1/t1-0
+    for src, dst, e in (("h1-1", "h1-0", ev(0, 0)), ("h0-0", "h2-0", ev(0, 0)), ("h1-1", "h2-0", ev(0, 1))):
+        r.good(src, NIC[dst], e, since_ns=t0 + 3 * MS, now_ns=t0 + 50 * MS)
+    (first,) = r.decide(t0 + SETTLE)
+    assert r.last.failed == {DOWN, "p0/t0-1/t1-0"} and first.links == (DOWN,)
+    r.done(first, t0 + SETTLE, hosts=6)
+    assert r.decide(t0 + 2 * SETTLE) == []  # a new episode begins for the evidence left
     assert r.decide(t0 + 2 * SETTLE + 3 * SETTLE - 1) == []
     (second,) = r.decide(t0 + 2 * SETTLE + 3 * SETTLE)
-    assert second.kind == "deny" and second.links == ("p0/t0-1/down-0",)
+    assert second.kind == "deny" and second.links == ("p0/t0-1/t1-0",)
     (mark,) = [m for m in r.timeline.marks if m.kind == "localised" and m.links == second.links]
-    assert "1 failing EV of h0-0 name it alone" in mark.detail
+    assert "1 failing EV of h1-1 name it alone" in mark.detail

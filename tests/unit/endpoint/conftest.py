@@ -3,7 +3,7 @@ native (C) one (skipped, with the reason, when libmrcep.so is not built)."""
 
 import pytest
 
-from endpoint_harness import IMPLS, impl_param
+from support.endpoint_harness import IMPLS, impl_param
 
 
 @pytest.fixture(params=[impl_param(name) for name in IMPLS])

@@ -6,7 +6,7 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.packet import Raw
 
-from endpoint_harness import NATIVE_MISSING
+from support.endpoint_harness import NATIVE_MISSING
 from mrckit.endpoint.memory import MemoryTable
 from mrckit.endpoint.native import NativeResponder
 from mrckit.endpoint.responder import Responder, ResponderQp

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from endpoint_fuzz import (A, B, MPR, MTU, QPS, REGIONS, REMOTE_QPN, Episode, reply, responder_corpus,
+from support.endpoint_fuzz import (A, B, MPR, MTU, QPS, REGIONS, REMOTE_QPN, Episode, reply, responder_corpus,
                            responder_episode)
-from endpoint_harness import NATIVE_MISSING
+from support.endpoint_harness import NATIVE_MISSING
 from mrckit.endpoint.memory import MemoryTable
 from mrckit.endpoint.native import NativeRequestorQp, NativeResponder
 from mrckit.endpoint.requestor import RequestorQp, RetryConfig

@@ -7,8 +7,7 @@ import os
 
 import pytest
 
-from endpoint_harness import Faults, Link, NATIVE_MISSING, RKEY
-from mrckit.endpoint.requestor import RetryConfig
+from support.endpoint_harness import Faults, Link, NATIVE_MISSING, RKEY
 from mrckit.wire.constants import BTH_FLAG_RTX, Opcode
 
 pytestmark = pytest.mark.skipif(NATIVE_MISSING is not None, reason=str(NATIVE_MISSING))

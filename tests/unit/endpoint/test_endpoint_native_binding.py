@@ -3,7 +3,7 @@ are refused with the Python endpoint's messages, and the C state survives being 
 
 import pytest
 
-from endpoint_harness import A, B, Link, NATIVE_MISSING, RKEY
+from support.endpoint_harness import A, B, Link, NATIVE_MISSING, RKEY
 from mrckit.endpoint.requestor import (INFINITE_RETRIES, REORDER_PACKETS, RTO_MAX_RTT_SHIFT, RTT_MAX_DECAY_SHIFT,
                                       RetryConfig)
 from mrckit.endpoint.responder import ALWAYS_SKIP_HISTORY_MASK, SACK_MIN_PACKET_BYTES

@@ -1,7 +1,7 @@
 """Requestor behaviour: segmentation, MPR window, NACK reactions, RTO schedule and QP error."""
 
 import pytest
-from endpoint_harness import Link, RKEY
+from support.endpoint_harness import Link, RKEY
 from mrckit.wire.headers import Nack
 from mrckit.endpoint.requestor import QpError, RetryConfig
 from mrckit.wire.constants import Opcode

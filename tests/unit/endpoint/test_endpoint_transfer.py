@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from endpoint_harness import Faults, Link, RKEY, trimmed
+from support.endpoint_harness import Faults, Link, RKEY, trimmed
 from mrckit.endpoint.requestor import RetryConfig
 from mrckit.wire.constants import BTH_FLAG_RTX, Dscp, Ecn
 

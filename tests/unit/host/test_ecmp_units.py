@@ -1,4 +1,4 @@
-"""EV-hash (ecmp) mode's pure parts in the host agent (issue 11): opaque EV templates, the
+"""EV-hash (ecmp) mode's pure parts in the host agent: opaque EV templates, the
 config's mode, the plain probe frame and the per-plane statistics."""
 
 import dataclasses

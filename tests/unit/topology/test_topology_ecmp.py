@@ -1,4 +1,4 @@
-"""EV-hash (ECMP) mode compilation (issue 11, ECMP contract section 6): every entry of a T0 and a
+"""EV-hash (ECMP) mode compilation (ECMP contract section 6): every entry of a T0 and a
 T1 of the default fabric, hand-checked; the groups with links down; the reference walk through
 the compiled routes and groups, with the member the EV hash (mrckit.wire.ecmp) picks."""
 
@@ -19,7 +19,7 @@ from mrckit.topology.walk import Walker
 from mrckit.wire import ev_pack
 from mrckit.wire.ecmp import ev_member
 
-from test_topology_properties import fabric_sizes, scramble
+from support.topology_gen import fabric_sizes, scramble
 
 TOPO = generate_clos()  # 2 planes; 2 T1 and 3 T0 per plane; 2 hosts per leaf (ports 0, 1; uplinks 2, 3)
 

@@ -11,7 +11,7 @@ from mrckit.wire import ev_pack, ev_unpack, usid_pack
 from mrckit.wire.gen import all_constants, repo_root
 from mrckit.wire.layers import HEADER_LAYERS
 
-from wire_layout import py_layout
+from support.wire_layout import py_layout
 
 INCLUDE = repo_root() / "ebpf" / "include"
 

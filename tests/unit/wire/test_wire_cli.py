@@ -8,7 +8,7 @@ from mrckit.wire.constants import Dscp, Opcode
 from mrckit.wire.layers import METH, MrcBTH, RETH
 from mrckit.wire.packet import mrc_frame
 
-from wire_golden import GOLDEN, frame
+from support.wire_golden import GOLDEN, frame
 
 
 def run(*args):

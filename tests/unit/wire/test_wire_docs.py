@@ -8,7 +8,7 @@ import pytest
 from mrckit.wire.gen import DOC, _doc_with_block, repo_root
 from mrckit.wire.layers import HEADER_LAYERS
 
-from wire_layout import py_layout
+from support.wire_layout import py_layout
 
 TEXT = (repo_root() / DOC).read_text()
 

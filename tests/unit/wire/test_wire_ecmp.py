@@ -6,7 +6,7 @@ import random
 import pytest
 
 from mrckit.wire.ecmp import ecmp_hash, ecmp_hash_input, ecmp_member, ev_member
-from test_wire_icrc import crc32_bitwise
+from support.crc32 import crc32_bitwise
 
 
 def test_input_packs_fields_msb_first_and_pads_at_the_end():

@@ -12,7 +12,7 @@ from mrckit.wire import constants as k
 from mrckit.wire.gen import CONSTANTS, OUTPUTS, all_constants, render_c, render_p4, repo_root, stale_files
 from mrckit.wire.layers import HEADER_LAYERS
 
-from wire_layout import py_layout
+from support.wire_layout import py_layout
 
 ROOT = repo_root()
 

@@ -14,7 +14,7 @@ from mrckit.wire.constants import Dscp, Ecn, EpOp, EpStatus, MultipathState, Nac
 from mrckit.wire.layers import CCState, EETH, ERTH, METH, MrcBTH, NETH, PETH, RETH, SETH, dissect
 from mrckit.wire.packet import mrc_frame
 
-from wire_golden import GOLDEN, frame
+from support.wire_golden import GOLDEN, frame
 
 REQ_NIC, RSP_NIC = "2001:db8:100:0::1", "2001:db8:100:1::3"
 REQ_PORT_P1 = "2001:db8:201:0::1"

@@ -12,17 +12,8 @@ from scapy.packet import Raw
 from mrckit.wire.layers import METH, MrcBTH, RETH
 from mrckit.wire.icrc import icrc_append, icrc_bytes, icrc_check, icrc_compute, masked
 
-from wire_golden import GOLDEN, REQ_NIC, RSP_NIC, hx, inner_without_icrc
-
-
-def crc32_bitwise(data: bytes) -> int:
-    """CRC-32 (IEEE 802.3, reflected 0xEDB88320, init and final XOR all ones), bit by bit."""
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0xEDB88320 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
+from support.crc32 import crc32_bitwise
+from support.wire_golden import GOLDEN, REQ_NIC, RSP_NIC, hx, inner_without_icrc
 
 
 def test_bitwise_crc_check_value():

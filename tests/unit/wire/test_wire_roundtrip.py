@@ -21,7 +21,7 @@ from mrckit.wire.icrc import icrc_append, icrc_check
 from mrckit.wire.layers import HEADER_LAYERS, MrcBTH, RETH
 from mrckit.wire.packet import frame_ev, header_stack, mrc_frame, parse_frame
 
-from wire_layout import py_layout
+from support.wire_layout import py_layout
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from ...fabric.report import JsonFile
+from ..common import JsonFile
 
 SCHEMA_VERSION = 1
 

@@ -7,7 +7,7 @@ import json
 import time
 
 from ...errors import MrcError
-from ...fabric.demo_worker import WorkerProcess
+from ..common import JsonLinesProcess
 from .patterns import Flow
 from .report import FlowResult, TrafficReport
 from .worker import MODULE
@@ -74,10 +74,10 @@ def run_traffic(fabric, pattern: str, flows: list[Flow], *, endpoint: str = "nat
     if timeout_exp is None:
         timeout_exp = default_timeout_exp(endpoint)
     plans = _plans(fabric, flows, endpoint, seed, timeout, timeout_exp)
-    workers: dict[str, WorkerProcess] = {}
+    workers: dict[str, JsonLinesProcess] = {}
     try:
         for name, plan in plans.items():
-            workers[name] = WorkerProcess(fabric.host(name), [], module=MODULE, role="traffic worker")
+            workers[name] = JsonLinesProcess(fabric.host(name), [], module=MODULE, role="traffic worker")
             workers[name].send(json.dumps(plan))
         for w in workers.values():
             w.wait("ready", READY_TIMEOUT_S)

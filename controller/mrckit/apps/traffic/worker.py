@@ -34,7 +34,7 @@ MODULE = "mrckit.apps.traffic.worker"
 
 def flow_data(seed: int, flow: int, size: int) -> bytes:
     """The ``size`` bytes that flow ``flow`` of a run seeded ``seed`` writes (deterministic)."""
-    from ...fabric.demo_worker import seeded_bytes
+    from ..common import seeded_bytes
 
     return seeded_bytes(f"mrc-traffic/{seed}/{flow}", size)
 

@@ -61,7 +61,6 @@ class NativeEndpoint(QpSetup):
         self._next_qpn = 0x100
         self._recv_cv = threading.Condition()
         self._closed = False
-        self.loop_error: BaseException | None = None
         self._events = threading.Thread(target=self._run_events, name=f"mrc-native-{self.nic_addr}", daemon=True)
         if start:
             if self.lib.mrcep_ep_start(self.ptr):
@@ -156,16 +155,12 @@ class NativeEndpoint(QpSetup):
     # --- the completion thread ----------------------------------------------------------
     def _run_events(self) -> None:
         ev = _lib.EpEvent()
-        try:
-            while not self._closed:
-                got = self.lib.mrcep_ep_wait(self.ptr, C.byref(ev), EVENT_WAIT_NS)
-                if got < 0:
-                    break
-                if got:
-                    self._event(ev)
-        except BaseException as exc:  # surfaced by close() and by the CLI
-            self.loop_error = exc
-            raise
+        while not self._closed:
+            got = self.lib.mrcep_ep_wait(self.ptr, C.byref(ev), EVENT_WAIT_NS)
+            if got < 0:
+                break
+            if got:
+                self._event(ev)
 
     def _event(self, ev) -> None:
         if ev.kind == _lib.EV_RECV:

@@ -355,8 +355,8 @@ class NativeResponderQp:
 class NativeResponder:
     """The C responder at ``local_addr``, with :class:`mrckit.endpoint.Responder`'s interface.
 
-    It places into the regions of ``memory`` (a :class:`MemoryTable`; regions registered or
-    deregistered later are followed). ``emit(packet, peer)`` receives each reply with the peer
+    It places into the regions of ``memory`` (a :class:`MemoryTable`; regions registered
+    later are followed). ``emit(packet, peer)`` receives each reply with the peer
     as text, unless ``outbox`` is shared with an endpoint that drains it.
     """
 
@@ -379,22 +379,17 @@ class NativeResponder:
         self._regions: dict[int, object] = {}
         self._peers: dict[bytes, str] = {}
         self._rc = _lib.RecvComp()
-        memory.add_listener(self._region_changed)
+        memory.add_listener(self._region_added)
         for mr in memory.regions():
-            self._region_changed(mr, True)
+            self._region_added(mr)
 
-    def _region_changed(self, mr, added: bool) -> None:
-        if added:
-            arr = (C.c_uint8 * len(mr.buf)).from_buffer(mr.buf)
-            self._regions[mr.rkey] = (arr, mr)
-            self.lib.mrcep_resp_mr_add(self.ptr, mr.rkey, mr.base_va, C.addressof(arr), len(mr.buf))
-            placed = mr.placed_bytes
-            mr.__class__ = _NativeRegion
-            mr.__dict__["_native"], mr.__dict__["_placed"] = self, placed
-        else:
-            self._release(mr)
-            self.lib.mrcep_resp_mr_del(self.ptr, mr.rkey)
-            self._regions.pop(mr.rkey, None)
+    def _region_added(self, mr) -> None:
+        arr = (C.c_uint8 * len(mr.buf)).from_buffer(mr.buf)
+        self._regions[mr.rkey] = (arr, mr)
+        self.lib.mrcep_resp_mr_add(self.ptr, mr.rkey, mr.base_va, C.addressof(arr), len(mr.buf))
+        placed = mr.placed_bytes
+        mr.__class__ = _NativeRegion
+        mr.__dict__["_native"], mr.__dict__["_placed"] = self, placed
 
     @staticmethod
     def _release(mr) -> None:
@@ -470,7 +465,7 @@ class NativeResponder:
         """Free the C state and stop following the memory table."""
         if self.ptr:
             self.stats  # noqa: B018 - keep the last counters readable
-            self.memory.remove_listener(self._region_changed)
+            self.memory.remove_listener(self._region_added)
             for _arr, mr in self._regions.values():
                 self._release(mr)
             if self._owned:

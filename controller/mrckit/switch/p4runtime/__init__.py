@@ -1,4 +1,4 @@
-"""A P4Runtime server in front of an eBPF switch's BPF maps (issue 6, design sections 4 and 7).
+"""A P4Runtime server in front of an eBPF switch's BPF maps (design sections 4 and 7).
 
 The controller programs the eBPF switch exactly like bmv2: arbitration on StreamChannel,
 Set/GetForwardingPipelineConfig with the P4Info of ``p4src/mrc_switch.p4``, Write and Read of

@@ -12,6 +12,8 @@ is. It serves until SIGTERM/SIGINT, then stops cleanly (exit code 0).
 import argparse
 import faulthandler
 import logging
+import os
+import select
 import signal
 import sys
 from dataclasses import dataclass
@@ -83,10 +85,7 @@ def main(argv=None) -> int:
         print("mrc p4runtime: error: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
     tls = TlsFiles(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
-    # Block the stop signals before any gRPC thread exists (threads inherit the mask), then
-    # take them with sigwait: no Python handler runs inside a lock wait, and a signal that
-    # comes while the servers start is held, not lost.
-    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    stop = _StopSignals()
     served = []
     try:
         for spec in specs(args):
@@ -97,8 +96,7 @@ def main(argv=None) -> int:
         return 2
     if len(served) > 1:
         print(f"{SERVING_MARKER}{len(served)} switches", flush=True)
-    sig = signal.sigwait(STOP_SIGNALS)
-    logging.info("%s: stopping", signal.Signals(sig).name)
+    logging.info("%s: stopping", stop.wait())
     # A stop that hangs (a gRPC worker that never returns) must not leave a server its manager
     # has to SIGKILL blind: after STOP_DEADLINE_S every thread's stack goes to the log, and the
     # process exits with status 1.
@@ -106,6 +104,32 @@ def main(argv=None) -> int:
     _stop(served)
     faulthandler.cancel_dump_traceback_later()
     return 0
+
+
+class _StopSignals:
+    """SIGTERM and SIGINT, caught from construction on and awaited by :meth:`wait`.
+
+    The handler only records the signal: it takes no lock, so it cannot deadlock against the
+    thread it interrupts. A caught signal is never fatal, whichever thread the kernel hands it
+    to (gRPC's threads included), so the server always stops through :func:`_stop`. The wait
+    blocks on the interpreter's wakeup fd, with no periodic wake-up, and cannot miss a signal
+    that came before it.
+    """
+
+    def __init__(self):
+        self.received: list[int] = []
+        self._r, w = os.pipe()
+        os.set_blocking(w, False)
+        signal.set_wakeup_fd(w)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, lambda signum, _frame: self.received.append(signum))
+
+    def wait(self) -> str:
+        """Block until a stop signal came; its name."""
+        while not self.received:
+            select.select([self._r], [], [])  # the wakeup fd: readable once a signal came
+            os.read(self._r, 512)
+        return signal.Signals(self.received[0]).name
 
 
 def _serve(spec: Spec, tls: TlsFiles | None) -> tuple[P4RuntimeServer, EbpfBackend]:

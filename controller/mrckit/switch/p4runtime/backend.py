@@ -8,14 +8,12 @@ The indirect table ``ipv6_fib`` names action profile members and groups (``ref``
 "group", id)); the program has one action profile, ``ecmp_selector``.
 """
 
-import ctypes
 import ipaddress
 from collections.abc import Iterable
 from typing import Protocol
 
 import grpc
 
-from ...bpf import _libbpf as L
 from ...bpf.errors import BpfError
 from ...errors import MrcError
 from ..ebpf_target import EntryExists, EntryInUse, EntryNotFound, GroupTooLarge, SwitchTables, UnknownReference
@@ -97,7 +95,7 @@ class EbpfBackend:
 
     def identity(self) -> str:
         """Kernel ids of the table maps: new maps (a re-created switch) get new ids."""
-        return ",".join(str(_map_id(self.tables.maps[n].fd)) for n in ("my_usid", "usid_fib", "port_config"))
+        return ",".join(str(self.tables.maps[n].id) for n in ("my_usid", "usid_fib", "port_config"))
 
     def write_entry(self, table: str, key: tuple, action: str, params: dict) -> None:
         _mapped(self.tables.write_entry, table, _one(key), action, params, mode="upsert")
@@ -183,13 +181,6 @@ def _prefix(table: str, key: tuple) -> ipaddress.IPv6Network:
         raise ValueError(f"table {table}: the eBPF program takes one LPM key field, got {key!r}")
     value, prefix_len = key[0]
     return ipaddress.IPv6Network((value, prefix_len))
-
-
-def _map_id(fd: int) -> int:
-    info = L.MapInfo()
-    size = ctypes.c_uint32(ctypes.sizeof(info))
-    L.check(L.require().bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(size)), f"map info of fd {fd}")
-    return info.id
 
 
 def _one(key: tuple) -> int:

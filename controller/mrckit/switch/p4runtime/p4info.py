@@ -117,10 +117,6 @@ class Pipeline:
         """The table called ``name``; KeyError if absent."""
         return next(t for t in self.tables.values() if t.name == name)
 
-    def counter_by_name(self, name: str) -> CounterInfo:
-        """The counter called ``name``; KeyError if absent."""
-        return next(c for c in self.counters.values() if c.name == name)
-
     @classmethod
     def build(cls, p4info: p4i.P4Info, contract: Contract) -> "Pipeline":
         """Check ``p4info`` against ``contract``; raise INVALID_ARGUMENT listing every mismatch."""
@@ -142,10 +138,6 @@ class Pipeline:
         if problems:
             raise invalid("P4Info does not match the loaded eBPF program: " + "; ".join(problems))
         return cls(p4info, tables, counters, profiles)
-
-    def profile_by_name(self, name: str) -> ProfileInfo:
-        """The action profile called ``name``; KeyError if absent."""
-        return next(p for p in self.profiles.values() if p.name == name)
 
 
 def _index_actions(p4info, problems) -> dict:
