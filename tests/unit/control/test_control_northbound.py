@@ -262,3 +262,29 @@ def test_an_address_that_cannot_be_bound_is_one_clear_error(tmp_path):
 
     with pytest.raises(MrcError, match="controller northbound cannot listen on 192.0.2.1:1"):
         LOOP.call(run())
+
+
+def test_mrc_controller_watch_follows_the_timeline_until_the_controller_stops(tmp_path, running):
+    import subprocess
+    import sys
+
+    r = running(mode="ecmp")
+    report_link(NAME, LINK, up=False, run_dir=tmp_path, source="before")
+    mrc = [sys.executable, "-c", "import sys; from mrckit.cli import main; sys.exit(main())"]
+    watch = subprocess.Popen([*mrc, "controller", "watch", "--name", NAME,
+                              "--run-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "link_down" in watch.stdout.readline()  # replayed: the report made before it started
+        assert "reroute" in watch.stdout.readline()
+        report_link(NAME, LINK, up=True, run_dir=tmp_path, source="after")
+        up = watch.stdout.readline()
+        assert "link_up" in up and LINK in up and "after" in up
+        assert "restore" in watch.stdout.readline()
+        r.stop()
+        out, err = watch.communicate(timeout=60)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+            watch.communicate()
+    assert watch.returncode == 0, err
+    assert out.strip().splitlines()[-1] == "controller stopped"
