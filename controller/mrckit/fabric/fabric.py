@@ -388,6 +388,11 @@ class Fabric:
         with self._fresh_state() as st:
             return faultctl.first_drop_ns(st, a, b)
 
+    def flap_window(self, a: str, b: str):
+        """What the last flap of link a–b did, once restored; see
+        :func:`mrckit.fabric.faultctl.flap_window`."""
+        return faultctl.flap_window(self.state, a, b)
+
     def fail_switch(self, name: str) -> str:
         """Detach switch ``name``'s dataplane. Returns the fault-log line."""
         with self._fresh_state() as st:
