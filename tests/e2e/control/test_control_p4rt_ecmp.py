@@ -8,7 +8,7 @@ import ipaddress
 import time
 
 from mrckit.control import Controller, EcmpDiff, EntryDiff, open_session, report_link
-from mrckit.topology import ALL_UPLINKS_GROUP, ActionProfileGroup, ActionProfileMember, FibRoute, generate_clos
+from mrckit.topology import ALL_UPLINKS_GROUP, ActionProfileGroup, ActionProfileMember, TableEntry, generate_clos
 
 # At module level: at test time ``conftest`` may name another folder's conftest module.
 from conftest import DEVICE_CONFIG, P4INFO, ROOT
@@ -65,9 +65,9 @@ async def _tamper(target, pipeline):
             members=EntryDiff(insert=(ActionProfileMember(100, "drop", {}),)),
             groups=EntryDiff(insert=(ActionProfileGroup(77, (100,)),),
                              modify=(ActionProfileGroup(ALL_UPLINKS_GROUP, (3,)),)),
-            routes=EntryDiff(insert=(FibRoute(ipaddress.IPv6Network("2001:db8:100:9::/64"), group=77),),
-                             modify=(FibRoute(ipaddress.IPv6Network("2001:db8:100:1::/64"), group=77),),
-                             delete=(FibRoute(ipaddress.IPv6Network("2001:db8:100::1/128"), member=1),))))
+            routes=EntryDiff(insert=(TableEntry.route(ipaddress.IPv6Network("2001:db8:100:9::/64"), group=77),),
+                             modify=(TableEntry.route(ipaddress.IPv6Network("2001:db8:100:1::/64"), group=77),),
+                             delete=(TableEntry.route(ipaddress.IPv6Network("2001:db8:100::1/128"), member=1),))))
     finally:
         await session.close()
 
