@@ -33,6 +33,7 @@ from mrckit import netns
 from mrckit.errors import MrcError
 from mrckit.switch import kernel_ref
 from mrckit.wire.pipeline import COUNTER_NAMES, DA_PREFIX_FIELD, ECMP_SELECTOR, EGRESS_PORT_FIELD, FIB_DST_FIELD
+from mrckit.topology.entries import ActionProfileGroup, ActionProfileMember, TableEntry
 
 PORTS = (0, 1, 2, 3)
 Entry = tuple[str, dict]                    # (action, params)
@@ -173,36 +174,36 @@ class EbpfTarget(Target):
 
     def write(self, table, key, action, params, *, modify):
         if table == "ecmp_member":
-            self.tables.write_member(key, action, params, modify=modify)
+            self.tables.ecmp.write_member(ActionProfileMember(key, action, params), modify=modify)
         elif table == "ecmp_group":
-            self.tables.write_group(key, params["members"], modify=modify)
+            self.tables.ecmp.write_group(ActionProfileGroup(key, tuple(params["members"])), modify=modify)
         elif table == "ipv6_fib":
-            self.tables.write_route(key, **{action: params["id"]}, modify=modify)
+            self.tables.ecmp.write_route(TableEntry.route(key, **{action: params["id"]}), modify=modify)
         else:
-            self.tables.write_entry(table, key, action, params, mode="modify" if modify else "insert")
+            self.tables.direct.write(TableEntry.exact(table, key, action, params), mode="modify" if modify else "insert")
 
     def delete(self, table, key):
         if table == "ecmp_member":
-            self.tables.delete_member(key)
+            self.tables.ecmp.delete_member(key)
         elif table == "ecmp_group":
-            self.tables.delete_group(key)
+            self.tables.ecmp.delete_group(key)
         elif table == "ipv6_fib":
-            self.tables.delete_route(key)
+            self.tables.ecmp.delete_route(TableEntry.route(key))
         else:
-            self.tables.delete_entry(table, key)
+            self.tables.direct.delete(TableEntry.exact(table, key))
 
     def counters(self):
-        return {name: self.tables.counters(name) for name in COUNTER_NAMES}
+        return {name: self.tables.counters.nonzero(name) for name in COUNTER_NAMES}
 
     def set_queue_rate(self, port, pps):
-        self.tables.set_queue_rate(port, pps)
+        self.tables.queues.set_rate(port, pps)
 
     def restore_queue_rate(self, port):
-        from mrckit.switch.ebpf_target import DEFAULT_QUEUE_RATE_PPS
-        self.tables.set_queue_rate(port, DEFAULT_QUEUE_RATE_PPS)
+        from mrckit.switch.queues import DEFAULT_QUEUE_RATE_PPS
+        self.tables.queues.set_rate(port, DEFAULT_QUEUE_RATE_PPS)
 
     def reset_queues(self):
-        self.tables.reset_queues(self.wiring.ports)
+        self.tables.queues.reset(self.wiring.ports)
 
     def close(self):
         self.switch.teardown()

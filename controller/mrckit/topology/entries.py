@@ -66,30 +66,38 @@ class TableEntry:
     @classmethod
     def exact(cls, table: str, key: int, action: str | None = None,
               params: dict[str, int] | None = None) -> "TableEntry":
-        """The entry of ``table`` (one exact key field, by the pipeline contract) at ``key``.
+        """The entry of ``table`` (one exact key field, by the pipeline contract) at ``key``;
+        without an action, the key alone (what a delete names). ``table`` may carry a P4Info
+        control prefix (``MyIngress.usid_fib``).
 
         >>> TableEntry.exact("usid_fib", 0xFCBBBB001001, "set_egress", {"port": 1}).match
         {'hdr.outer_ipv6.dst_addr[127:80]': 277883226427393}
 
         Raises:
-            KeyError: ``table`` is not a table of the contract.
+            ValueError: ``table`` is not a table of the contract.
         """
-        (key_field,) = MRC_SWITCH.table(table).keys
+        try:
+            (key_field,) = MRC_SWITCH.table(table.rsplit(".", 1)[-1]).keys
+        except KeyError:
+            raise ValueError(f"unknown table {table!r}: the switch has "
+                             f"{', '.join(t.name for t in MRC_SWITCH.tables)}") from None
         return cls(table, {key_field.name: key}, action, dict(params or {}))
 
     @classmethod
     def route(cls, prefix: ipaddress.IPv6Network | str, *, member: int | None = None,
               group: int | None = None) -> "TableEntry":
         """The ``ipv6_fib`` entry of ``prefix`` (e.g. ``2001:db8:100:2::/64``, a leaf's hosts)
-        naming an ``ecmp_selector`` member or group (EV-hash mode, docs/ecmp-mode.md).
+        naming an ``ecmp_selector`` member or group (EV-hash mode, docs/ecmp-mode.md); with
+        neither, the key alone (what a delete names).
 
         Raises:
-            ValueError: not exactly one of ``member`` and ``group``; ``prefix`` not an IPv6
-                prefix or with host bits set.
+            ValueError: both ``member`` and ``group``; ``prefix`` not an IPv6 prefix or with
+                host bits set.
         """
-        if (member is None) == (group is None):
-            raise ValueError(f"route {prefix}: give exactly one of member and group")
-        net = ipaddress.IPv6Network(prefix)
+        try:
+            net = ipaddress.IPv6Network(prefix)
+        except ValueError as exc:
+            raise ValueError(f"table {IPV6_FIB}: prefix {prefix!r} is not an IPv6 prefix: {exc}") from None
         return cls(IPV6_FIB, {FIB_DST_FIELD: (int(net.network_address), net.prefixlen)}, member=member, group=group)
 
     @property
@@ -149,7 +157,7 @@ class ActionProfileMember:
 
     member_id: int
     action: str
-    params: dict[str, int]
+    params: dict[str, int] = field(default_factory=dict)
     profile: str = ECMP_SELECTOR
 
     def identity(self) -> tuple:

@@ -24,15 +24,20 @@ def controller(sws, pipeline, **kw):
 
 def held(sw) -> dict:
     """The EV-hash state straight from the switch's BPF maps."""
-    t = sw.ebpf.tables
-    return {"members": t.read_members(), "groups": t.read_groups(), "routes": t.read_routes()}
+    t = sw.ebpf.tables.ecmp
+    return by_id(t.members(), t.groups(), t.routes())
+
+
+def by_id(members, groups, routes) -> dict:
+    """Members, groups and routes keyed by what P4Runtime identifies them by."""
+    return {"members": {m.member_id: (m.action, m.params) for m in members},
+            "groups": {g.group_id: g.members for g in groups},
+            "routes": {r.prefix: r.target for r in routes}}
 
 
 def wanted(ctl, name, down=()) -> dict:
     cfg = ctl.compiled.switch(name, down)
-    return {"members": {m.member_id: (m.action, m.params) for m in cfg.members},
-            "groups": {g.group_id: g.members for g in cfg.groups},
-            "routes": {r.prefix: r.target for r in cfg.routes}}
+    return by_id(cfg.members, cfg.groups, cfg.routes)
 
 
 def test_first_run_writes_everything_in_order_a_second_writes_nothing(switches, pipeline):
