@@ -31,7 +31,7 @@ class Fabric:
 
     def port_packets(self, switch: str, counter: str = "tx_port") -> dict[int, int]:
         tables = self.switches[switch].tables
-        return {p.number: tables.counter(counter, p.number)[0]
+        return {p.number: tables.counters.read(counter, p.number)[0]
                 for p in self.compiled.switch(switch).ports}
 
     def set_link(self, node: str, ifname: str, up: bool) -> None:
