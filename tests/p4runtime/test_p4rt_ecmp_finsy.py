@@ -79,18 +79,18 @@ def test_finsy_programs_members_groups_and_routes(server, switch):
     # finsy decodes the match by the field's short name, as (value, prefix length)
     assert [(r.match["dst_addr"], r.action) for r in routes] == [
         ((net, 64), fy.P4IndirectAction(group_id=7)), ((net + 2, 128), fy.P4IndirectAction(member_id=4))]
-    assert switch.tables.read_groups() == {7: (2, 3, 4)}
+    assert switch.groups() == {7: (2, 3, 4)}
     for ev in (1, 0x10001, 0xABCDEF01, 0x7777):
         verdict, _ = switch.run(frame(ev, "2001:db8:100:1::77"))
         assert verdict == 4
-    assert [switch.tables.counter("tx_port", p)[0] for p in (1, 2, 3)] == \
+    assert [switch.tables.counters.read("tx_port", p)[0] for p in (1, 2, 3)] == \
         [sum(ev_member([2, 3, 4], ev) == p + 1 for ev in (1, 0x10001, 0xABCDEF01, 0x7777)) for p in (1, 2, 3)]
 
     (members, groups, routes), message = asyncio.run(_session(server.address, [modify, refused]))
     assert members[-1] == _member(4, "drop") and groups == [_group(7, [2, 3], max_size=8)]
     assert {r.action.group_id for r in routes} == {7}
     assert "UNIMPLEMENTED" in message and "weighted" in message
-    assert switch.tables.read_members()[4] == ("drop", {})
+    assert switch.members()[4] == ("drop", {})
 
     (members, groups, routes), = asyncio.run(_session(server.address, [delete]))
     assert (members, groups, routes) == ([], [], [])

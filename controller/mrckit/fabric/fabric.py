@@ -363,7 +363,7 @@ class Fabric:
             raise MrcError("switch_counters reads eBPF pins; on bmv2 read counters over P4Runtime")
         tables = SwitchTables.open_pinned(self.state.pins[name])
         try:
-            return {p.number: tuple(tables.counter(counter, p.number)) for p in self.compiled.switch(name).ports}
+            return {p.number: tuple(tables.counters.read(counter, p.number)) for p in self.compiled.switch(name).ports}
         finally:
             tables.close()
 
