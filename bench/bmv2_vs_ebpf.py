@@ -37,6 +37,7 @@ from mrckit.switch.bmv2 import DEFAULT_JSON, DEFAULT_P4INFO, Bmv2Switch, find_to
 from mrckit.bpf.fs import ensure_bpffs  # noqa: E402
 from mrckit.switch.ebpf_target import EbpfSwitch, switch_pin_dir  # noqa: E402
 from mrckit.wire.pipeline import THRESHOLD_NONE  # noqa: E402
+from mrckit.topology.entries import TableEntry  # noqa: E402
 
 GEN_C = r"""
 #include <linux/bpf.h>
@@ -138,10 +139,10 @@ def ebpf_rate(helpers_path: str) -> tuple[float, float]:
         os.makedirs(os.path.dirname(switch_pin_dir(fab.sw)), exist_ok=True)   # see docs/ebpf-switch.md
         sw = EbpfSwitch(fab.sw, fab.sw, {0: "a0", 1: "a1"}).setup()
         try:
-            sw.tables.write_entry("my_usid", LOC48 | U1, "usid_un")
-            sw.tables.write_entry("usid_fib", LOC48 | U2, "set_egress", {"port": 1})
-            sw.tables.write_entry("port_config", 1, "set_port", PORT1)
-            sw.tables.set_queue_rate(1, 1_000_000_000)   # the queue model must not trim or drop here
+            sw.tables.direct.write(TableEntry.exact("my_usid", LOC48 | U1, "usid_un"))
+            sw.tables.direct.write(TableEntry.exact("usid_fib", LOC48 | U2, "set_egress", {"port": 1}))
+            sw.tables.direct.write(TableEntry.exact("port_config", 1, "set_port", PORT1))
+            sw.tables.queues.set_rate(1, 1_000_000_000)   # the queue model must not trim or drop here
             attach_gen_and_sink(fab, helpers)
             return measure(fab, helpers)
         finally:

@@ -39,7 +39,8 @@ SHELL_SCRIPT = r"""
 import sys, time
 import p4runtime_sh.shell as sh
 address, count, base = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-sh.setup(device_id=1, grpc_addr=address, election_id=(0, 1), verbose=False)
+# Above any 64-bit id a finsy run left as the election_id_past (spec 5.3): (high, low) = 2^64.
+sh.setup(device_id=1, grpc_addr=address, election_id=(1, 0), verbose=False)
 start = time.perf_counter()
 for i in range(count):
     te = sh.TableEntry("usid_fib")(action="set_egress")

@@ -49,6 +49,7 @@ from mrckit.bpf._libbpf import BPF_F_TEST_XDP_LIVE_FRAMES
 from mrckit.errors import PrerequisiteError
 from mrckit.switch import kernel_ref
 from mrckit.switch.ebpf_target import EbpfSwitch, SwitchTables
+from mrckit.topology.entries import TableEntry
 from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
 
 HELPERS_C = r"""
@@ -177,18 +178,18 @@ def test_run_ratio(helpers: str, ns: str, threshold: int) -> tuple[float, float,
         sw.load()
         t = SwitchTables.from_object(sw)
         t.init_defaults()
-        t.write_entry("my_usid", LOC48 | U1, "usid_un")
-        t.write_entry("usid_fib", LOC48 | U2, "set_egress", {"port": 1})
-        t.write_entry("port_config", 1, "set_port", {"src_mac": 1, "dst_mac": 2, "faces_host": 0,
-                                                     "trim_threshold": threshold, "ecn_threshold": threshold})
-        t.set_queue_rate(1, 1_000_000_000)  # never congested: measure the forwarding path
+        t.direct.write(TableEntry.exact("my_usid", LOC48 | U1, "usid_un"))
+        t.direct.write(TableEntry.exact("usid_fib", LOC48 | U2, "set_egress", {"port": 1}))
+        t.direct.write(TableEntry.exact("port_config", 1, "set_port", {"src_mac": 1, "dst_mac": 2, "faces_host": 0,
+                                                     "trim_threshold": threshold, "ecn_threshold": threshold}))
+        t.queues.set_rate(1, 1_000_000_000)  # never congested: measure the forwarding path
         setup_minimal_un(h, U1, U2)
         with netns.enter(ns):
             h.map("tx_ports").update(1, 1)
-            t.bind_port(1, 1)  # lo: the ingress port of test runs, and a DEVMAP target
+            t.ports.bind(1, 1)  # lo: the ingress port of test runs, and a DEVMAP target
         ours, bare, un = ns_per_packet([sw.program("mrc_switch"), h.program("bare_redirect"),
                                         h.program("minimal_un")], data, ns)
-        assert t.counter("drop_port", 0) == (0, 0), "the bench frame must stay on the forwarding path"
+        assert t.counters.read("drop_port", 0) == (0, 0), "the bench frame must stay on the forwarding path"
         return ours, bare, un
 
 
@@ -285,13 +286,13 @@ class Chain:
         for ns, ports, my, nxt in ((s1, ("a0", "a1"), U1, U2), (s2, ("b0", "b1"), U2, DST)):
             sw = EbpfSwitch(ns, ns, {0: ports[0], 1: ports[1]}).setup()
             self.switches.append(sw)
-            sw.tables.write_entry("my_usid", LOC48 | my, "usid_un")
-            sw.tables.write_entry("usid_fib", LOC48 | nxt, "set_egress", {"port": 1})
+            sw.tables.direct.write(TableEntry.exact("my_usid", LOC48 | my, "usid_un"))
+            sw.tables.direct.write(TableEntry.exact("usid_fib", LOC48 | nxt, "set_egress", {"port": 1}))
             peer = {"a1": "b0", "b1": "k0"}[ports[1]]
-            sw.tables.write_entry("port_config", 1, "set_port", {
+            sw.tables.direct.write(TableEntry.exact("port_config", 1, "set_port", {
                 "src_mac": mac_int(MAC[ports[1]]), "dst_mac": mac_int(MAC[peer]), "faces_host": 0,
-                "trim_threshold": 0xFFFFFFFF, "ecn_threshold": 0xFFFFFFFF})
-            sw.tables.set_queue_rate(1, 1_000_000_000)
+                "trim_threshold": 0xFFFFFFFF, "ecn_threshold": 0xFFFFFFFF}))
+            sw.tables.queues.set_rate(1, 1_000_000_000)
 
     def _object(self) -> BpfObject:
         b = BpfObject.open(self.helpers)

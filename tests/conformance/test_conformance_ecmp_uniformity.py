@@ -35,6 +35,7 @@ from collections import Counter
 
 import pytest
 
+from mrckit.topology.entries import ActionProfileGroup, ActionProfileMember, TableEntry
 from mrckit.wire.constants import Opcode
 from mrckit.wire.ecmp import ev_member
 
@@ -42,7 +43,7 @@ from support import conformance_frames as F
 from support.conformance_cases import into, port_entry
 from support.conformance_harness import Tester, counter_deltas
 from support.conformance_sut import ev_hash_sut
-from support.conformance_targets import Tables
+from support.conformance_targets import Tables, tables_of
 
 PORTS8 = tuple(range(8))
 IN_PORT = 0
@@ -78,13 +79,11 @@ def group_members(size: int) -> tuple[int, ...]:
 
 
 def uniformity_tables() -> Tables:
-    tables: Tables = {("port_config", p): port_entry(p, faces_host=0) for p in PORTS8}
-    for port in PORTS8[1:]:
-        tables[("ecmp_member", member_of(port))] = ("set_egress", {"port": port})
-    for size in GROUP_SIZES:
-        tables[("ecmp_group", size)] = ("group", {"members": group_members(size)})
-        tables[("ipv6_fib", ipaddress.IPv6Network(f"{DA[size]}/64", strict=False))] = ("group", {"id": size})
-    return tables
+    return tables_of(
+        *(port_entry(p, faces_host=0) for p in PORTS8),
+        *(ActionProfileMember(member_of(port), "set_egress", {"port": port}) for port in PORTS8[1:]),
+        *(ActionProfileGroup(size, group_members(size)) for size in GROUP_SIZES),
+        *(TableEntry.route(ipaddress.IPv6Network(f"{DA[size]}/64", strict=False), group=size) for size in GROUP_SIZES))
 
 
 def tolerance(size: int, n: int = PACKETS) -> float:

@@ -9,6 +9,7 @@ from mrckit.wire.layers import dissect
 
 from support import conformance_frames as F
 from support.conformance_cases import T0, base_tables, into, port_entry
+from support.conformance_targets import tables_of
 
 BURST = 6
 DRAIN_PPS = 10
@@ -31,8 +32,7 @@ def slow_port0(sut):
 def test_burst_fills_queue_and_trims_past_threshold(slow_port0):
     sut = slow_port0
     target, tester = sut.target, sut.tester
-    tables = base_tables()
-    tables[("port_config", 0)] = port_entry(0, trim=TRIM_AT)
+    tables = base_tables() | tables_of(port_entry(0, trim=TRIM_AT))
     target.apply(tables)
     target.reset_queues()
     tester.drain()

@@ -48,7 +48,7 @@ def test_primary_change_notifies_everyone_and_moves_write_access(server, switch,
     assert (update.status.code, update.election_id.low) == (EXISTS, 5)
     assert _denied(first, p4info, 2)
     second.write(_insert(p4info, 2))
-    assert sorted(e.key for e in switch.tables.read_entries("usid_fib")) == [1, 2]
+    assert sorted(e.key for e in switch.tables.direct.read("usid_fib")) == [1, 2]
 
     # a lower id joins as backup and is answered alone
     third = clients(3)
@@ -73,7 +73,7 @@ def test_primary_change_notifies_everyone_and_moves_write_access(server, switch,
     update = third.next_arbitration()
     assert (update.status.code, update.election_id.low) == (EXISTS, 9)
     first.write(_insert(p4info, 4))
-    assert sorted(e.key for e in switch.tables.read_entries("usid_fib")) == [1, 2, 4]
+    assert sorted(e.key for e in switch.tables.direct.read("usid_fib")) == [1, 2, 4]
 
 
 def test_primary_may_come_back_with_election_id_past(server, clients):

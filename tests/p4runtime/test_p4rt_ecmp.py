@@ -52,10 +52,10 @@ def _bytes(*entities):
 
 def test_members_groups_routes_insert_read_modify_delete(client, switch, p4info):
     _base(client, p4info)
-    assert switch.tables.read_members() == {1: ("set_egress", {"port": 1}), 2: ("set_egress", {"port": 2}),
+    assert switch.members() == {1: ("set_egress", {"port": 1}), 2: ("set_egress", {"port": 2}),
                                             3: ("set_egress", {"port": 3}), 4: ("drop", {})}
-    assert switch.tables.read_groups() == {10: (1, 2)}
-    assert {str(k): v for k, v in switch.tables.read_routes().items()} == {NET: ("group", 10), HOST: ("member", 3)}
+    assert switch.groups() == {10: (1, 2)}
+    assert {str(k): v for k, v in switch.routes().items()} == {NET: ("group", 10), HOST: ("member", 3)}
 
     # reads give back exactly what a canonical client wrote (groups: members ascending)
     members = [p4rt.member(p4info, m, "set_egress", port=m) for m in (1, 2, 3)] + [p4rt.member(p4info, 4, "drop")]
@@ -75,8 +75,8 @@ def test_members_groups_routes_insert_read_modify_delete(client, switch, p4info)
     client.write(U("MODIFY", p4rt.member(p4info, 1, "drop")),
                  U("MODIFY", p4rt.group(p4info, 10, [3, 2])),
                  U("MODIFY", p4rt.route(p4info, HOST, member_id=4)))
-    assert switch.tables.read_members()[1] == ("drop", {})
-    assert switch.tables.read_groups() == {10: (2, 3)}
+    assert switch.members()[1] == ("drop", {})
+    assert switch.groups() == {10: (2, 3)}
     assert client.read(p4r.Entity(table_entry=p4rt.route(p4info, HOST)))[0].table_entry.action.action_profile_member_id == 4
 
     client.write(U("DELETE", p4rt.route(p4info, NET)), U("DELETE", p4rt.route(p4info, HOST)),
@@ -89,11 +89,11 @@ def test_members_groups_routes_insert_read_modify_delete(client, switch, p4info)
 def test_default_route_omits_the_field_and_reads_back_so(client, switch, p4info):
     _base(client, p4info)
     client.write(U("INSERT", p4rt.route(p4info, None, member_id=4)))
-    assert switch.tables.read_routes()[ipaddress.IPv6Network("::/0")] == ("member", 4)
+    assert switch.routes()[ipaddress.IPv6Network("::/0")] == ("member", 4)
     got = [e.table_entry for e in client.read(p4rt.read_table(p4info, "ipv6_fib")) if not e.table_entry.match]
     assert got == [p4rt.route(p4info, None, member_id=4)]
     client.write(U("DELETE", p4rt.route(p4info, "::/0")))
-    assert len(switch.tables.read_routes()) == 2
+    assert len(switch.routes()) == 2
 
 
 def test_padded_lpm_value_is_read_back_canonical(client, p4info):
@@ -210,11 +210,11 @@ def test_messages_name_what_is_wrong(client, p4info):
 def test_group_of_more_than_256_members_is_resource_exhausted(client, switch, p4info):
     client.write(*[U("INSERT", p4rt.member(p4info, m, "set_egress", port=m % 512)) for m in range(1, 258)])
     client.write(U("INSERT", p4rt.group(p4info, 1, range(1, 257))))
-    assert len(switch.tables.read_groups()[1]) == 256
+    assert len(switch.groups()[1]) == 256
     codes, messages = _batch(client, U("INSERT", p4rt.group(p4info, 2, range(1, 258))),
                              U("MODIFY", p4rt.group(p4info, 1, range(1, 258))))
     assert codes == [EXHAUSTED, EXHAUSTED] and "257 members" in messages[0]
-    assert list(switch.tables.read_groups()) == [1] and len(switch.tables.read_groups()[1]) == 256
+    assert list(switch.groups()) == [1] and len(switch.groups()[1]) == 256
 
 
 def test_group_max_size_is_kept_and_read_back(client, switch, p4info):
@@ -223,15 +223,15 @@ def test_group_max_size_is_kept_and_read_back(client, switch, p4info):
     (g,) = client.read(p4rt.read_groups(p4info, 20))
     assert g.action_profile_group == p4rt.group(p4info, 20, [1, 3], max_size=4)
     client.write(U("MODIFY", p4rt.group(p4info, 20, [1, 2, 3, 4], max_size=4)))
-    assert switch.tables.read_groups()[20] == (1, 2, 3, 4)
+    assert switch.groups()[20] == (1, 2, 3, 4)
 
 
 def test_group_modified_to_empty_is_allowed_by_the_spec(client, switch, p4info):
     _base(client, p4info)
     client.write(U("MODIFY", p4rt.group(p4info, 10, [])))
-    assert switch.tables.read_groups()[10] == ()
+    assert switch.groups()[10] == ()
     client.write(U("MODIFY", p4rt.group(p4info, 10, [3])))
-    assert switch.tables.read_groups()[10] == (3,)
+    assert switch.groups()[10] == (3,)
 
 
 def test_continue_on_error_applies_the_good_updates_only(client, switch, p4info):
@@ -245,9 +245,9 @@ def test_continue_on_error_applies_the_good_updates_only(client, switch, p4info)
                       U("MODIFY", p4rt.group(p4info, 10, [1])),
                       U("DELETE", p4rt.member(p4info, 2)))  # no longer in a group
     assert codes == [OK, NOT_FOUND, OK, PRECONDITION, OK, OK, OK]
-    assert switch.tables.read_groups() == {10: (1,), 21: (1, 5)}
-    assert 2 not in switch.tables.read_members() and 5 in switch.tables.read_members()
-    assert str(max(switch.tables.read_routes())) == "2001:db8:300::/48"
+    assert switch.groups() == {10: (1,), 21: (1, 5)}
+    assert 2 not in switch.members() and 5 in switch.members()
+    assert str(max(switch.routes())) == "2001:db8:300::/48"
 
 
 def test_rollback_on_error_leaves_nothing(client, switch, p4info):

@@ -3,6 +3,7 @@ switch exactly as it would program bmv2: P4ActionProfileMember, P4ActionProfileG
 P4Member, P4TableEntry with P4IndirectAction; reads decode back to what was written."""
 
 import asyncio
+import time
 import ipaddress
 
 import finsy as fy
@@ -31,12 +32,21 @@ def _route(prefix, **ref):
     return fy.P4TableEntry(FIB, match=fy.P4TableMatch({KEY: prefix}), action=action)
 
 
-async def _session(address: str, steps):
+def _session(server, steps):
     """Run ``steps`` (coroutine functions of the switch) in one finsy connection; return
-    what each returned."""
+    what each returned, once the server has closed the session's stream: the next session
+    arbitrates with the same election id, which a live stream would still hold."""
     opts = fy.SwitchOptions(p4info=P4INFO_PATH, p4blob=DEVICE_CONFIG, device_id=1)
-    async with fy.Switch("sw", address, opts) as sw:
-        return [await step(sw) for step in steps]
+
+    async def run():
+        async with fy.Switch("sw", server.address, opts) as sw:
+            return [await step(sw) for step in steps]
+
+    out = asyncio.run(run())
+    deadline = time.monotonic() + 30
+    while server.device.arbiter.streams() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return out
 
 
 async def _read_all(sw):
@@ -72,26 +82,26 @@ def test_finsy_programs_members_groups_and_routes(server, switch):
         await sw.delete([fy.P4ActionProfileMember(SELECTOR, member_id=m) for m in (2, 3, 4)])
         return await _read_all(sw)
 
-    (members, groups, routes), = asyncio.run(_session(server.address, [insert]))
+    (members, groups, routes), = _session(server, [insert])
     assert members == [_member(m, "set_egress", port=m - 1) for m in (2, 3, 4)]
     assert groups == [_group(7, [2, 3, 4], max_size=8)]
     net = int(ipaddress.IPv6Address("2001:db8:100:1::"))
     # finsy decodes the match by the field's short name, as (value, prefix length)
     assert [(r.match["dst_addr"], r.action) for r in routes] == [
         ((net, 64), fy.P4IndirectAction(group_id=7)), ((net + 2, 128), fy.P4IndirectAction(member_id=4))]
-    assert switch.tables.read_groups() == {7: (2, 3, 4)}
+    assert switch.groups() == {7: (2, 3, 4)}
     for ev in (1, 0x10001, 0xABCDEF01, 0x7777):
         verdict, _ = switch.run(frame(ev, "2001:db8:100:1::77"))
         assert verdict == 4
-    assert [switch.tables.counter("tx_port", p)[0] for p in (1, 2, 3)] == \
+    assert [switch.tables.counters.read("tx_port", p)[0] for p in (1, 2, 3)] == \
         [sum(ev_member([2, 3, 4], ev) == p + 1 for ev in (1, 0x10001, 0xABCDEF01, 0x7777)) for p in (1, 2, 3)]
 
-    (members, groups, routes), message = asyncio.run(_session(server.address, [modify, refused]))
+    (members, groups, routes), message = _session(server, [modify, refused])
     assert members[-1] == _member(4, "drop") and groups == [_group(7, [2, 3], max_size=8)]
     assert {r.action.group_id for r in routes} == {7}
     assert "UNIMPLEMENTED" in message and "weighted" in message
-    assert switch.tables.read_members()[4] == ("drop", {})
+    assert switch.members()[4] == ("drop", {})
 
-    (members, groups, routes), = asyncio.run(_session(server.address, [delete]))
+    (members, groups, routes), = _session(server, [delete])
     assert (members, groups, routes) == ([], [], [])
     assert switch.snapshot()["members"] == {} and switch.snapshot()["routes"] == {}

@@ -50,7 +50,7 @@ def test_restarted_server_answers_as_before(switch, state_dir, tmp_path):
         with pytest.raises(grpc.RpcError):  # the view knows the entry: a second insert collides
             c.write(p4rt.update("INSERT", p4rt.entry(p4info, "usid_fib", 0xFCBBBB001001, "drop")))
         c.write(p4rt.update("DELETE", p4rt.entry(p4info, "usid_fib", 0xFCBBBB001001)))
-        assert switch.tables.read_entries("usid_fib") == []
+        assert switch.tables.direct.read("usid_fib") == []
         c.close()
     finally:
         srv.stop(0)
@@ -101,7 +101,7 @@ def test_finsy_reconnect_after_restart_pushes_nothing(server, switch, state_dir)
         c.close()
         _, found = asyncio.run(_finsy_session(srv.address))
         # a pushed pipeline (VERIFY_AND_COMMIT) would have emptied the tables
-        assert len(found) == 20 and len(switch.tables.read_entries("usid_fib")) == 20
+        assert len(found) == 20 and len(switch.tables.direct.read("usid_fib")) == 20
     finally:
         srv.stop(0)
         backend.close()

@@ -7,6 +7,8 @@ from finsy.proto import p4r
 from support import p4rt
 from support.p4rt_harness import DEVICE_CONFIG, Client, load_p4info
 
+from mrckit.topology.entries import TableEntry
+
 Set = p4r.SetForwardingPipelineConfigRequest
 Get = p4r.GetForwardingPipelineConfigRequest
 FIB_KEY = 0xFCBBBB001001
@@ -56,11 +58,11 @@ def test_verify_installs_nothing_and_verify_and_commit_clears_tables(client, swi
                  p4rt.update("MODIFY", p4rt.entry(p4info, "my_usid", None, "usid_un", default=True)))
     switch.wire_ports([1], ingress=0)
     assert switch.run(_frame())[0] == 4  # XDP_REDIRECT: counted in rx_port and tx_port
-    assert switch.tables.counter("tx_port", 1)[0] == 1
+    assert switch.tables.counters.read("tx_port", 1)[0] == 1
     client.set_pipeline(p4info, action=Set.VERIFY_AND_COMMIT, cookie=2)
-    assert switch.tables.counter("tx_port", 1) == (0, 0) and switch.tables.counter("rx_port", 0) == (0, 0)
-    assert switch.tables.read_entries("usid_fib") == []
-    assert switch.tables.default_action("my_usid") == ("NoAction", {})
+    assert switch.tables.counters.read("tx_port", 1) == (0, 0) and switch.tables.counters.read("rx_port", 0) == (0, 0)
+    assert switch.tables.direct.read("usid_fib") == []
+    assert switch.tables.direct.default("my_usid") == TableEntry("my_usid", {}, "NoAction")
     assert client.get_pipeline(Get.COOKIE_ONLY).config.cookie.cookie == 2
 
 
@@ -70,7 +72,7 @@ def test_reconcile_and_commit_keeps_entries_and_takes_new_cookie(client, switch)
     client.write(p4rt.update("INSERT", p4rt.entry(p4info, "usid_fib", FIB_KEY, "set_egress", port=5)))
     client.set_pipeline(p4info, action=Set.RECONCILE_AND_COMMIT, cookie=7)
     assert client.get_pipeline(Get.COOKIE_ONLY).config.cookie.cookie == 7
-    assert [(e.key, e.params) for e in switch.tables.read_entries("usid_fib")] == [(FIB_KEY, {"port": 5})]
+    assert [(e.key, e.params) for e in switch.tables.direct.read("usid_fib")] == [(FIB_KEY, {"port": 5})]
     assert len(client.read(p4rt.read_table(p4info, "usid_fib"))) == 1
 
 
@@ -105,13 +107,13 @@ def test_writes_after_verify_and_save_are_replayed_at_commit_and_forwarding_wait
     client.write(p4rt.update("DELETE", p4rt.entry(p4info, "usid_fib", 3)))
     # the saved config's state answers reads; the maps and the committed config are untouched
     assert _fib(client, p4info) == [b"\x02"]
-    assert [e.key for e in switch.tables.read_entries("usid_fib")] == [1]
+    assert [e.key for e in switch.tables.direct.read("usid_fib")] == [1]
     assert client.get_pipeline(Get.COOKIE_ONLY).config.cookie.cookie == 1
     # a refused write is checked against the saved state and not replayed
     code, _ = _code(lambda: client.write(p4rt.update("INSERT", p4rt.entry(p4info, "usid_fib", 2, "drop"))))
     assert code == grpc.StatusCode.UNKNOWN
     _commit(client)
-    assert [e.key for e in switch.tables.read_entries("usid_fib")] == [2]
+    assert [e.key for e in switch.tables.direct.read("usid_fib")] == [2]
     assert _fib(client, p4info) == [b"\x02"]
     assert client.get_pipeline(Get.COOKIE_ONLY).config.cookie.cookie == 2
     assert _code(lambda: _commit(client))[0] == grpc.StatusCode.FAILED_PRECONDITION  # nothing saved now

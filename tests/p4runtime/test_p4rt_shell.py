@@ -9,11 +9,12 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from support import p4rt
-from support.p4rt_harness import ROOT, load_p4info
-from mrckit.wire.constants import DropReason
 from support.p4rt_frames import XDP_DROP, XDP_REDIRECT, frame
-
+from support.p4rt_harness import ROOT, load_p4info
 from support.p4rt_shell import SHELL_PYTHON, shell
+
+from mrckit.topology.entries import TableEntry
+from mrckit.wire.constants import DropReason
 
 
 @pytest.fixture
@@ -38,8 +39,8 @@ def test_p4runtime_shell_programs_every_table(need_shell, server, switch, tmp_pa
     assert out["tables"]["port_config"] == [{"key": "02", "action": action_id["set_port"],
                                              "params": ["0200000000a2", "0200000000b2", "01", "64", "32"]}]
     assert out["default"] == ["07"]
-    assert switch.tables.read_entries("port_config")[0].params["trim_threshold"] == 100
-    assert switch.tables.default_action("usid_fib") == ("set_egress", {"port": 7})
+    assert switch.tables.direct.read("port_config")[0].params["trim_threshold"] == 100
+    assert switch.tables.direct.default("usid_fib") == TableEntry("usid_fib", {}, "set_egress", {"port": 7})
     verdict, data = switch.run(pkt)
     assert verdict == XDP_REDIRECT and Ether(data)[IPv6].dst == "fcbb:bb00:1001::"
     assert Ether(data).dst == "02:00:00:00:00:b2"
@@ -60,7 +61,7 @@ def test_p4runtime_shell_programs_every_table(need_shell, server, switch, tmp_pa
     out = shell(server.address, "delete", tmp_path)
     assert out["tables"] == {"my_usid": [], "usid_fib": [], "port_config": []}
     assert out["default"] == [""]
-    assert switch.tables.default_action("usid_fib") == ("drop", {})
+    assert switch.tables.direct.default("usid_fib") == TableEntry("usid_fib", {}, "drop")
     assert switch.run(pkt)[0] == XDP_DROP
     out = shell(server.address, "read", tmp_path)
     assert out["drop_reason"][2] == [2, 1, len(pkt)]  # no_route
@@ -100,15 +101,15 @@ def test_p4runtime_shell_programs_members_groups_and_lpm_routes(need_shell, serv
     assert out["groups"] == [[7, [[2, 1], [3, 1]]]]
     assert out["routes"] == [[net_hex, 64, "action_profile_group_id", 7],
                              [net_hex[:-1] + "2", 128, "action_profile_member_id", 3]]
-    assert switch.tables.read_groups() == {7: (2, 3)}
-    assert {str(p): r for p, r in switch.tables.read_routes().items()} == {
+    assert switch.groups() == {7: (2, 3)}
+    assert {str(p): r for p, r in switch.routes().items()} == {
         "2001:db8:100:1::/64": ("group", 7), "2001:db8:100:1::2/128": ("member", 3)}
     for ev in (0x11, 0x2222, 0x30303, 0x4040404):
         verdict, data = switch.run(ecmp_frame(ev, "2001:db8:100:1::9"))
         assert verdict == XDP_REDIRECT and Ether(data)[IPv6].hlim == 63
-    assert switch.tables.counter("tx_port", 1)[0] + switch.tables.counter("tx_port", 2)[0] == 4
+    assert switch.tables.counters.read("tx_port", 1)[0] + switch.tables.counters.read("tx_port", 2)[0] == 4
     want = sum(ev_member([2, 3], ev) == 2 for ev in (0x11, 0x2222, 0x30303, 0x4040404))
-    assert switch.tables.counter("tx_port", 1)[0] == want
+    assert switch.tables.counters.read("tx_port", 1)[0] == want
 
     out = shell(server.address, "ecmp-bad", tmp_path)
     assert "UNIMPLEMENTED" in out["error"] and "weighted" in out["error"]
@@ -117,11 +118,11 @@ def test_p4runtime_shell_programs_members_groups_and_lpm_routes(need_shell, serv
     assert out["members"][0] == [2, set_egress, ["04"]] and out["groups"] == [[7, [[2, 1]]]]
     assert out["routes"][1][2:] == ["action_profile_member_id", 2]
     switch.run(ecmp_frame(5, "2001:db8:100:1::2"))
-    assert switch.tables.counter("tx_port", 4)[0] == 1  # the /128 names member 2, now port 4
+    assert switch.tables.counters.read("tx_port", 4)[0] == 1  # the /128 names member 2, now port 4
 
     out = shell(server.address, "ecmp-delete", tmp_path)
     assert out["members"] == [] and out["groups"] == [] and out["routes"] == []
-    assert switch.snapshot()["routes"] == {} and switch.tables.read_members() == {}
+    assert switch.snapshot()["routes"] == {} and switch.members() == {}
     assert switch.run(ecmp_frame(5, "2001:db8:100:1::2"))[0] == XDP_DROP
 
 

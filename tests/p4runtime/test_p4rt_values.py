@@ -61,7 +61,7 @@ def _key(**fields):
     if "c" in fields:
         ms.append(p4r.FieldMatch(field_id=3, optional=p4r.FieldMatch.Optional(value=fields["c"])))
     ms.append(p4r.FieldMatch(field_id=4, exact=p4r.FieldMatch.Exact(value=fields.get("d", b"\x01"))))
-    return entries.parse_key(table, ms)
+    return tuple(entries.parse_match(table, ms).values())
 
 
 def test_match_kinds_parse_with_omitted_wildcards():
@@ -104,9 +104,9 @@ def test_bytestrings_of_any_length_are_accepted_if_the_value_fits():
 def test_missing_exact_field_and_wrong_kind_are_refused():
     table = next(iter(_kinds_pipeline().tables.values()))
     with pytest.raises(P4RuntimeError, match="exact match field missing"):
-        entries.parse_key(table, [])
+        entries.parse_match(table, [])
     with pytest.raises(P4RuntimeError, match="is exact, got lpm"):
-        entries.parse_key(table, [p4r.FieldMatch(field_id=4, lpm=p4r.FieldMatch.LPM(value=b"\x01", prefix_len=1))])
+        entries.parse_match(table, [p4r.FieldMatch(field_id=4, lpm=p4r.FieldMatch.LPM(value=b"\x01", prefix_len=1))])
 
 
 def test_mrc_switch_p4info_matches_the_program():
@@ -167,7 +167,7 @@ def test_ternary_table_entries_need_a_priority():
     with pytest.raises(P4RuntimeError, match="need a priority"):
         entries.parse(pipeline, msg, need_action=True)
     msg.priority = 5
-    assert entries.parse(pipeline, msg, need_action=True).key == ((0, 0), (0, 0), None, 1)
+    assert tuple(entries.parse(pipeline, msg, need_action=True).match.values()) == ((0, 0), (0, 0), None, 1)
 
 
 def _ecmp_mismatch(change):
@@ -215,5 +215,10 @@ def test_max_size_rules_follow_the_p4info_max_group_size():
     with pytest.raises(P4RuntimeError) as exc:
         action_profiles.parse_group(Pipeline.build(info, MRC_SWITCH), group, need_members=True)
     assert exc.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "at most 256" in exc.value.message
-    group.max_size = 0
-    assert action_profiles.parse_group(Pipeline.build(info, MRC_SWITCH), group, need_members=True).limit == 256
+    group.max_size = 0  # the program's limit: 256 members
+    group.members.extend(p4r.ActionProfileGroup.Member(member_id=m, weight=1) for m in range(1, 257))
+    parsed, max_size = action_profiles.parse_group(Pipeline.build(info, MRC_SWITCH), group, need_members=True)
+    assert (len(parsed.members), max_size) == (256, 0)
+    group.members.add(member_id=257, weight=1)
+    with pytest.raises(P4RuntimeError, match="more than its max size 256"):
+        action_profiles.parse_group(Pipeline.build(info, MRC_SWITCH), group, need_members=True)

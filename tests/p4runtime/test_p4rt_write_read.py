@@ -11,6 +11,7 @@ from support import p4rt
 from support.p4rt_harness import load_p4info
 
 from mrckit.wire.constants import DropReason
+from mrckit.topology.entries import TableEntry
 
 OK, INVALID, NOT_FOUND, EXISTS, ABORTED, RANGE, INTERNAL = 0, 3, 5, 6, 10, 11, 13
 KEY = 0xFCBBBB001001
@@ -41,9 +42,9 @@ def test_insert_read_modify_delete_every_table(client, switch, p4info):
     client.write(p4rt.update("INSERT", E(p4info, "my_usid", MY, "usid_un")),
                  p4rt.update("INSERT", E(p4info, "usid_fib", KEY, "set_egress", port=511)),
                  p4rt.update("INSERT", E(p4info, "port_config", 7, "set_port", **PORT)))
-    assert switch.tables.read_entries("my_usid")[0].key == MY
-    assert switch.tables.read_entries("usid_fib")[0].params == {"port": 511}
-    assert switch.tables.read_entries("port_config")[0].params == PORT
+    assert switch.tables.direct.read("my_usid")[0].key == MY
+    assert switch.tables.direct.read("usid_fib")[0].params == {"port": 511}
+    assert switch.tables.direct.read("port_config")[0].params == PORT
     got = sorted(_read_all(client, p4info), key=lambda e: e.table_entry.table_id)
     want = sorted([p4r.Entity(table_entry=E(p4info, "my_usid", MY, "usid_un")),
                    p4r.Entity(table_entry=E(p4info, "usid_fib", KEY, "set_egress", port=511)),
@@ -53,8 +54,8 @@ def test_insert_read_modify_delete_every_table(client, switch, p4info):
 
     client.write(p4rt.update("MODIFY", E(p4info, "usid_fib", KEY, "drop")),
                  p4rt.update("MODIFY", E(p4info, "port_config", 7, "set_port", **{**PORT, "faces_host": 0})))
-    assert [(e.action, e.params) for e in switch.tables.read_entries("usid_fib")] == [("drop", {})]
-    assert switch.tables.read_entries("port_config")[0].params["faces_host"] == 0
+    assert [(e.action, e.params) for e in switch.tables.direct.read("usid_fib")] == [("drop", {})]
+    assert switch.tables.direct.read("port_config")[0].params["faces_host"] == 0
     assert client.read(p4rt.read_table(p4info, "usid_fib", KEY))[0].table_entry.action.action.action_id == \
         p4rt.ids(p4info, "usid_fib", "drop")[1]
 
@@ -62,7 +63,7 @@ def test_insert_read_modify_delete_every_table(client, switch, p4info):
                  p4rt.update("DELETE", E(p4info, "usid_fib", KEY)),
                  p4rt.update("DELETE", E(p4info, "port_config", 7)))
     assert _read_all(client, p4info) == []
-    assert all(switch.tables.read_entries(t) == [] for t in ("my_usid", "usid_fib", "port_config"))
+    assert all(switch.tables.direct.read(t) == [] for t in ("my_usid", "usid_fib", "port_config"))
 
 
 def test_padded_bytestrings_accepted_and_read_back_canonical(client, switch, p4info):
@@ -70,7 +71,7 @@ def test_padded_bytestrings_accepted_and_read_back_canonical(client, switch, p4i
     client.write(p4rt.update("INSERT", padded))
     (got,) = client.read(p4rt.read_table(p4info, "usid_fib"))
     assert got.table_entry.action.action.params[0].value == b"\x03"
-    assert switch.tables.read_entries("usid_fib")[0].params == {"port": 3}
+    assert switch.tables.direct.read("usid_fib")[0].params == {"port": 3}
     zero = p4rt.entry(p4info, "usid_fib", 0x1, "set_egress", port=b"\x00\x00")
     client.write(p4rt.update("INSERT", zero))
     (got,) = client.read(p4rt.read_table(p4info, "usid_fib", 0x1))
@@ -82,14 +83,14 @@ def test_default_actions_modify_read_and_reset(client, switch, p4info):
     E = p4rt.entry
     client.write(p4rt.update("MODIFY", E(p4info, "usid_fib", None, "set_egress", default=True, port=9)),
                  p4rt.update("MODIFY", E(p4info, "my_usid", None, "usid_un", default=True)))
-    assert switch.tables.default_action("usid_fib") == ("set_egress", {"port": 9})
-    assert switch.tables.default_action("my_usid") == ("usid_un", {})
+    assert switch.tables.direct.default("usid_fib") == TableEntry("usid_fib", {}, "set_egress", {"port": 9})
+    assert switch.tables.direct.default("my_usid") == TableEntry("my_usid", {}, "usid_un")
     (d,) = client.read(p4rt.read_table(p4info, "usid_fib", default=True))
     assert d.table_entry.is_default_action and d.table_entry.action.action.params[0].value == b"\x09"
     assert _read_all(client, p4info) == []  # a wildcard read leaves default entries out
     reset = p4r.TableEntry(table_id=p4rt.ids(p4info, "usid_fib")[0], is_default_action=True)
     client.write(p4rt.update("MODIFY", reset))
-    assert switch.tables.default_action("usid_fib") == ("drop", {})
+    assert switch.tables.direct.default("usid_fib") == TableEntry("usid_fib", {}, "drop")
     (d,) = client.read(p4rt.read_table(p4info, "port_config", default=True))
     assert d.table_entry.action.action.action_id == p4rt.ids(p4info, "port_config", "NoAction")[1]
 
@@ -152,7 +153,7 @@ def test_continue_on_error_applies_the_good_updates_only(client, switch, p4info)
     assert codes == [OK, EXISTS, RANGE, NOT_FOUND, OK]
     messages = [m for _, m in p4rt.batch_errors(exc)]
     assert "does not fit in 9 bits" in messages[2] and "port" in messages[2]
-    assert {e.key: e.params for e in switch.tables.read_entries("usid_fib")} == {0xA: {"port": 3}, 0xB: {"port": 1}}
+    assert {e.key: e.params for e in switch.tables.direct.read("usid_fib")} == {0xA: {"port": 3}, 0xB: {"port": 1}}
 
 
 def test_rollback_on_error_leaves_nothing(client, switch, p4info):
@@ -218,8 +219,8 @@ def test_a_map_the_kernel_refuses_fails_its_update_with_internal_and_the_batch_g
                         p4rt.update("INSERT", E(p4info, "my_usid", MY, "usid_un")))
     assert codes == [INTERNAL, OK]
     assert "BPF map update failed" in p4rt.batch_errors(err)[0][1]
-    assert [e.key for e in switch.tables.read_entries("my_usid")] == [MY]
-    assert switch.tables.read_entries("usid_fib") == []
+    assert [e.key for e in switch.tables.direct.read("my_usid")] == [MY]
+    assert switch.tables.direct.read("usid_fib") == []
     assert [e.table_entry.table_id for e in _read_all(client, p4info)] == [p4rt.ids(p4info, "my_usid")[0]]
 
 
@@ -231,10 +232,10 @@ def test_an_unexpected_error_in_one_update_is_internal_and_the_server_keeps_serv
     E = p4rt.entry
     real = view_mod.TableView.apply
 
-    def buggy(self, kind, entry):
-        if entry.table.name == "usid_fib":
+    def buggy(self, kind, entry, meta):
+        if entry.table == "usid_fib":
             raise RuntimeError("injected bug")
-        return real(self, kind, entry)
+        return real(self, kind, entry, meta)
 
     monkeypatch.setattr(view_mod.TableView, "apply", buggy)
     codes, err = _batch(client, p4rt.update("INSERT", E(p4info, "usid_fib", KEY, "set_egress", port=5)),
@@ -243,4 +244,4 @@ def test_an_unexpected_error_in_one_update_is_internal_and_the_server_keeps_serv
     assert "injected bug" in p4rt.batch_errors(err)[0][1]
     monkeypatch.setattr(view_mod.TableView, "apply", real)
     client.write(p4rt.update("INSERT", E(p4info, "usid_fib", KEY, "set_egress", port=5)))
-    assert [e.params for e in switch.tables.read_entries("usid_fib")] == [{"port": 5}]
+    assert [e.params for e in switch.tables.direct.read("usid_fib")] == [{"port": 5}]

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import struct
 
+from mrckit.topology.entries import TableEntry
 from mrckit.wire.constants import DropReason, Dscp, Ecn, Opcode
 
 from support import conformance_frames as F
 from support.conformance_harness import Case
-from support.conformance_targets import PORTS, Tables
+from support.conformance_targets import PORTS, Tables, tables_of
 
 MY_USID = 0x0801
 T0 = {0: 0x0400, 1: 0x0401}
@@ -39,19 +40,18 @@ def mac_int(mac: str) -> int:
     return int(mac.replace(":", ""), 16)
 
 
-def port_entry(port: int, *, trim: int = NEVER, ecn: int = NEVER, faces_host: int | None = None):
-    return ("set_port", {"src_mac": mac_int(port_mac(port)), "dst_mac": mac_int(neighbour_mac(port)),
-                         "faces_host": FACES_HOST[port] if faces_host is None else faces_host,
-                         "trim_threshold": trim, "ecn_threshold": ecn})
+def port_entry(port: int, *, trim: int = NEVER, ecn: int = NEVER, faces_host: int | None = None) -> TableEntry:
+    return TableEntry.exact("port_config", port, "set_port", {
+        "src_mac": mac_int(port_mac(port)), "dst_mac": mac_int(neighbour_mac(port)),
+        "faces_host": FACES_HOST[port] if faces_host is None else faces_host,
+        "trim_threshold": trim, "ecn_threshold": ecn})
 
 
 def base_tables() -> Tables:
-    tables: Tables = {("my_usid", F.prefix48(MY_USID)): ("usid_un", {})}
-    for port, usid in {**T0, **DOWN}.items():
-        tables[("usid_fib", F.prefix48(usid))] = ("set_egress", {"port": port})
-    for port in PORTS:
-        tables[("port_config", port)] = port_entry(port)
-    return tables
+    return tables_of(TableEntry.exact("my_usid", F.prefix48(MY_USID), "usid_un"),
+                     *(TableEntry.exact("usid_fib", F.prefix48(usid), "set_egress", {"port": port})
+                       for port, usid in {**T0, **DOWN}.items()),
+                     *(port_entry(port) for port in PORTS))
 
 
 def into(frame: bytes, port: int) -> bytes:
@@ -79,7 +79,7 @@ def dropped(inp: int, reason: DropReason, at: int | None = None) -> dict:
 
 
 def congest(port: int, **kw) -> dict:
-    return {("port_config", port): port_entry(port, **kw)}
+    return tables_of(port_entry(port, **kw))
 
 
 # --- 1. drops before the FIB ---
@@ -122,7 +122,7 @@ def route_cases() -> list[Case]:
     cases.append(Case("empty_container_after_shift", frame, 1, {}, dropped(1, DropReason.NO_ROUTE)))
     frame = into(F.mrc_frame(F.container(T0[0])), 1)
     cases.append(Case("fib_drop_action", frame, 1, {}, dropped(1, DropReason.NO_ROUTE),
-                      tables={("usid_fib", F.prefix48(T0[0])): ("drop", {})}))
+                      tables=tables_of(TableEntry.exact("usid_fib", F.prefix48(T0[0]), "drop"))))
     frame = into(F.mrc_frame(F.container(T0[0]), dscp=Dscp.TRIMMABLE), 1)
     cases.append(Case("no_port_config_no_rewrite_never_congested", frame, 1, {0: [out_frame(frame, 0, mac=False)]},
                       fwd(1, 0), tables={("port_config", 0): None}))

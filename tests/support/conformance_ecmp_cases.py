@@ -24,16 +24,16 @@ Python reference predicts, both targets must agree.
 
 from __future__ import annotations
 
-import ipaddress
 import random
 
+from mrckit.topology.entries import ActionProfileGroup, ActionProfileMember, TableEntry
 from mrckit.wire.constants import DropReason, Dscp, Ecn, Opcode
 from mrckit.wire.ecmp import ecmp_member
 
 from support import conformance_frames as F
 from support.conformance_cases import FACES_HOST, MY_USID, T0, base_tables, congest, dropped, fwd, into, out_frame
 from support.conformance_harness import Case
-from support.conformance_targets import PORTS, Tables
+from support.conformance_targets import PORTS, Tables, tables_of
 
 MEMBER = {port: port + 1 for port in PORTS}
 DROP_MEMBER = 100
@@ -56,23 +56,18 @@ SEED = 11
 """Seeds the EVs of the group cases."""
 
 
-def route(prefix: str, kind: str, ref: int) -> tuple[tuple[str, ipaddress.IPv6Network], tuple[str, dict]]:
-    """One ``ipv6_fib`` entry of the tables model."""
-    return ("ipv6_fib", ipaddress.IPv6Network(prefix)), (kind, {"id": ref})
+def route(prefix: str, kind: str, ref: int) -> TableEntry:
+    """One ``ipv6_fib`` entry: ``prefix`` to member or group (``kind``) ``ref``."""
+    return TableEntry.route(prefix, **{kind: ref})
 
 
 def ecmp_base_tables() -> Tables:
     """The uN base tables plus the members, groups and routes of the module docstring."""
-    tables = base_tables()
-    for port, member in MEMBER.items():
-        tables[("ecmp_member", member)] = ("set_egress", {"port": port})
-    tables[("ecmp_member", DROP_MEMBER)] = ("drop", {})
-    for group, members in GROUPS.items():
-        tables[("ecmp_group", group)] = ("group", {"members": members})
-    for prefix, (kind, ref) in ROUTES.items():
-        key, entry = route(prefix, kind, ref)
-        tables[key] = entry
-    return tables
+    return base_tables() | tables_of(
+        *(ActionProfileMember(member, "set_egress", {"port": port}) for port, member in MEMBER.items()),
+        ActionProfileMember(DROP_MEMBER, "drop"),
+        *(ActionProfileGroup(group, members) for group, members in GROUPS.items()),
+        *(route(prefix, kind, ref) for prefix, (kind, ref) in ROUTES.items()))
 
 
 def member_port(member: int) -> int | None:
@@ -141,7 +136,7 @@ def encapsulated_group_cases() -> list[Case]:
         port = member_port(ecmp_member(GROUPS[THREE], fl, sport))
         cases.append(Case(f"ev_group3_encapsulated_fl{fl:05x}_sport{sport:04x}_port{port}", frame, 3,
                           {port: [out_frame(frame, port)]}, fwd(3, port),
-                          tables=dict([route(ENCAP_ROUTE, "group", THREE)])))
+                          tables=tables_of(route(ENCAP_ROUTE, "group", THREE))))
     return cases
 
 
@@ -188,7 +183,7 @@ def modified_group_cases() -> list[Case]:
         port = member_port(ecmp_member(members, fl, sport))
         cases.append(Case(f"ev_group3_modified_fl{fl:05x}_sport{sport:04x}_port{port}", frame, 3,
                           {port: [out_frame(frame, port)]}, fwd(3, port),
-                          tables={("ecmp_group", THREE): ("group", {"members": members})}))
+                          tables=tables_of(ActionProfileGroup(THREE, tuple(members)))))
     return cases
 
 
@@ -221,10 +216,10 @@ def miss_and_drop_cases() -> list[Case]:
     cases.append(Case("ev_fib_miss_usid_fib_miss_no_route", frame, 2, {}, dropped(2, DropReason.NO_ROUTE)))
     frame = into(F.mrc_frame(F.container(MY_USID, T0[1])), 0)
     cases.append(Case("ev_fib_hit_skips_un", frame, 0, {2: [out_frame(frame, 2)]}, fwd(0, 2),
-                      tables=dict([route(ENCAP_ROUTE, "member", MEMBER[2])])))
+                      tables=tables_of(route(ENCAP_ROUTE, "member", MEMBER[2]))))
     frame = into(F.mrc_frame(F.container(MY_USID, T0[1])), 0)
     cases.append(Case("ev_fib_hit_drop_member_skips_un", frame, 0, {}, dropped(0, DropReason.NO_ROUTE),
-                      tables=dict([route("fcbb:bb00:800::/40", "member", DROP_MEMBER)])))
+                      tables=tables_of(route("fcbb:bb00:800::/40", "member", DROP_MEMBER))))
     for hlim in (1, 0):
         frame = into(F.ecmp_frame("2001:db8:100:0::3", flow_label=1, udp_sport=2, hlim=hlim), 0)
         cases.append(Case(f"ev_hop_limit_{hlim}_dropped", frame, 0, {}, dropped(0, DropReason.HOP_LIMIT)))

@@ -15,7 +15,7 @@ from scapy.utils import wrpcap
 from mrckit import netns
 from mrckit.wire.pipeline import COUNTER_NAMES
 
-from support.conformance_targets import Entry, Key, Tables, Target
+from support.conformance_targets import Entity, Key, Tables, Target
 
 ETH_P_ALL = 0x0003
 SO_RCVBUFFORCE = 33
@@ -38,7 +38,7 @@ class Case:
     in_port: int
     out: dict[int, list[bytes]]
     counts: dict[tuple[str, int], int]
-    tables: dict[tuple[str, Key], Entry | None] = field(default_factory=dict)
+    tables: dict[tuple[str, Key], Entity | None] = field(default_factory=dict)
     kernel: bool = False
 
 

@@ -6,14 +6,13 @@ Tables are given by P4 names (design section 4, docs/ecmp-mode.md, "Ingress"): t
 writes them with ``mrckit.switch.ebpf_target``, bmv2 gets them through P4Runtime (finsy), and the
 Linux kernel (``seg6local End flavors next-csid``, the uN reference) gets routes.
 
-The tables model, ``(table, key) -> (action, params)``:
+The tables model holds mrckit's own entry types, indexed by their slot (:func:`slot`):
 
-- ``my_usid`` / ``usid_fib``: key the 48-bit DA prefix; ``port_config``: key the port;
-- ``ecmp_member``: key the member id of action profile ``ecmp_selector``; entry
-  ``("set_egress", {"port": p})`` or ``("drop", {})``;
-- ``ecmp_group``: key the group id; entry ``("group", {"members": (id, ...)})``;
-- ``ipv6_fib``: key an ``ipaddress.IPv6Network``; entry ``("member", {"id": m})`` or
-  ``("group", {"id": g})`` (an indirect table entry).
+- ``TableEntry`` of ``my_usid`` / ``usid_fib`` (slot: the table and the 48-bit DA prefix) and
+  ``port_config`` (the table and the port);
+- ``ActionProfileMember`` of ``ecmp_selector`` (slot ``("ecmp_member", member id)``);
+- ``ActionProfileGroup`` (slot ``("ecmp_group", group id)``);
+- ``TableEntry.route`` of ``ipv6_fib`` (slot: the table and its ``ipaddress.IPv6Network``).
 
 Entries are written members first, then groups, then routes, each in ascending key order, and
 deleted in the reverse order. bmv2 orders a group's members by member handle, so a suite that
@@ -32,12 +31,27 @@ from dataclasses import dataclass
 from mrckit import netns
 from mrckit.errors import MrcError
 from mrckit.switch import kernel_ref
-from mrckit.wire.pipeline import COUNTER_NAMES, DA_PREFIX_FIELD, ECMP_SELECTOR, EGRESS_PORT_FIELD, FIB_DST_FIELD
+from mrckit.topology.entries import ActionProfileGroup, ActionProfileMember, TableEntry
+from mrckit.wire.pipeline import COUNTER_NAMES
 
 PORTS = (0, 1, 2, 3)
-Entry = tuple[str, dict]                    # (action, params)
+Entity = TableEntry | ActionProfileMember | ActionProfileGroup
 Key = int | ipaddress.IPv6Network
-Tables = dict[tuple[str, Key], Entry]       # (table, key) -> entry
+Tables = dict[tuple[str, Key], Entity]      # slot -> entry
+
+
+def slot(e: Entity) -> tuple[str, Key]:
+    """Where the tables model keeps ``e``: (table or ``ecmp_member``/``ecmp_group``, key)."""
+    if isinstance(e, ActionProfileMember):
+        return "ecmp_member", e.member_id
+    if isinstance(e, ActionProfileGroup):
+        return "ecmp_group", e.group_id
+    return e.table, (e.prefix if e.table == "ipv6_fib" else e.key)
+
+
+def tables_of(*entries: Entity) -> Tables:
+    """The tables model holding ``entries``."""
+    return {slot(e): e for e in entries}
 
 
 @dataclass
@@ -110,18 +124,17 @@ class Target:
     def apply(self, wanted: Tables) -> None:
         """Delete, modify and insert entries so the switch holds exactly ``wanted``."""
         for key in sorted(set(self.installed) - set(wanted), key=_insert_order, reverse=True):
-            self.delete(*key)
-            del self.installed[key]
+            self.delete(self.installed.pop(key))
         for key, entry in sorted(wanted.items(), key=lambda kv: _insert_order(kv[0])):
             if self.installed.get(key) == entry:
                 continue
-            self.write(key[0], key[1], entry[0], entry[1], modify=key in self.installed)
+            self.write(entry, modify=key in self.installed)
             self.installed[key] = entry
 
-    def write(self, table: str, key: Key, action: str, params: dict, *, modify: bool) -> None:
+    def write(self, entry: Entity, *, modify: bool) -> None:
         raise NotImplementedError
 
-    def delete(self, table: str, key: Key) -> None:
+    def delete(self, entry: Entity) -> None:
         raise NotImplementedError
 
     def counters(self) -> dict[str, dict[int, tuple[int, int]]]:
@@ -170,38 +183,38 @@ class EbpfTarget(Target):
         self.switch.setup()
         self.tables = self.switch.tables
 
-    def write(self, table, key, action, params, *, modify):
-        if table == "ecmp_member":
-            self.tables.write_member(key, action, params, modify=modify)
-        elif table == "ecmp_group":
-            self.tables.write_group(key, params["members"], modify=modify)
-        elif table == "ipv6_fib":
-            self.tables.write_route(key, **{action: params["id"]}, modify=modify)
+    def write(self, entry, *, modify):
+        if isinstance(entry, ActionProfileMember):
+            self.tables.ecmp.write_member(entry, modify=modify)
+        elif isinstance(entry, ActionProfileGroup):
+            self.tables.ecmp.write_group(entry, modify=modify)
+        elif entry.target is not None:
+            self.tables.ecmp.write_route(entry, modify=modify)
         else:
-            self.tables.write_entry(table, key, action, params, mode="modify" if modify else "insert")
+            self.tables.direct.write(entry, mode="modify" if modify else "insert")
 
-    def delete(self, table, key):
-        if table == "ecmp_member":
-            self.tables.delete_member(key)
-        elif table == "ecmp_group":
-            self.tables.delete_group(key)
-        elif table == "ipv6_fib":
-            self.tables.delete_route(key)
+    def delete(self, entry):
+        if isinstance(entry, ActionProfileMember):
+            self.tables.ecmp.delete_member(entry.member_id)
+        elif isinstance(entry, ActionProfileGroup):
+            self.tables.ecmp.delete_group(entry.group_id)
+        elif entry.target is not None:
+            self.tables.ecmp.delete_route(entry)
         else:
-            self.tables.delete_entry(table, key)
+            self.tables.direct.delete(entry)
 
     def counters(self):
-        return {name: self.tables.counters(name) for name in COUNTER_NAMES}
+        return {name: self.tables.counters.nonzero(name) for name in COUNTER_NAMES}
 
     def set_queue_rate(self, port, pps):
-        self.tables.set_queue_rate(port, pps)
+        self.tables.queues.set_rate(port, pps)
 
     def restore_queue_rate(self, port):
-        from mrckit.switch.ebpf_target import DEFAULT_QUEUE_RATE_PPS
-        self.tables.set_queue_rate(port, DEFAULT_QUEUE_RATE_PPS)
+        from mrckit.switch.queues import DEFAULT_QUEUE_RATE_PPS
+        self.tables.queues.set_rate(port, DEFAULT_QUEUE_RATE_PPS)
 
     def reset_queues(self):
-        self.tables.reset_queues(self.wiring.ports)
+        self.tables.queues.reset(self.wiring.ports)
 
     def close(self):
         self.switch.teardown()
@@ -268,38 +281,37 @@ class Bmv2Target(Target):
             self.switch.stop()
             raise
 
-    def _entry(self, table, key, action=None, params=None):
-        """The finsy entity of one entry of the tables model (the module docstring)."""
+    def _entity(self, entry, with_action: bool = True):
+        """The finsy entity of one entry of the tables model (a delete names only its key)."""
         fy = self.fy
-        if table == "ecmp_member":
-            act = fy.P4TableAction(action, **params) if action else None
-            return fy.P4ActionProfileMember(ECMP_SELECTOR, member_id=key, action=act)
-        if table == "ecmp_group":
-            members = [fy.P4Member(m, weight=1) for m in params["members"]] if action else None
-            return fy.P4ActionProfileGroup(ECMP_SELECTOR, group_id=key, members=members)
-        if table == "ipv6_fib":
-            act = fy.P4IndirectAction(**{f"{action}_id": params["id"]}) if action else None
-            return fy.P4TableEntry(table, match=fy.P4TableMatch({FIB_DST_FIELD: str(key)}), action=act)
-        field = DA_PREFIX_FIELD if table != "port_config" else EGRESS_PORT_FIELD
-        act = fy.P4TableAction(action, **(params or {})) if action else None
-        return fy.P4TableEntry(table, match=fy.P4TableMatch({field: key}), action=act)
+        if isinstance(entry, ActionProfileMember):
+            act = fy.P4TableAction(entry.action, **entry.params) if with_action else None
+            return fy.P4ActionProfileMember(entry.profile, member_id=entry.member_id, action=act)
+        if isinstance(entry, ActionProfileGroup):
+            members = [fy.P4Member(m, weight=1) for m in entry.members] if with_action else None
+            return fy.P4ActionProfileGroup(entry.profile, group_id=entry.group_id, members=members)
+        if entry.target is not None:
+            act = fy.P4IndirectAction(**{f"{entry.target[0]}_id": entry.target[1]}) if with_action else None
+        else:
+            act = fy.P4TableAction(entry.action, **entry.params) if with_action else None
+        return fy.P4TableEntry(entry.table, match=fy.P4TableMatch(entry.match), action=act)
 
     @property
     def fy(self):
         return self.client.fy
 
-    def write(self, table, key, action, params, *, modify):
-        if table == "ecmp_member" and not modify:
-            self._check_member_order(key)
-        entry = self._entry(table, key, action, params)
-        self.client.call(self.client.switch.write([~entry if modify else +entry]))
+    def write(self, entry, *, modify):
+        if isinstance(entry, ActionProfileMember) and not modify:
+            self._check_member_order(entry.member_id)
+        entity = self._entity(entry)
+        self.client.call(self.client.switch.write([~entity if modify else +entity]))
 
-    def delete(self, table, key):
-        if table == "ecmp_member":
-            raise MrcError(f"bmv2 target: member {key} would be deleted. bmv2 orders a group by member "
+    def delete(self, entry):
+        if isinstance(entry, ActionProfileMember):
+            raise MrcError(f"bmv2 target: member {entry.member_id} would be deleted. bmv2 orders a group by member "
                            "handle, so members are created once, in ascending id order, and never deleted "
                            "(docs/ecmp-mode.md, 'The hash'): keep every member in every case's tables")
-        self.client.call(self.client.switch.write([-self._entry(table, key)]))
+        self.client.call(self.client.switch.write([-self._entity(entry, with_action=False)]))
 
     def _check_member_order(self, member_id: int) -> None:
         """Refuse a member that would break "handles follow ids" (docs/ecmp-mode.md, "The hash")."""
@@ -343,24 +355,25 @@ class KernelTarget(Target):
         super().__init__(wiring)
         kernel_ref.enable_forwarding(wiring.sw)
 
-    def write(self, table, key, action, params, *, modify):
+    def write(self, entry, *, modify):
         if modify:
-            self.delete(table, key)
+            self.delete(entry)
         sw, sp = self.wiring.sw, self.wiring.sw_if
+        table, action = getattr(entry, "table", None), entry.action
         if table == "my_usid" and action == "usid_un":
-            kernel_ref.add_un(sw, key, sp(0))
+            kernel_ref.add_un(sw, entry.key, sp(0))
         elif table == "usid_fib" and action == "set_egress":
-            port = params["port"]
-            _, port_params = self.installed[("port_config", port)]
-            kernel_ref.add_fib(sw, key, sp(port), _mac_text(port_params["dst_mac"]))
+            port = entry.params["port"]
+            port_params = self.installed[("port_config", port)].params
+            kernel_ref.add_fib(sw, entry.key, sp(port), _mac_text(port_params["dst_mac"]))
         elif table == "port_config" and action == "set_port":
-            netns.run(["ip", "link", "set", sp(key), "address", _mac_text(params["src_mac"])], ns=sw)
+            netns.run(["ip", "link", "set", sp(entry.key), "address", _mac_text(entry.params["src_mac"])], ns=sw)
         else:
-            raise MrcError(f"kernel target: no mapping for {table}/{action}")
+            raise MrcError(f"kernel target: no mapping for {entry}")
 
-    def delete(self, table, key):
-        if table != "port_config":
-            netns.run(["ip", "-6", "route", "del", kernel_ref.prefix_text(key)], ns=self.wiring.sw, check=False)
+    def delete(self, entry):
+        if entry.table != "port_config":
+            netns.run(["ip", "-6", "route", "del", kernel_ref.prefix_text(entry.key)], ns=self.wiring.sw, check=False)
 
     def counters(self):
         return {}

@@ -31,7 +31,7 @@ class Fabric:
 
     def port_packets(self, switch: str, counter: str = "tx_port") -> dict[int, int]:
         tables = self.switches[switch].tables
-        return {p.number: tables.counter(counter, p.number)[0]
+        return {p.number: tables.counters.read(counter, p.number)[0]
                 for p in self.compiled.switch(switch).ports}
 
     def set_link(self, node: str, ifname: str, up: bool) -> None:
@@ -51,14 +51,13 @@ def _links(compiled):
 def _program(tables, sw) -> None:
     """Write a compiled switch's table entries; in EV-hash mode also its ecmp_selector members
     (ascending id, ECMP contract section 6), groups and ipv6_fib routes."""
-    for e in sw.entries:
-        tables.write_entry(e.table, e.key, e.action, e.params)
+    tables.direct.apply(sw.entries)
     for m in sw.members:
-        tables.write_member(m.member_id, m.action, m.params)
+        tables.ecmp.write_member(m)
     for g in sw.groups:
-        tables.write_group(g.group_id, g.members)
+        tables.ecmp.write_group(g)
     for r in sw.routes:
-        tables.write_route(r.prefix, member=r.member, group=r.group)
+        tables.ecmp.write_route(r)
 
 
 @contextlib.contextmanager

@@ -50,10 +50,21 @@ class Switch:
     def snapshot(self) -> dict:
         """Every table entry and default action, and every ECMP member, group and route,
         straight from the maps."""
-        snap = {t: (self.tables.read_entries(t), self.tables.default_action(t))
+        snap = {t: (self.tables.direct.read(t), self.tables.direct.default(t))
                 for t in ("my_usid", "usid_fib", "port_config")}
-        return snap | {"members": self.tables.read_members(), "groups": self.tables.read_groups(),
-                       "routes": self.tables.read_routes()}
+        return snap | {"members": self.members(), "groups": self.groups(), "routes": self.routes()}
+
+    def members(self) -> dict:
+        """The ecmp_selector members in the maps: {member id: (action, params)}."""
+        return {m.member_id: (m.action, m.params) for m in self.tables.ecmp.members()}
+
+    def groups(self) -> dict:
+        """The ecmp_selector groups in the maps: {group id: member ids, ascending}."""
+        return {g.group_id: g.members for g in self.tables.ecmp.groups()}
+
+    def routes(self) -> dict:
+        """The ipv6_fib entries in the maps: {prefix: ("member" | "group", id)}."""
+        return {r.prefix: r.target for r in self.tables.ecmp.routes()}
 
 
 class Client:

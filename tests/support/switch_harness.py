@@ -7,6 +7,8 @@ from mrckit.switch.ebpf_target import SwitchTables
 from mrckit.wire.pipeline import THRESHOLD_NONE
 from support.switch_frames import prefix48
 
+from mrckit.topology.entries import TableEntry
+
 LO_IFINDEX = 1
 XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT = range(5)
 
@@ -19,7 +21,7 @@ class Harness:
         self.prog = obj.program("mrc_switch")
         self.tables = SwitchTables.from_object(obj)
         self.tables.init_defaults()
-        self.tables.reset_queues()
+        self.tables.queues.reset()
 
     def wire_ports(self, ports) -> None:
         """Give every switch port in ``ports`` a DEVMAP entry (the namespace's loopback)."""
@@ -30,7 +32,7 @@ class Harness:
     def set_ingress(self, port: int) -> None:
         """Frames of :meth:`run` arrive on switch ``port``."""
         with netns.enter(self.ns):
-            self.tables.bind_port(port, LO_IFINDEX)
+            self.tables.ports.bind(port, LO_IFINDEX)
 
     def run(self, frame: bytes, repeat: int = 1):
         """(XDP return code, frame out) of one test run inside the namespace."""
@@ -49,18 +51,18 @@ def mac(port: int, far: bool = False) -> str:
 
 
 def port_config(sw, port, *, faces_host, trim=THRESHOLD_NONE, ecn=THRESHOLD_NONE):
-    sw.tables.write_entry("port_config", port, "set_port", {
+    sw.tables.direct.write(TableEntry.exact("port_config", port, "set_port", {
         "src_mac": int(mac(port).replace(":", ""), 16), "dst_mac": int(mac(port, True).replace(":", ""), 16),
-        "faces_host": int(faces_host), "trim_threshold": trim, "ecn_threshold": ecn})
+        "faces_host": int(faces_host), "trim_threshold": trim, "ecn_threshold": ecn}))
 
 
 def leaf(sw, my_usid=T0_0, *, trim=THRESHOLD_NONE, ecn=THRESHOLD_NONE):
     """A T0 with my uSID ``my_usid``: T1_5 up port 1, T0_1 up port 2, DOWN_2 to host port 3."""
     sw.wire_ports(range(4))
     sw.set_ingress(HOST_PORT)
-    sw.tables.write_entry("my_usid", prefix48(my_usid), "usid_un")
+    sw.tables.direct.write(TableEntry.exact("my_usid", prefix48(my_usid), "usid_un"))
     for usid, port in ((T1_5, FABRIC_PORT), (T0_1, FABRIC_PORT_2), (DOWN_2, HOST_PORT_2)):
-        sw.tables.write_entry("usid_fib", prefix48(usid), "set_egress", {"port": port})
+        sw.tables.direct.write(TableEntry.exact("usid_fib", prefix48(usid), "set_egress", {"port": port}))
     for port in range(4):
         port_config(sw, port, faces_host=port in (HOST_PORT, HOST_PORT_2), trim=trim, ecn=ecn)
 
@@ -70,7 +72,7 @@ COUNTER_NAMES = ("rx_port", "tx_port", "trim_port", "ecn_port", "drop_port", "dr
 
 def counters(sw):
     """Every non-zero counter cell: name -> {index: (packets, bytes)}."""
-    return {name: sw.tables.counters(name) for name in COUNTER_NAMES}
+    return {name: sw.tables.counters.nonzero(name) for name in COUNTER_NAMES}
 
 
 def expect_counters(sw, **nonzero):

@@ -37,6 +37,8 @@ ANYTHING_BUT_CLI = {"fabric", "apps"}
 ENTRY_POINTS = {
     "wire/gen.py": "developer tool `python -m mrckit.wire.gen`, named in the generated C/P4 headers",
     "proto/gen.py": "developer tool `python -m mrckit.proto.gen`, named in host_agent.proto",
+    "switch/p4runtime/pipeline_doc.py": "developer tool `python -m mrckit.switch.p4runtime.pipeline_doc`, named in "
+                                        "docs/p4runtime.md",
     "fabric/flap.py": "child process that mrckit.fabric.faultctl starts to flap a link",
     "apps/demo/worker.py": "child process of `mrc demo`, one per endpoint namespace",
     "apps/traffic/worker.py": "child process of `mrc traffic`, one per host namespace",

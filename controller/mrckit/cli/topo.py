@@ -183,7 +183,7 @@ def topo_link(topo_file, link, mode) -> None:
         old_r = {r.prefix: r for r in before[1]}
         lines = [f"group {gid}: members {', '.join(map(str, old_g[gid].members)) if gid in old_g else '(new)'} -> "
                  f"{', '.join(map(str, g.members))}" for gid, g in new_g.items() if old_g.get(gid) != g]
-        lines += [f"route {r.prefix}: {' '.join(map(str, old_r[r.prefix].target))} -> {' '.join(map(str, r.target))}"
+        lines += [f"route {r.prefix}: {_target(old_r.get(r.prefix)) or '(new)'} -> {_target(r)}"
                   for r in after[1] if old_r.get(r.prefix) != r]
         for line in lines:
             click.echo(f"  {name}: {line}")
@@ -321,3 +321,8 @@ def register(main: click.Group) -> None:
     main.add_command(topo_group)
     main.add_command(paths_cmd)
     main.add_command(trace_cmd)
+
+
+def _target(route) -> str:
+    """A route's member or group reference as text; empty for no route."""
+    return " ".join(map(str, route.target or ())) if route is not None else ""

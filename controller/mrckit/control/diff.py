@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import MrcError
-from ..topology import ActionProfileGroup, ActionProfileMember, FibRoute, SwitchConfig, TableEntry
+from ..topology import ActionProfileGroup, ActionProfileMember, SwitchConfig, TableEntry
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class EcmpTables:
 
     members: tuple[ActionProfileMember, ...] = ()
     groups: tuple[ActionProfileGroup, ...] = ()
-    routes: tuple[FibRoute, ...] = ()
+    routes: tuple[TableEntry, ...] = ()
 
     @classmethod
     def of(cls, cfg: SwitchConfig) -> EcmpTables:

@@ -31,7 +31,7 @@ import finsy as fy
 from finsy.proto import p4r
 
 from ..errors import MrcError
-from ..topology import ActionProfileGroup, ActionProfileMember, FibRoute, TableEntry
+from ..topology import ActionProfileGroup, ActionProfileMember, TableEntry
 from ..wire.pipeline import ECMP_SELECTOR, IPV6_FIB, TABLE_NAMES
 from .diff import EcmpDiff, EcmpTables, EntryDiff, diff_ecmp, diff_entries
 from .pipeline import Pipeline
@@ -364,13 +364,12 @@ def _check_ecmp_schema(schema: fy.P4Schema, where: str) -> None:
 
 def _entity(e) -> object:
     """Our target-neutral entity as finsy's."""
-    if isinstance(e, TableEntry):
-        return fy.P4TableEntry(e.table, match=fy.P4TableMatch(e.match), action=fy.P4TableAction(e.action, **e.params))
-    if isinstance(e, FibRoute):
-        key = {e.field: (int(e.prefix.network_address), e.prefix.prefixlen)}
+    if isinstance(e, TableEntry) and e.target is not None:
         action = fy.P4IndirectAction(member_id=e.member) if e.member is not None else \
             fy.P4IndirectAction(group_id=e.group)
-        return fy.P4TableEntry(e.table, match=fy.P4TableMatch(key), action=action)
+        return fy.P4TableEntry(e.table, match=fy.P4TableMatch(e.match), action=action)
+    if isinstance(e, TableEntry):
+        return fy.P4TableEntry(e.table, match=fy.P4TableMatch(e.match), action=fy.P4TableAction(e.action, **e.params))
     if isinstance(e, ActionProfileMember):
         return fy.P4ActionProfileMember(e.profile, member_id=e.member_id, action=fy.P4TableAction(e.action, **e.params))
     if isinstance(e, ActionProfileGroup):
@@ -408,17 +407,17 @@ def _decode_group(g) -> ActionProfileGroup:
     return ActionProfileGroup(g.group_id, tuple(sorted(members)))
 
 
-def _decode_route(schema: fy.P4Schema, te) -> FibRoute:
+def _decode_route(schema: fy.P4Schema, te) -> TableEntry:
     (m,) = te.match
     prefix = ipaddress.IPv6Network((int.from_bytes(m.lpm.value, "big"), m.lpm.prefix_len), strict=False)
     which = te.action.WhichOneof("type")
     if which == "action_profile_member_id":
-        return FibRoute(prefix, member=te.action.action_profile_member_id)
+        return TableEntry.route(prefix, member=te.action.action_profile_member_id)
     if which == "action_profile_group_id":
-        return FibRoute(prefix, group=te.action.action_profile_group_id)
+        return TableEntry.route(prefix, group=te.action.action_profile_group_id)
     # A direct action in an indirect table is not something we write: a route to member 0
     # differs from every desired route, so the diff replaces it.
-    return FibRoute(prefix, member=0)
+    return TableEntry.route(prefix, member=0)
 
 
 def _decode(schema: fy.P4Schema, te) -> TableEntry:

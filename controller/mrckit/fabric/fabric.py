@@ -363,7 +363,7 @@ class Fabric:
             raise MrcError("switch_counters reads eBPF pins; on bmv2 read counters over P4Runtime")
         tables = SwitchTables.open_pinned(self.state.pins[name])
         try:
-            return {p.number: tuple(tables.counter(counter, p.number)) for p in self.compiled.switch(name).ports}
+            return {p.number: tuple(tables.counters.read(counter, p.number)) for p in self.compiled.switch(name).ports}
         finally:
             tables.close()
 
@@ -387,6 +387,11 @@ class Fabric:
         :func:`mrckit.fabric.faultctl.first_drop_ns`."""
         with self._fresh_state() as st:
             return faultctl.first_drop_ns(st, a, b)
+
+    def flap_window(self, a: str, b: str):
+        """What the last flap of link a–b did, once restored; see
+        :func:`mrckit.fabric.faultctl.flap_window`."""
+        return faultctl.flap_window(self.state, a, b)
 
     def fail_switch(self, name: str) -> str:
         """Detach switch ``name``'s dataplane. Returns the fault-log line."""

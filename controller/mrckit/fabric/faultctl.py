@@ -224,6 +224,23 @@ def restore_link(state: FabricState, a: str, b: str) -> str:
     return line
 
 
+def flap_window(state: FabricState, a: str, b: str):
+    """What the last flap of link a–b did (``flap.FlapWindow``: flaps, first down, last up in
+    CLOCK_MONOTONIC ns), from its process's log once it has stopped; None if the link never
+    flapped or its flapper still runs.
+
+    Raises:
+        MrcError: no such link.
+    """
+    from .flap import read_window
+
+    na, _, nb, _ = find_link(state, a, b)
+    try:
+        return read_window((state.dir / f"flap-{na}-{nb}.log").read_text(errors="replace"))
+    except FileNotFoundError:
+        return None
+
+
 def first_drop_ns(state: FabricState, a: str, b: str) -> int | None:
     """When the fault on link a–b dropped its first packet, in ``bpf_ktime_get_ns()`` ns
     (CLOCK_MONOTONIC, the clock of the host dataplane's EV timestamps): the earlier of its two

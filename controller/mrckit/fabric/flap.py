@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 
 from ..errors import MrcError
 from . import linkstate
@@ -32,16 +33,45 @@ def _set(ends: list[tuple[str, str]], up: bool, *, keep: bool = True) -> None:
             print(f"flap: {ifname}@{ns}: {e}", file=sys.stderr, flush=True)
 
 
-def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event, report=None) -> int:
+@dataclass
+class FlapWindow:
+    """What one flapping did: ``flaps`` down transitions, the CLOCK_MONOTONIC ns of the first
+    down (None: none) and of the final up."""
+
+    flaps: int = 0
+    first_down_ns: int | None = None
+    last_up_ns: int | None = None
+
+    def line(self) -> str:
+        """The flap process's last log line, which :func:`read_window` parses."""
+        return (f"{STOPPED} {self.flaps} flaps; first down {self.first_down_ns or 0} ns; "
+                f"last up {self.last_up_ns or 0} ns; link up")
+
+
+STOPPED = "stopped after"
+
+
+def read_window(log_text: str) -> FlapWindow | None:
+    """The :class:`FlapWindow` a flap process logged when it stopped, None if it did not."""
+    for line in reversed(log_text.splitlines()):
+        if line.startswith(STOPPED):
+            words = line.split()
+            first, last = int(words[6]), int(words[10])
+            return FlapWindow(int(words[2]), first or None, last or None)
+    return None
+
+
+def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event, report=None) -> FlapWindow:
     """Toggle ``ends`` at ``hz`` until ``stop`` is set; leaves them up. ``report(up)``, when
-    given, is called after each change. Returns the number of down transitions."""
+    given, is called after each change. Returns what it did."""
     half = 0.5 / hz
-    count = 0
+    window = FlapWindow()
     next_t = time.monotonic()
     report = report or (lambda up: None)
     while not stop.is_set():
         _set(ends, up=False)
-        count += 1
+        window.flaps += 1
+        window.first_down_ns = window.first_down_ns or time.monotonic_ns()
         report(False)
         next_t += half
         stop.wait(max(next_t - time.monotonic(), 0))
@@ -50,7 +80,8 @@ def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event, report=N
         next_t += half
         stop.wait(max(next_t - time.monotonic(), 0))
     _set(ends, up=True, keep=False)
-    return count
+    window.last_up_ns = time.monotonic_ns()
+    return window
 
 
 def _reporter(controller: str, link: str):
@@ -82,8 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     # greeting, so that the link starts flapping when the greeting says it does.
     report = _reporter(*args[5:]) if len(args) == 7 else None
     print(f"{GREETING} {args[1]}@{args[0]} <-> {args[3]}@{args[2]} at {args[4]} Hz", flush=True)
-    count = flap(ends, float(args[4]), stop, report)
-    print(f"stopped after {count} flaps; link up", flush=True)
+    print(flap(ends, float(args[4]), stop, report).line(), flush=True)
     return 0
 
 

@@ -3,10 +3,12 @@ its maps by P4 names (design section 4; map layouts in ``docs/ebpf-switch.md``).
 
 Two classes:
 
-- :class:`SwitchTables` reads and writes one switch's maps by P4 names: table entries
-  (``my_usid``, ``usid_fib``, ``port_config``), EV-hash mode's ``ecmp_selector`` members and
-  groups and ``ipv6_fib`` routes (docs/ecmp-mode.md), counters, port admin state,
-  queue drain rate.
+- :class:`SwitchTables` holds one switch's maps and reads and writes them by P4 names, one
+  concern per attribute: ``direct`` (table entries of ``my_usid``, ``usid_fib``,
+  ``port_config``: ``direct_tables.py``), ``ecmp`` (EV-hash mode's ``ecmp_selector`` members
+  and groups and ``ipv6_fib`` routes, docs/ecmp-mode.md: ``ecmp_selector.py``), ``counters``
+  (``counters.py``), ``ports`` (admin state, wiring: ``ports.py``) and ``queues`` (drain rate,
+  depth: ``queues.py``).
   It works on a freshly loaded object or on the maps pinned under
   ``/sys/fs/bpf/mrckit/switch/<name>/`` (:meth:`SwitchTables.open_pinned`), so the P4Runtime
   server and the conformance suite share this one mapping.
@@ -15,22 +17,18 @@ Two classes:
   server) and tears it down completely.
 
 >>> with EbpfSwitch("s0", "mrcsw", {0: "p0", 1: "p1"}) as sw:      # doctest: +SKIP
-...     sw.tables.write_entry("usid_fib", 0xFCBBBB001001, "set_egress", {"port": 1})
-...     sw.tables.counter("tx_port", 1)
+...     sw.tables.direct.write(TableEntry.exact("usid_fib", 0xFCBBBB001001, "set_egress", {"port": 1}))
+...     sw.tables.counters.read("tx_port", 1)
 """
 
 from __future__ import annotations
 
 import ctypes
-import errno
-import ipaddress
 import os
-import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .. import netns
-from ..bpf import BPF_EXIST, BPF_NOEXIST
 from ..bpf.attach import ifindex_of, xdp_attach, xdp_detach, xdp_query
 from ..bpf.errors import BpfError
 from ..bpf.fs import BPFFS, ensure_bpffs, pin_path, unpin
@@ -40,6 +38,11 @@ from ..errors import MrcError
 from ..topology.entries import TableEntry
 from ..wire import pipeline as P
 from . import tables as T
+from .counters import Counters
+from .direct_tables import DirectTables
+from .ecmp_selector import EcmpSelector
+from .ports import Ports, check_port
+from .queues import Queues
 
 if TYPE_CHECKING:  # the server package imports this module: import it lazily at run time
     from .p4runtime.process import ServerOptions, ServerProcess
@@ -47,10 +50,6 @@ if TYPE_CHECKING:  # the server package imports this module: import it lazily at
 OBJECT = "mrc_switch"
 PROGRAM = "mrc_switch"
 PIN_DIR = "switch"
-DEFAULT_QUEUE_RATE_PPS = 1_000_000
-"""Drain rate of every port's virtual queue after set-up (packets/s), a fast veth's rate."""
-MAX_QUEUE_RATE_PPS = 1_000_000_000
-"""The C side multiplies elapsed ns by the rate in 64 bits; 1e9 pps keeps that exact."""
 
 _u32 = ctypes.c_uint32
 MAP_TYPES: dict[str, tuple[type, type]] = {
@@ -75,50 +74,31 @@ MAP_TYPES: dict[str, tuple[type, type]] = {
 """Every map of ``mrc_switch.bpf.c`` with its key and value ctypes (the pinned set)."""
 
 
-class EntryExists(MrcError):
-    """An insert found the key present (P4Runtime ALREADY_EXISTS)."""
-
-
-class EntryNotFound(MrcError):
-    """A modify or delete found no entry for the key (P4Runtime NOT_FOUND)."""
-
-
-class EntryInUse(MrcError):
-    """A delete of an ECMP member still in a group or named by a route, or of a group still
-    named by a route (P4Runtime FAILED_PRECONDITION)."""
-
-
-class UnknownReference(MrcError):
-    """A group naming a member that does not exist, or a route naming a member or group that
-    does not exist (P4Runtime NOT_FOUND)."""
-
-
-class GroupTooLarge(MrcError):
-    """A group of more members than ``ecmp_selector`` allows per group (256, the pipeline contract)
-    (P4Runtime RESOURCE_EXHAUSTED)."""
-
-
 def switch_pin_dir(name: str) -> str:
     """``/sys/fs/bpf/mrckit/switch/<name>``; raises ValueError for a name with ``/``."""
     return pin_path(PIN_DIR, name)
 
 
-def _check_port(port: int) -> int:
-    if not isinstance(port, int) or not 0 <= port < P.PORT_COUNT:
-        raise MrcError(f"switch port {port!r} outside 0..{P.PORT_COUNT - 1}")
-    return port
-
-
 class SwitchTables:
-    """P4-name access to the maps of one eBPF switch.
+    """The maps of one eBPF switch, by concern: each attribute reads and writes its own maps by
+    P4 names.
 
-    Keys are integers: the 48-bit DA prefix (locator << 16 | uSID) for ``my_usid`` and
-    ``usid_fib``, the 9-bit port for ``port_config``. Action parameters are integers of the
-    widths of design section 4 (MACs as 48-bit integers, thresholds in packets).
-    Table and action names may carry a P4Info control prefix (``MyIngress.usid_fib``).
-    ``ipv6_fib`` (an indirect LPM table) has its own methods: ``write_member``/``write_group``/
-    ``write_route`` and their delete/read counterparts, keyed by uint32 member and group ids
-    and IPv6 prefixes, with the referential checks of docs/ecmp-mode.md.
+    Attributes:
+        direct: ``DirectTables``: ``my_usid``, ``usid_fib`` and ``port_config`` entries
+            (``TableEntry``) and default actions.
+        ecmp: ``EcmpSelector``: EV-hash mode's ``ecmp_selector`` members and groups and
+            ``ipv6_fib`` routes (docs/ecmp-mode.md).
+        counters: ``Counters``: the indirect counters, summed over CPUs.
+        ports: ``Ports``: admin state and the port-to-interface wiring.
+        queues: ``Queues``: the virtual queues' drain rates and depths.
+        maps: map name -> ``Map``, every map of ``MAP_TYPES``.
+
+    It works on a freshly loaded object or on the maps pinned under
+    ``/sys/fs/bpf/mrckit/switch/<name>/`` (:meth:`open_pinned`), so the P4Runtime server and
+    the conformance suite share this one mapping.
+
+    Raises:
+        MrcError: a map of ``MAP_TYPES`` is missing from ``maps``.
     """
 
     def __init__(self, maps: dict[str, Map], *, owned: bool = False):
@@ -126,6 +106,11 @@ class SwitchTables:
         if missing:
             raise MrcError(f"switch maps missing: {', '.join(sorted(missing))}")
         self.maps, self._owned = maps, owned
+        self.direct = DirectTables(maps)
+        self.ecmp = EcmpSelector(maps)
+        self.counters = Counters(maps)
+        self.ports = Ports(maps)
+        self.queues = Queues(maps)
 
     @classmethod
     def from_object(cls, obj: BpfObject) -> "SwitchTables":
@@ -157,401 +142,10 @@ class SwitchTables:
                 m.close()
             self._owned = False
 
-    # --- table entries ---
-    def write_entry(self, table: str, key: int, action: str, params: dict[str, int] | None = None,
-                    *, mode: str = "upsert") -> None:
-        """Write one entry. ``mode``: "insert" (P4Runtime INSERT), "modify" or "upsert".
-
-        Raises:
-            MrcError: unknown table/action, bad key or parameters (nothing is written);
-            EntryExists (insert of a present key); EntryNotFound (modify of an absent key).
-        """
-        spec = T.table_spec(table)
-        key = T.check_key(spec, key)
-        name, params = T.check_action(spec, action, params)
-        if mode not in ("insert", "modify", "upsert"):
-            raise MrcError(f"write mode {mode!r}: use insert, modify or upsert")
-        present = self._present(spec, key)
-        if mode == "insert" and present:
-            raise EntryExists(f"table {spec.name}: an entry for key 0x{key:x} exists")
-        if mode == "modify" and not present:
-            raise EntryNotFound(f"table {spec.name}: no entry for key 0x{key:x}")
-        if spec.name == "port_config":
-            if name == "NoAction":
-                raise MrcError("table port_config: entries take set_port; NoAction is only the default")
-            self.maps["port_config"].update(key, T.encode_port_config(params))
-        else:
-            act = T.encode_usid_action(spec, name, params)
-            self.maps[spec.name].update(T.usid_key(key), act)
-            self._slot_added(spec.name, key, act, new=not present)
-
-    def apply(self, entries: Iterable[TableEntry]) -> None:
-        """Write (upsert) every entry of a switch config, e.g. compiled by ``mrckit.topology``.
-        All entries are validated before the first write, so bad input changes nothing.
-
-        Raises:
-            MrcError: the first bad entry, named by its table and key.
-        """
-        entries = list(entries)
-        keys = []
-        for e in entries:
-            spec = T.table_spec(e.table)
-            keys.append(T.entry_key(spec, e.match))
-            T.check_action(spec, e.action, e.params)
-        for e, key in zip(entries, keys):
-            self.write_entry(e.table, key, e.action, e.params)
-
-    def delete_entry(self, table: str, key: int) -> None:
-        """Delete the entry at ``key``. Raises MrcError (bad table/key) or EntryNotFound."""
-        spec = T.table_spec(table)
-        key = T.check_key(spec, key)
-        if not self._present(spec, key):
-            raise EntryNotFound(f"table {spec.name}: no entry for key 0x{key:x}")
-        if spec.name == "port_config":
-            self.maps["port_config"].update(key, T.PortConfig())
-        else:
-            self.maps[spec.name].delete(T.usid_key(key))
-            self._slot_removed(spec.name, key)
-
-    def read_entries(self, table: str) -> list[TableEntry]:
-        """Every entry of ``table``, sorted by key, as the topology compiler's ``TableEntry``
-        (``match`` = {the table's one key field: value}). Raises MrcError for an unknown table."""
-        spec = T.table_spec(table)
-        (field,) = spec.keys
-        out = []
-        if spec.name == P.PORT_CONFIG:
-            for port, pc in self.maps["port_config"].items():
-                if pc.valid:
-                    out.append(TableEntry(spec.name, {field.name: port}, P.SET_PORT, T.decode_port_config(pc)))
-        else:
-            for key, value in self.maps[spec.name].items():
-                name, params = T.decode_usid_action(spec, value)
-                out.append(TableEntry(spec.name, {field.name: T.usid_key_value(key)}, name, params))
-        return sorted(out, key=lambda e: e.key)
-
-    def clear_table(self, table: str) -> None:
-        """Delete every entry of ``table`` and restore its default action."""
-        for entry in self.read_entries(table):
-            self.delete_entry(entry.table, entry.key)
-        spec = T.table_spec(table)
-        if spec.name in P.BPF_DEFAULT_SLOTS:
-            self.set_default_action(spec.name, spec.default_action)
-
-    def set_default_action(self, table: str, action: str, params: dict[str, int] | None = None) -> None:
-        """Set the default action of ``my_usid`` or ``usid_fib``.
-
-        Raises:
-            MrcError: ``port_config`` (its default, no entry, is fixed) or a bad action.
-        """
-        spec = T.table_spec(table)
-        if spec.name not in P.BPF_DEFAULT_SLOTS:
-            raise MrcError(f"table {spec.name}: the default action is fixed ({spec.default_action})")
-        name, params = T.check_action(spec, action, params)
-        self.maps["table_defaults"].update(P.BPF_DEFAULT_SLOTS[spec.name], T.encode_usid_action(spec, name, params))
-
-    def default_action(self, table: str) -> tuple[str, dict[str, int]]:
-        """(action, params) of the default action of ``table``."""
-        spec = T.table_spec(table)
-        if spec.name not in P.BPF_DEFAULT_SLOTS:
-            return spec.default_action, {}
-        return T.decode_usid_action(spec, self.maps["table_defaults"].lookup(P.BPF_DEFAULT_SLOTS[spec.name]))
-
-    # --- EV-hash (ECMP) mode: ecmp_selector members and groups, ipv6_fib routes ---
-    # docs/ecmp-mode.md. Every method checks everything, then makes one map write, so a
-    # refused call changes nothing. The maps are the source of truth (several processes write
-    # through pins), so the referential checks read them.
-    def write_member(self, member_id: int, action: str, params: dict[str, int] | None = None, *,
-                     modify: bool = False) -> None:
-        """Insert member ``member_id`` of ``ecmp_selector`` (or, with ``modify``, replace its
-        action): ``set_egress`` with ``{"port": 0..511}``, or ``drop`` (no_route when chosen).
-
-        Raises:
-            MrcError: bad id (not uint32), action or parameters, or the selector full (its ``size`` in
-                the pipeline contract);
-            EntryExists (insert of a present member); EntryNotFound (modify of an absent one).
-        """
-        member_id = T.check_ecmp_id("member", member_id)
-        act = T.check_member_action(member_id, action, params)
-        self._write_once("ecmp_member", member_id, act, modify, f"member {member_id}")
-
-    def delete_member(self, member_id: int) -> None:
-        """Delete member ``member_id``.
-
-        Raises:
-            MrcError: bad id; EntryNotFound (absent); EntryInUse (a group holds it or a route
-            names it, both listed).
-        """
-        member_id = T.check_ecmp_id("member", member_id)
-        if self.maps["ecmp_member"].lookup(member_id) is None:
-            raise EntryNotFound(f"action profile {P.ECMP_SELECTOR}: no member {member_id}")
-        users = [f"group {g}" for g, members in self.read_groups().items() if member_id in members]
-        users += [f"route {p}" for p in self._routes_to(T.FIB_REF_MEMBER, member_id)]
-        if users:
-            raise EntryInUse(f"action profile {P.ECMP_SELECTOR}: member {member_id} is still used by "
-                             f"{', '.join(users)}; remove it from them first")
-        self.maps["ecmp_member"].delete(member_id)
-
-    def read_members(self) -> dict[int, tuple[str, dict[str, int]]]:
-        """Every member: id -> (action, params), e.g. ``{2: ("set_egress", {"port": 1})}``."""
-        return {mid: T.decode_member_action(act) for mid, act in sorted(self.maps["ecmp_member"].items())}
-
-    def write_group(self, group_id: int, members: Iterable[int], *, modify: bool = False) -> None:
-        """Insert group ``group_id`` of ``ecmp_selector`` holding ``members`` (member ids, any
-        order, each once; stored ascending, the order the EV hash indexes, docs/ecmp-mode.md
-        section 3), or with ``modify`` replace its members. An empty group is allowed: a route
-        to it drops (no_route).
-
-        Raises:
-            MrcError: bad id, a member id listed twice or not uint32, or ``max_groups`` groups already
-            (pipeline contract); GroupTooLarge (more than ``max_group_size`` members); UnknownReference (a member that does not
-            exist); EntryExists / EntryNotFound (insert of a present / modify of an absent group).
-        """
-        group_id = T.check_ecmp_id("group", group_id)
-        members = [T.check_ecmp_id("member", m) for m in members]
-        where = f"action profile {P.ECMP_SELECTOR}, group {group_id}"
-        if len(members) > T.ECMP_PROFILE.max_group_size:
-            raise GroupTooLarge(f"{where}: {len(members)} members, at most {T.ECMP_PROFILE.max_group_size}")
-        twice = sorted({m for m in members if members.count(m) > 1})
-        if twice:
-            raise MrcError(f"{where}: member {', '.join(map(str, twice))} listed twice")
-        unknown = [m for m in sorted(members) if self.maps["ecmp_member"].lookup(m) is None]
-        if unknown:
-            raise UnknownReference(f"{where}: no member {', '.join(map(str, unknown))}; write members first")
-        self._write_once("ecmp_group", group_id, T.encode_group(tuple(sorted(members))), modify,
-                         f"group {group_id}")
-
-    def delete_group(self, group_id: int) -> None:
-        """Delete group ``group_id``.
-
-        Raises:
-            MrcError: bad id; EntryNotFound (absent); EntryInUse (a route names it, listed).
-        """
-        group_id = T.check_ecmp_id("group", group_id)
-        if self.maps["ecmp_group"].lookup(group_id) is None:
-            raise EntryNotFound(f"action profile {P.ECMP_SELECTOR}: no group {group_id}")
-        users = [str(p) for p in self._routes_to(T.FIB_REF_GROUP, group_id)]
-        if users:
-            raise EntryInUse(f"action profile {P.ECMP_SELECTOR}: group {group_id} is still used by "
-                             f"route {', '.join(users)}; delete or repoint those first")
-        self.maps["ecmp_group"].delete(group_id)
-
-    def read_groups(self) -> dict[int, tuple[int, ...]]:
-        """Every group: id -> its member ids, ascending."""
-        return {gid: T.decode_group(g) for gid, g in sorted(self.maps["ecmp_group"].items())}
-
-    def write_route(self, prefix: ipaddress.IPv6Network | str, *, member: int | None = None,
-                    group: int | None = None, modify: bool = False) -> None:
-        """Insert an ``ipv6_fib`` entry: packets whose first IPv6 DA falls in ``prefix`` (longest
-        prefix wins) take ``member``'s action, or the member of ``group`` their EV hashes to
-        (docs/ecmp-mode.md). With ``modify``, repoint an existing entry.
-
-        Raises:
-            MrcError: not an IPv6 prefix (or host bits set), not exactly one of member/group,
-            or the table full (its ``size`` in the pipeline contract); UnknownReference (no such member/group);
-            EntryExists / EntryNotFound (insert of a present / modify of an absent prefix).
-        """
-        prefix = T.ipv6_prefix(prefix)
-        if (member is None) == (group is None):
-            raise MrcError(f"table {P.IPV6_FIB}, prefix {prefix}: give exactly one of member= and group=")
-        kind, ref_id = ("member", member) if member is not None else ("group", group)
-        ref_id = T.check_ecmp_id(kind, ref_id)
-        if self.maps[f"ecmp_{kind}"].lookup(ref_id) is None:
-            raise UnknownReference(f"table {P.IPV6_FIB}, prefix {prefix}: no {kind} {ref_id} in "
-                                   f"{P.ECMP_SELECTOR}; write it first")
-        ref = T.FibRef(T.FIB_REF_MEMBER if kind == "member" else T.FIB_REF_GROUP, ref_id)
-        # Flag before the write, so the program never skips a route that is present, and after
-        # it, so a concurrent delete that found the table empty cannot leave the flag clear.
-        self._set_routes_present(True)
-        self._write_once("ipv6_fib", T.lpm_key(prefix), ref, modify, f"prefix {prefix}", table=P.IPV6_FIB)
-        self._set_routes_present(True)
-
-    def delete_route(self, prefix: ipaddress.IPv6Network | str) -> None:
-        """Delete the ``ipv6_fib`` entry of exactly ``prefix``.
-
-        Raises:
-            MrcError: not an IPv6 prefix; EntryNotFound (no entry of exactly that prefix).
-        """
-        prefix = T.ipv6_prefix(prefix)
-        if not self.maps["ipv6_fib"].delete(T.lpm_key(prefix)):
-            raise EntryNotFound(f"table {P.IPV6_FIB}: no entry for prefix {prefix}")
-        self.sync_routes_present()
-
-    def _set_routes_present(self, on: bool) -> None:
-        self.maps["ipv6_fib_state"].update(0, 1 if on else 0)
-
-    def _routes_empty(self) -> bool:
-        return next(iter(self.maps["ipv6_fib"].keys()), None) is None
-
-    def sync_routes_present(self) -> None:
-        """Set ``ipv6_fib_state`` from ``ipv6_fib``: the switch skips its LPM lookup while the
-        table is empty. Cleared only after a look finds it empty, then looked at again, so an
-        insert running at the same time (which sets the flag after its write) always wins."""
-        if self._routes_empty():
-            self._set_routes_present(False)
-            if not self._routes_empty():
-                self._set_routes_present(True)
-        else:
-            self._set_routes_present(True)
-
-    def read_routes(self) -> dict[ipaddress.IPv6Network, tuple[str, int]]:
-        """Every ``ipv6_fib`` entry: prefix -> ("member" | "group", id)."""
-        out = {}
-        for key, ref in self.maps["ipv6_fib"].items():
-            kind = P.FIB_REF_KINDS.get(ref.kind)
-            if kind is None:
-                raise MrcError(f"table {P.IPV6_FIB}: map holds unknown reference kind {ref.kind}")
-            out[T.lpm_prefix(key)] = (kind, ref.id)
-        return dict(sorted(out.items(), key=lambda kv: (kv[0].network_address, kv[0].prefixlen)))
-
-    def _routes_to(self, kind: int, ref_id: int) -> list[ipaddress.IPv6Network]:
-        """The prefixes of the ipv6_fib entries naming (kind, ref_id), sorted."""
-        return sorted(T.lpm_prefix(key) for key, ref in self.maps["ipv6_fib"].items()
-                      if (ref.kind, ref.id) == (kind, ref_id))
-
-    def clear_ecmp(self) -> None:
-        """Delete every ipv6_fib entry, then every group, then every member (dependents first)."""
-        for prefix in self.read_routes():
-            self.delete_route(prefix)
-        for group_id in self.read_groups():
-            self.delete_group(group_id)
-        for member_id in self.read_members():
-            self.delete_member(member_id)
-
-    def _write_once(self, map_name: str, key, value, modify: bool, what: str,
-                    table: str = P.ECMP_SELECTOR) -> None:
-        """One update with the kernel doing the existence check (BPF_EXIST / BPF_NOEXIST), so
-        that an LPM prefix is matched exactly and nothing is half-written."""
-        kind = "table" if table == P.IPV6_FIB else "action profile"
-        try:
-            self.maps[map_name].update(key, value, BPF_EXIST if modify else BPF_NOEXIST)
-        except BpfError as exc:
-            if exc.errno == errno.EEXIST:
-                raise EntryExists(f"{kind} {table}: {what} exists") from None
-            if exc.errno == errno.ENOENT:
-                raise EntryNotFound(f"{kind} {table}: no {what}") from None
-            if exc.errno in (errno.E2BIG, errno.ENOSPC, errno.ENOMEM):
-                raise MrcError(f"{kind} {table}: full ({self.maps[map_name].max_entries} entries), "
-                               f"cannot add {what}") from None
-            raise
-
-    # The slot caches of the program (see struct usid_slot): the hash is written first and the
-    # slot after, so a packet never finds a slot naming an entry the hash lacks. Both are O(1):
-    # a delete that leaves one entry marks the slot hash_only instead of searching for it, and
-    # the next write of the entry left (count 1: it is the only one) caches it again.
-    def _slot_added(self, table: str, key: int, act: T.TableAction, *, new: bool) -> None:
-        slots, idx = self.maps[f"{table}_slots"], T.usid_slot_index(key)
-        slot = slots.lookup(idx)
-        if new:
-            slot.count += 1
-        if slot.count == 1:
-            slot.prefix[:] = list(key.to_bytes(6, "big"))
-            slot.act, slot.hash_only = act, 0
-        slots.update(idx, slot)
-
-    def _slot_removed(self, table: str, key: int) -> None:
-        slots, idx = self.maps[f"{table}_slots"], T.usid_slot_index(key)
-        slot = slots.lookup(idx)
-        slot.count = max(0, slot.count - 1)
-        if slot.count == 1:
-            slot.hash_only = 1
-        elif slot.count == 0:
-            slot = T.UsidSlot()
-        slots.update(idx, slot)
-
-    def _present(self, spec: T.TableSpec, key: int) -> bool:
-        if spec.name == "port_config":
-            return bool(self.maps["port_config"].lookup(key).valid)
-        return self.maps[spec.name].lookup(T.usid_key(key)) is not None
-
-    # --- counters ---
-    def counter(self, name: str, index: int) -> tuple[int, int]:
-        """(packets, bytes) of counter ``name`` at ``index``, summed over CPUs.
-
-        Raises:
-            MrcError: unknown counter or index out of range.
-        """
-        cmap = self._counter_map(name)
-        if not isinstance(index, int) or not 0 <= index < cmap.max_entries:
-            raise MrcError(f"counter {name}: index {index!r} outside 0..{cmap.max_entries - 1}")
-        total = cmap.lookup_sum(index)
-        return total.packets, total.bytes
-
-    def counters(self, name: str) -> dict[int, tuple[int, int]]:
-        """Non-zero cells of counter ``name``: index -> (packets, bytes)."""
-        out = {}
-        for index, total in self._counter_map(name).items_sum():
-            if total.packets or total.bytes:
-                out[index] = (total.packets, total.bytes)
-        return out
-
-    def reset_counters(self) -> None:
-        """Zero every counter cell on every CPU."""
-        for name in P.COUNTER_NAMES:
-            cmap = self.maps[name]
-            zero = [T.Counter() for _ in range(cmap.ncpus)]
-            for index in range(cmap.max_entries):
-                cmap.update(index, zero)
-
-    def _counter_map(self, name: str) -> Map:
-        short = T.short_name(name)
-        if short not in P.COUNTER_NAMES:
-            raise MrcError(f"unknown counter {name!r}: the switch has {', '.join(P.COUNTER_NAMES)}")
-        return self.maps[short]
-
-    # --- target settings: admin state and queues ---
-    def set_port_up(self, port: int, up: bool) -> None:
-        """Set the admin state of ``port``; a down port drops (reason port_down)."""
-        self.maps["port_admin"].update(_check_port(port), 0 if up else 1)
-
-    def port_up(self, port: int) -> bool:
-        """The admin state of ``port``."""
-        return self.maps["port_admin"].lookup(_check_port(port)) == 0
-
-    def set_queue_rate(self, port: int, pps: int) -> None:
-        """Set the drain rate of ``port``'s virtual queue in packets/s (0 = never drains).
-
-        Raises:
-            MrcError: port out of range or rate outside 0..MAX_QUEUE_RATE_PPS.
-        """
-        if not isinstance(pps, int) or not 0 <= pps <= MAX_QUEUE_RATE_PPS:
-            raise MrcError(f"queue rate {pps!r} pps outside 0..{MAX_QUEUE_RATE_PPS}")
-        self.maps["queue_rate"].update(_check_port(port), T.QueueRate.of(pps))
-
-    def queue_rate(self, port: int) -> int:
-        """The drain rate of ``port``'s virtual queue (packets/s)."""
-        return self.maps["queue_rate"].lookup(_check_port(port)).rate_pps
-
-    def queue_depth(self, port: int) -> int:
-        """The depth of ``port``'s virtual queue now, in packets (design section 4)."""
-        q = self.maps["vqueue"].lookup(_check_port(port))
-        service_ns = self.maps["queue_rate"].lookup(_check_port(port)).service_ns
-        if service_ns == 0:
-            return q.backlog
-        left = q.busy_until_ns - time.monotonic_ns()  # bpf_ktime_get_ns() is CLOCK_MONOTONIC
-        return max(0, -(-left // service_ns))
-
-    def reset_queues(self, ports: Iterable[int] | None = None) -> None:
-        """Empty the virtual queues of ``ports`` (default: all)."""
-        for port in (range(P.PORT_COUNT) if ports is None else ports):
-            self.maps["vqueue"].update(_check_port(port), T.VQueue())
-
-    # --- port wiring (called from inside the switch's namespace) ---
-    def bind_port(self, port: int, ifindex: int) -> None:
-        """Wire switch ``port`` to interface ``ifindex``: the DEVMAP entry for redirects and the
-        reverse entry for the ingress port. Call it inside the switch's namespace: the kernel
-        resolves DEVMAP ifindexes in the caller's namespace (design section 9)."""
-        self.maps["tx_ports"].update(_check_port(port), ifindex)
-        self.maps["ifindex_port"].update(ifindex, port)
-        slot = ifindex % P.IFINDEX_SLOTS
-        if self.maps["ifindex_slots"].lookup(slot).ifindex in (0, ifindex):
-            self.maps["ifindex_slots"].update(slot, T.IfindexSlot(ifindex, port))
-
     def init_defaults(self) -> None:
         """Default actions of design section 4 and default queue rates, on a fresh switch."""
-        self.set_default_action("my_usid", "NoAction")
-        self.set_default_action("usid_fib", "drop")
-        for port in range(P.PORT_COUNT):
-            self.maps["queue_rate"].update(port, T.QueueRate.of(DEFAULT_QUEUE_RATE_PPS))
+        self.direct.init_defaults()
+        self.queues.init_rates()
 
 
 class EbpfSwitch:
@@ -579,7 +173,7 @@ class EbpfSwitch:
         if not name or "/" in name or name in (".", ".."):
             raise MrcError(f"switch name {name!r}: must be a plain name")
         for port in ports:
-            _check_port(port)
+            check_port(port)
         if len(set(ports.values())) != len(ports):
             raise MrcError(f"switch {name}: an interface appears on two ports: {ports}")
         self.name, self.netns, self.ports, self.xdp_mode = name, netns, dict(ports), xdp_mode
@@ -606,10 +200,10 @@ class EbpfSwitch:
         ensure_bpffs()
         try:
             self._load()
-            self.tables.apply(self.entries)
+            self.tables.direct.apply(self.entries)
             with self._in_netns():
                 for port, iface in self.ports.items():
-                    self.tables.bind_port(port, ifindex_of(iface))
+                    self.tables.ports.bind(port, ifindex_of(iface))
                     self.attach_modes[port] = xdp_attach(iface, self._obj.program(PROGRAM), self.xdp_mode,
                                                          replace=True)
             if self.p4runtime is not None and self.server is None:
@@ -651,7 +245,7 @@ class EbpfSwitch:
         self.tables = SwitchTables.from_object(obj)
         if fresh:
             self.tables.init_defaults()
-        self.tables.sync_routes_present()  # pins from an older object may hold routes already
+        self.tables.ecmp.sync_routes_present()  # pins from an older object may hold routes already
 
     def _in_netns(self):
         import contextlib

@@ -3,9 +3,9 @@
 The pipeline contract, ``mrckit.wire.pipeline.MRC_SWITCH``, declares the tables, keys,
 actions, sizes and counters (design section 4; EV-hash mode's ``ipv6_fib`` and
 ``ecmp_selector``, docs/ecmp-mode.md) and the eBPF target's action ids; ``docs/ebpf-switch.md``
-fixes the map layouts. This module only encodes and decodes: it turns a table entry given by P4
-names (table, key, action, parameters) into map key and value bytes and back, so the eBPF
-manager, the P4Runtime server and the conformance suite share one encoding.
+fixes the map layouts. This module only checks, encodes and decodes: it turns a table entry
+(``mrckit.topology.entries.TableEntry``) or action profile member into map key and value bytes
+and back, so the eBPF manager, the P4Runtime server and the conformance suite share one encoding.
 
 The ctypes structures below mirror the C structs byte for byte (tests compare them with the
 BTF of the compiled object).
@@ -17,8 +17,9 @@ import ctypes
 import ipaddress
 
 from ..errors import MrcError
+from ..topology.entries import ActionProfileMember, TableEntry
 from ..wire import pipeline as P
-from ..wire.pipeline import (BPF_ACTION_IDS, ECMP_ID_BITS, ECMP_SELECTOR, IPV6_FIB, MRC_SWITCH, PORT_COUNT,
+from ..wire.pipeline import (BPF_ACTION_IDS, ECMP_ID_BITS, ECMP_SELECTOR, MRC_SWITCH, PORT_COUNT,
                              USID_SLOTS, TableSpec)
 
 ECMP_PROFILE = MRC_SWITCH.action_profile(ECMP_SELECTOR)
@@ -102,6 +103,9 @@ def table_spec(table: str) -> TableSpec:
         MrcError: no such direct table (``ipv6_fib`` takes routes, not entries).
     """
     name = short_name(table)
+    if name == P.IPV6_FIB:
+        raise MrcError(f"table {table!r} is indirect (its entries name {ECMP_SELECTOR} members and groups): "
+                       "write it through the ECMP selector")
     if name not in P.TABLE_NAMES:
         raise MrcError(f"unknown table {table!r}: the switch has {', '.join(P.TABLE_NAMES)}")
     return MRC_SWITCH.table(name)
@@ -127,6 +131,35 @@ def entry_key(spec: TableSpec, match: dict) -> int:
     if set(match) != {field_.name}:
         raise MrcError(f"table {spec.name}: match {sorted(match)} given, the key is {field_.name!r}")
     return check_key(spec, match[field_.name])
+
+
+def check_entry(entry: TableEntry) -> tuple[TableSpec, int, str, dict[str, int]]:
+    """Check a direct table's entry: (table spec, key, short action name, params).
+
+    Raises:
+        MrcError: not a ``TableEntry``, an unknown or indirect table, a bad key, an action the
+            table lacks, or parameters missing, extra or too wide (the message names which).
+    """
+    if not isinstance(entry, TableEntry):
+        raise MrcError(f"{entry!r} is not a TableEntry")
+    spec = table_spec(entry.table)
+    key = entry_key(spec, entry.match)
+    if entry.action is None:
+        raise MrcError(f"table {spec.name}: entry {key:#x} names no action")
+    name, params = check_action(spec, entry.action, entry.params)
+    return spec, key, name, params
+
+
+def check_entry_key(entry: TableEntry) -> tuple[TableSpec, int]:
+    """(table spec, key) of a direct table's entry, checked: what a delete needs.
+
+    Raises:
+        MrcError: an unknown or indirect table, or a bad key.
+    """
+    if not isinstance(entry, TableEntry):
+        raise MrcError(f"{entry!r} is not a TableEntry")
+    spec = table_spec(entry.table)
+    return spec, entry_key(spec, entry.match)
 
 
 def _check_params(where: str, act: P.ActionSpec, params: dict[str, int] | None,
@@ -245,22 +278,6 @@ class EcmpGroup(ctypes.Structure):
     _fields_ = [("count", ctypes.c_uint32), ("member", ctypes.c_uint32 * ECMP_PROFILE.max_group_size)]
 
 
-def ipv6_prefix(prefix) -> ipaddress.IPv6Network:
-    """``prefix`` (an IPv6Network or its text, host bits zero) as an IPv6Network.
-
-    Raises:
-        MrcError: not an IPv6 prefix, or host bits set (``2001:db8::1/64``).
-    """
-    if isinstance(prefix, ipaddress.IPv6Network):
-        return prefix
-    if not isinstance(prefix, str):
-        raise MrcError(f"table {IPV6_FIB}: prefix {prefix!r} is not an IPv6 prefix")
-    try:
-        return ipaddress.IPv6Network(prefix)
-    except ValueError as exc:
-        raise MrcError(f"table {IPV6_FIB}: prefix {prefix!r}: {exc}") from None
-
-
 def lpm_key(prefix: ipaddress.IPv6Network) -> Ipv6LpmKey:
     """The ``ipv6_fib`` map key of an IPv6 prefix."""
     key = Ipv6LpmKey(prefix.prefixlen)
@@ -280,27 +297,35 @@ def check_ecmp_id(what: str, value: int) -> int:
     return value
 
 
-def check_member_action(member_id: int, action: str, params: dict[str, int] | None) -> TableAction:
-    """The ``struct table_action`` of member ``member_id``'s action (set_egress(port) or drop()).
+def check_member(member: ActionProfileMember) -> tuple[int, TableAction]:
+    """(member id, ``struct table_action``) of an ``ecmp_selector`` member (set_egress(port)
+    or drop()).
 
     Raises:
-        MrcError: another action, a parameter missing, extra or too wide for its bits.
+        MrcError: another action profile, a bad id, another action, a parameter missing, extra
+            or too wide for its bits.
     """
+    if not isinstance(member, ActionProfileMember):
+        raise MrcError(f"{member!r} is not an ActionProfileMember")
+    if member.profile != ECMP_SELECTOR:
+        raise MrcError(f"action profile {member.profile!r}: the switch has only {ECMP_SELECTOR}")
+    member_id = check_ecmp_id("member", member.member_id)
     where = f"action profile {ECMP_SELECTOR}, member {member_id}"
+    action = member.action
     name = short_name(action) if isinstance(action, str) else action
     act = next((a for a in P.MEMBER_ACTIONS if a.name == name), None)
     if act is None:
         raise MrcError(f"{where}: action {action!r} is not one of {', '.join(a.name for a in P.MEMBER_ACTIONS)}")
-    params = _check_params(where, act, params, bools=False)
-    return TableAction(BPF_ACTION_IDS[act.name], params.get("port", 0))
+    params = _check_params(where, act, member.params, bools=False)
+    return member_id, TableAction(BPF_ACTION_IDS[act.name], params.get("port", 0))
 
 
-def decode_member_action(value: TableAction) -> tuple[str, dict[str, int]]:
-    """(action name, params) of a member's ``struct table_action``; MrcError on a foreign id."""
+def decode_member(member_id: int, value: TableAction) -> ActionProfileMember:
+    """The ``ecmp_selector`` member held in a ``struct table_action``; MrcError on a foreign id."""
     found = _decode_action(P.MEMBER_ACTIONS, value)
     if found is None:
         raise MrcError(f"action profile {ECMP_SELECTOR}: map holds unknown action id {value.action}")
-    return found
+    return ActionProfileMember(member_id, *found)
 
 
 def encode_group(members: tuple[int, ...]) -> EcmpGroup:

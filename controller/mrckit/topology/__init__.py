@@ -9,7 +9,7 @@ mode="ecmp")`` compiles EV-hash mode (``ecmp.py``). See ``docs/topology.md``.
 from .compile import CompiledFabric, compile_fabric
 from .ecmp import ALL_UPLINKS_GROUP, leaf_group_id, leaf_prefix, member_id
 from .entries import (
-    MODES, ActionProfileGroup, ActionProfileMember, FibRoute, HostConfig, HostPort, SwitchConfig, SwitchPort, TableEntry,
+    MODES, ActionProfileGroup, ActionProfileMember, HostConfig, HostPort, SwitchConfig, SwitchPort, TableEntry,
 )
 from .generate import generate_clos
 from .model import FabricLinks, GrpcEndpoint, GrpcTls, Host, HostLinks, Link, Switch, Topology, TopologyError
@@ -20,7 +20,7 @@ from .yamlio import dump_topology, dumps_topology, load_topology, loads_topology
 
 __all__ = [
     "CompiledFabric", "compile_fabric", "ALL_UPLINKS_GROUP", "leaf_group_id", "leaf_prefix", "member_id", "MODES",
-    "ActionProfileGroup", "ActionProfileMember", "FibRoute", "HostConfig", "HostPort", "SwitchConfig", "SwitchPort", "TableEntry",
+    "ActionProfileGroup", "ActionProfileMember", "HostConfig", "HostPort", "SwitchConfig", "SwitchPort", "TableEntry",
     "generate_clos", "FabricLinks", "GrpcEndpoint", "GrpcTls", "Host", "HostLinks", "Link", "Switch", "Topology", "TopologyError",
     "EvClass", "Path", "ev_classes_for_link", "path_for_ev", "paths", "Role", "mac_address", "mac_str",
     "parse_mac", "Trace", "Walker", "walk", "dump_topology", "dumps_topology", "load_topology", "loads_topology",

@@ -34,7 +34,7 @@ from ..wire.pipeline import (DA_PREFIX_FIELD, EGRESS_PORT_FIELD, MY_USID, PORT_C
 from ..wire.usid import active_prefix, container_pack, usid_pack
 from .ecmp import DownLinks, EcmpPlan, down_t1_links
 from .entries import (
-    MODES, ActionProfileGroup, ActionProfileMember, FibRoute, HostConfig, HostPort, SwitchConfig, SwitchPort, TableEntry,
+    MODES, ActionProfileGroup, ActionProfileMember, HostConfig, HostPort, SwitchConfig, SwitchPort, TableEntry,
 )
 from .model import Topology, TopologyError
 from .plan import MAC_KIND, Role, host_ifname, mac_address, mac_addresses
@@ -250,7 +250,7 @@ class CompiledFabric:
         """
         return self._plan().groups_and_routes(self._sid(switch), self.down_links(down))[0]
 
-    def routes(self, switch: str | int, down: Iterable[str] | DownLinks = ()) -> tuple[FibRoute, ...]:
+    def routes(self, switch: str | int, down: Iterable[str] | DownLinks = ()) -> tuple[TableEntry, ...]:
         """EV-hash mode: the ``ipv6_fib`` routes of one switch with the links ``down`` down:
         host /128s by downlink, then leaf /64s by leaf.
 
@@ -260,7 +260,7 @@ class CompiledFabric:
         return self._plan().groups_and_routes(self._sid(switch), self.down_links(down))[1]
 
     def groups_and_routes(self, switch: str | int, down: Iterable[str] | DownLinks = ()) -> tuple[
-            tuple[ActionProfileGroup, ...], tuple[FibRoute, ...]]:
+            tuple[ActionProfileGroup, ...], tuple[TableEntry, ...]]:
         """:meth:`groups` and :meth:`routes` in one computation (what a reroute needs).
 
         Raises:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from ..wire.addressing import nic_address, parse_link_name
 from ..wire.constants import MAX_T0_PER_PLANE, UsidRole
 from ..wire.pipeline import SET_EGRESS
-from .entries import ActionProfileGroup, ActionProfileMember, FibRoute
+from .entries import ActionProfileGroup, ActionProfileMember, TableEntry
 from .model import Topology, TopologyError
 from .plan import Role
 
@@ -88,18 +88,18 @@ def host_prefix(leaf: int, downlink: int) -> ipaddress.IPv6Network:
 # the shared group; each host route recurs on its T0 of every plane): sharing them makes a
 # T0's tables of the 131,072-host fabric a few hundred dict lookups instead of 767 objects.
 @functools.lru_cache(maxsize=4 * MAX_T0_PER_PLANE)
-def _leaf_route(leaf: int, group: int) -> FibRoute:
-    return FibRoute(leaf_prefix(leaf), group=group)
+def _leaf_route(leaf: int, group: int) -> TableEntry:
+    return TableEntry.route(leaf_prefix(leaf), group=group)
 
 
 @functools.lru_cache(maxsize=1 << 18)
-def _host_route(leaf: int, downlink: int, member: int) -> FibRoute:
-    return FibRoute(host_prefix(leaf, downlink), member=member)
+def _host_route(leaf: int, downlink: int, member: int) -> TableEntry:
+    return TableEntry.route(host_prefix(leaf, downlink), member=member)
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _t1_route(leaf: int, member: int) -> FibRoute:
-    return FibRoute(leaf_prefix(leaf), member=member)
+def _t1_route(leaf: int, member: int) -> TableEntry:
+    return TableEntry.route(leaf_prefix(leaf), member=member)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -149,7 +149,7 @@ class EcmpPlan:
         return tuple(_member(port) for port, _, _ in self._ports(sid))
 
     def groups_and_routes(self, sid: int, down: DownLinks) -> tuple[tuple[ActionProfileGroup, ...],
-                                                                      tuple[FibRoute, ...]]:
+                                                                      tuple[TableEntry, ...]]:
         """The groups (by id) and routes (host /128s by downlink, then leaf /64s by leaf) of
         switch ``sid`` with the T0-T1 links ``down`` down (module docstring)."""
         s = self.topology.switches[sid]

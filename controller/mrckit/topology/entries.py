@@ -9,11 +9,11 @@ and ``docs/ebpf-switch.md``.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Tables, keys and actions are named by the pipeline contract (design section 4, EV-hash mode:
 # docs/ecmp-mode.md), declared once in mrckit.wire.pipeline.
-from ..wire.pipeline import DA_PREFIX_FIELD, ECMP_SELECTOR, FIB_DST_FIELD, IPV6_FIB
+from ..wire.pipeline import DA_PREFIX_FIELD, ECMP_SELECTOR, FIB_DST_FIELD, IPV6_FIB, MRC_SWITCH
 
 MODES = ("srv6", "ecmp")
 """Forwarding modes of a fabric: SRv6 uSID source routing (design 3) or EV-hash."""
@@ -21,41 +21,127 @@ MODES = ("srv6", "ecmp")
 
 @dataclass(frozen=True)
 class TableEntry:
-    """One P4Runtime table entry by P4 names, target-neutral.
+    """One P4Runtime table entry by P4 names, target-neutral: the one entry type that the
+    topology compiler emits, the controller diffs and writes, and both switch targets take
+    (the eBPF switch's maps and its P4Runtime server, and bmv2 through P4Runtime).
+
+    A direct table's entry names an action; an indirect table's (``ipv6_fib``, implemented by
+    the action selector ``ecmp_selector``) names exactly one action profile member or group
+    instead (P4Runtime spec 1.4 section 9.1.2). An entry with no match fields is the table's
+    default entry (section 9.1.4: every table of the contract has a key, so no other entry
+    has an empty match).
 
     Attributes:
-        table: ``my_usid``, ``usid_fib`` or ``port_config``.
-        match: match field name -> exact value, e.g.
-            ``{"hdr.outer_ipv6.dst_addr[127:80]": 0xfcbbbb000401}`` (48 bits: locator << 16 | uSID)
-            or ``{"standard_metadata.egress_spec": 3}`` (9 bits).
-        action: ``usid_un``, ``set_egress`` or ``set_port``.
+        table: ``my_usid``, ``usid_fib``, ``port_config`` or ``ipv6_fib``.
+        match: match field name -> value, in the table's key order: an exact field takes an
+            int, e.g. ``{"hdr.outer_ipv6.dst_addr[127:80]": 0xfcbbbb000401}`` (48 bits:
+            locator << 16 | uSID) or ``{"standard_metadata.egress_spec": 3}`` (9 bits); an LPM
+            field takes ``(value, prefix length)``, e.g. ``{"hdr.outer_ipv6.dst_addr":
+            (0x20010db8010000020000000000000000, 64)}`` (128 bits).
+        action: ``usid_un``, ``set_egress``, ``drop``, ``set_port`` or ``NoAction``; None in an
+            indirect table's entry, and in an entry that only names a key (a delete).
         params: action parameter name -> value: ``{"port": 9 bits}`` for set_egress;
             ``src_mac``/``dst_mac`` (48 bits), ``faces_host`` (1 bit), ``trim_threshold`` and
-            ``ecn_threshold`` (32 bits, packets) for set_port; ``{}`` for usid_un.
+            ``ecn_threshold`` (32 bits, packets) for set_port; ``{}`` for the others.
+        member, group: an indirect table's entry: the action profile member id or group id it
+            names (exactly one of them); both None in a direct table's entry.
+
+    Raises:
+        ValueError: both ``member`` and ``group``, or an action beside either of them.
     """
 
     table: str
-    match: dict[str, int]
-    action: str
-    params: dict[str, int]
+    match: dict[str, int | tuple[int, int]]
+    action: str | None = None
+    params: dict[str, int] = field(default_factory=dict)
+    member: int | None = None
+    group: int | None = None
+
+    def __post_init__(self):
+        if self.member is not None and self.group is not None:
+            raise ValueError(f"table {self.table} entry {self.match}: give one of member and group, not both")
+        if self.action is not None and (self.member is not None or self.group is not None):
+            raise ValueError(f"table {self.table} entry {self.match}: an action or a member/group, not both")
+
+    @classmethod
+    def exact(cls, table: str, key: int, action: str | None = None,
+              params: dict[str, int] | None = None) -> "TableEntry":
+        """The entry of ``table`` (one exact key field, by the pipeline contract) at ``key``;
+        without an action, the key alone (what a delete names). ``table`` may carry a P4Info
+        control prefix (``MyIngress.usid_fib``).
+
+        >>> TableEntry.exact("usid_fib", 0xFCBBBB001001, "set_egress", {"port": 1}).match
+        {'hdr.outer_ipv6.dst_addr[127:80]': 277883226427393}
+
+        Raises:
+            ValueError: ``table`` is not a table of the contract.
+        """
+        try:
+            (key_field,) = MRC_SWITCH.table(table.rsplit(".", 1)[-1]).keys
+        except KeyError:
+            raise ValueError(f"unknown table {table!r}: the switch has "
+                             f"{', '.join(t.name for t in MRC_SWITCH.tables)}") from None
+        return cls(table, {key_field.name: key}, action, dict(params or {}))
+
+    @classmethod
+    def route(cls, prefix: ipaddress.IPv6Network | str, *, member: int | None = None,
+              group: int | None = None) -> "TableEntry":
+        """The ``ipv6_fib`` entry of ``prefix`` (e.g. ``2001:db8:100:2::/64``, a leaf's hosts)
+        naming an ``ecmp_selector`` member or group (EV-hash mode, docs/ecmp-mode.md); with
+        neither, the key alone (what a delete names).
+
+        Raises:
+            ValueError: both ``member`` and ``group``; ``prefix`` not an IPv6 prefix or with
+                host bits set.
+        """
+        try:
+            net = ipaddress.IPv6Network(prefix)
+        except ValueError as exc:
+            raise ValueError(f"table {IPV6_FIB}: prefix {prefix!r} is not an IPv6 prefix: {exc}") from None
+        return cls(IPV6_FIB, {FIB_DST_FIELD: (int(net.network_address), net.prefixlen)}, member=member, group=group)
 
     @property
-    def key(self) -> int:
-        """The single exact-match value (every table of the contract has one key field)."""
+    def key(self) -> int | tuple[int, int]:
+        """The single match value (every table of the contract has one key field)."""
         (value,) = self.match.values()
         return value
+
+    @property
+    def is_default(self) -> bool:
+        """Whether this is the table's default entry (no match fields, spec 9.1.4)."""
+        return not self.match
+
+    @property
+    def prefix(self) -> ipaddress.IPv6Network:
+        """An ``ipv6_fib`` entry's prefix, e.g. ``2001:db8:100:2::/64``."""
+        return ipaddress.IPv6Network(self.match[FIB_DST_FIELD])
+
+    @property
+    def target(self) -> tuple[str, int] | None:
+        """An indirect entry's ``("member", id)`` or ``("group", id)``; None for a direct one."""
+        if self.member is not None:
+            return "member", self.member
+        return None if self.group is None else ("group", self.group)
 
     def identity(self) -> tuple:
         """A hashable (table, match) pair: what P4Runtime identifies an entry by."""
         return self.table, tuple(sorted(self.match.items()))
 
     def __hash__(self) -> int:
-        return hash((self.identity(), self.action, tuple(sorted(self.params.items()))))
+        return hash((self.identity(), self.action, tuple(sorted(self.params.items())), self.member, self.group))
 
     def __str__(self) -> str:
-        match = ", ".join(f"{k}=0x{v:x}" if k == DA_PREFIX_FIELD else f"{k}={v}" for k, v in self.match.items())
+        match = ", ".join(_show_match(k, v) for k, v in self.match.items()) or "default"
+        if self.target is not None:
+            return f"{self.table} {match} -> {' '.join(map(str, self.target))}"
         params = ", ".join(f"{k}=0x{v:x}" if k.endswith("mac") else f"{k}={v}" for k, v in self.params.items())
         return f"{self.table} {match} -> {self.action}({params})"
+
+
+def _show_match(name: str, value) -> str:
+    if name == FIB_DST_FIELD:
+        return str(ipaddress.IPv6Network(value))
+    return f"{name}=0x{value:x}" if name == DA_PREFIX_FIELD else f"{name}={value}"
 
 
 @dataclass(frozen=True)
@@ -64,14 +150,15 @@ class ActionProfileMember:
 
     Attributes:
         member_id: the member id (EV-hash mode: switch port + 1, ECMP contract section 6).
-        action: ``set_egress`` or ``drop``.
+        action: ``set_egress`` or ``drop``; None in a request that names the member only (a
+            P4Runtime delete or read).
         params: ``{"port": 9 bits}`` for set_egress, ``{}`` for drop.
         profile: the action profile's P4Info alias.
     """
 
     member_id: int
-    action: str
-    params: dict[str, int]
+    action: str | None
+    params: dict[str, int] = field(default_factory=dict)
     profile: str = ECMP_SELECTOR
 
     def identity(self) -> tuple:
@@ -109,49 +196,6 @@ class ActionProfileGroup:
         return f"{self.profile} group {self.group_id} -> members {', '.join(map(str, self.members))}"
 
 
-@dataclass(frozen=True)
-class FibRoute:
-    """One ``ipv6_fib`` entry: an LPM prefix of the destination address leading to an action
-    profile member or group (a P4Runtime indirect table entry).
-
-    Attributes:
-        prefix: the IPv6 prefix matched on ``hdr.outer_ipv6.dst_addr``, e.g.
-            ``2001:db8:100:2::/64`` (a leaf's hosts) or ``2001:db8:100:2::1/128`` (one host).
-        member, group: exactly one is set: the member id or the group id it uses.
-        table: the table's P4Info alias.
-
-    Raises:
-        ValueError: not exactly one of member and group.
-    """
-
-    prefix: ipaddress.IPv6Network
-    member: int | None = None
-    group: int | None = None
-    table: str = IPV6_FIB
-
-    def __post_init__(self):
-        if (self.member is None) == (self.group is None):
-            raise ValueError(f"route {self.prefix}: give exactly one of member and group")
-
-    def identity(self) -> tuple:
-        """What P4Runtime identifies the entry by: (table, prefix)."""
-        return self.table, self.prefix
-
-    @property
-    def field(self) -> str:
-        """The match field name: ``hdr.outer_ipv6.dst_addr``."""
-        return FIB_DST_FIELD
-
-    @property
-    def target(self) -> tuple[str, int]:
-        """``("member", id)`` or ``("group", id)``."""
-        return ("member", self.member) if self.member is not None else ("group", self.group)
-
-    def __str__(self) -> str:
-        kind, ident = self.target
-        return f"{self.table} {self.prefix} -> {kind} {ident}"
-
-
 @dataclass(frozen=True, slots=True)
 class SwitchPort:
     """One port of a switch and what it connects to.
@@ -185,7 +229,8 @@ class SwitchConfig:
         entries: the ``my_usid``, ``usid_fib`` and ``port_config`` entries, in that order
             (EV-hash mode: only ``port_config``).
         members, groups, routes: EV-hash mode only (empty in SRv6 mode): the ``ecmp_selector``
-            members by ascending id, its groups by id, and the ``ipv6_fib`` routes by prefix.
+            members by ascending id, its groups by id, and the ``ipv6_fib`` entries
+            (``TableEntry.route``) by prefix.
         mode: ``"srv6"`` or ``"ecmp"``.
     """
 
@@ -198,7 +243,7 @@ class SwitchConfig:
     entries: tuple[TableEntry, ...]
     members: tuple[ActionProfileMember, ...] = ()
     groups: tuple[ActionProfileGroup, ...] = ()
-    routes: tuple[FibRoute, ...] = ()
+    routes: tuple[TableEntry, ...] = ()
     mode: str = "srv6"
 
     def port_map(self) -> dict[int, str]:

@@ -52,7 +52,7 @@ class Hop:
         da_in, da_out: the outer DA on arrival and after the uN shift (equal if none).
         hop_limit: the outer hop limit on arrival.
         hits: the table entries the packet matched here, in order (EV-hash mode: the
-            ``FibRoute``, the ``ActionProfileGroup`` if any, and the ``ActionProfileMember``).
+            ``ipv6_fib`` ``TableEntry``, the ``ActionProfileGroup`` if any, and the ``ActionProfileMember``).
         out_port: the egress port, or None when dropped here. link: the link taken out.
     """
 
@@ -105,7 +105,7 @@ class _SwitchView:
         self.by_ifname = {p.ifname: p for p in cfg.ports}
         self.members = {m.member_id: m for m in cfg.members}
         self.groups = {g.group_id: g for g in cfg.groups}
-        self.routes: dict[int, dict[int, object]] = {}  # prefix length -> network int -> FibRoute
+        self.routes: dict[int, dict[int, object]] = {}  # prefix length -> network int -> ipv6_fib entry
         for r in cfg.routes:
             self.routes.setdefault(r.prefix.prefixlen, {})[int(r.prefix.network_address)] = r
 

@@ -21,6 +21,7 @@ from support.switch_harness import (DOWN_2, FABRIC_PORT, HOST_PORT, T0_0, T1_5, 
 from mrckit.wire.constants import Dscp, Ecn, Opcode
 from mrckit.wire.ecmp import ecmp_member, ev_member
 from mrckit.wire.pipeline import THRESHOLD_NONE
+from mrckit.topology.entries import ActionProfileGroup, ActionProfileMember, TableEntry
 
 ROOT = Path(__file__).resolve().parents[3]
 # The contract's fabric shape (section 6): member id = port + 1, action set_egress(port).
@@ -41,9 +42,9 @@ def ecmp_leaf(sw, *, trim=THRESHOLD_NONE, ecn=THRESHOLD_NONE, group_members=UPLI
     sw.set_ingress(HOST_PORT)
     for port in PORTS:
         port_config(sw, port, faces_host=port in (0, 5), trim=trim, ecn=ecn)
-        sw.tables.write_member(port + 1, "set_egress", {"port": port})
-    sw.tables.write_group(GROUP, group_members)
-    sw.tables.write_route(HOST_PREFIX, group=GROUP)
+        sw.tables.ecmp.write_member(ActionProfileMember(port + 1, "set_egress", {"port": port}))
+    sw.tables.ecmp.write_group(ActionProfileGroup(GROUP, tuple(group_members)))
+    sw.tables.ecmp.write_route(TableEntry.route(HOST_PREFIX, group=GROUP))
 
 
 def out_port(out: bytes) -> int:
@@ -128,7 +129,7 @@ def test_encapsulated_frame_hashes_inner_udp_port(switch):
 def test_group_modify_moves_packets(switch):
     """Shrinking a group re-spreads its packets over the members left (the fabric's reroute)."""
     ecmp_leaf(switch)
-    switch.tables.write_group(GROUP, (2, 5), modify=True)
+    switch.tables.ecmp.write_group(ActionProfileGroup(GROUP, (2, 5)), modify=True)
     for fl in range(0, 1 << 20, 65537):
         rc, out = switch.run(ecmp_frame(fl=fl, sport=fl & 0xFFFF))
         assert out_port(out) == member_port(ecmp_member((2, 5), fl, fl & 0xFFFF))
@@ -138,7 +139,7 @@ def test_group_modify_moves_packets(switch):
 
 def test_route_to_member_bytes_exact(switch):
     ecmp_leaf(switch)
-    switch.tables.write_route("2001:db8:100:1::2/128", member=6)
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8:100:1::2/128", member=6))
     frame = ecmp_frame(HOST_B, ecn=Ecn.ECT0)
     rc, out = switch.run(frame)
     assert rc == XDP_REDIRECT
@@ -149,9 +150,9 @@ def test_route_to_member_bytes_exact(switch):
 
 def test_longest_prefix_wins(switch):
     ecmp_leaf(switch)
-    switch.tables.write_route("2001:db8::/32", member=2)
-    switch.tables.write_route("2001:db8:100:1::2/128", member=6)
-    switch.tables.write_route("2001:db8:100:1:8000::/65", member=3)
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8::/32", member=2))
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8:100:1::2/128", member=6))
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8:100:1:8000::/65", member=3))
     cases = {"2001:db8:7::1": 1, "2001:db8:100:1::2": 5, "2001:db8:100:1:8000::2": 2}
     for da, port in cases.items():
         rc, out = switch.run(ecmp_frame(da))
@@ -159,7 +160,7 @@ def test_longest_prefix_wins(switch):
     # The /64 (group) catches the rest of its prefix.
     rc, out = switch.run(ecmp_frame("2001:db8:100:1::3", fl=5, sport=6))
     assert out_port(out) == member_port(ecmp_member(UPLINK_MEMBERS, 5, 6))
-    switch.tables.delete_route("2001:db8:100:1::2/128")
+    switch.tables.ecmp.delete_route(TableEntry.route("2001:db8:100:1::2/128"))
     rc, out = switch.run(ecmp_frame(HOST_B, fl=5, sport=6))
     assert out_port(out) == member_port(ecmp_member(UPLINK_MEMBERS, 5, 6))
 
@@ -168,21 +169,21 @@ def test_miss_falls_through_to_un(switch):
     """With ipv6_fib entries installed, an SRv6 frame (DA outside them) takes the uN path byte
     for byte; an EV-hash frame outside every prefix and uSID is no_route."""
     leaf(switch, T0_0)
-    switch.tables.write_member(2, "set_egress", {"port": 1})
-    switch.tables.write_route("2001:db8::/32", member=2)
+    switch.tables.ecmp.write_member(ActionProfileMember(2, "set_egress", {"port": 1}))
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8::/32", member=2))
     rc, out = switch.run(mrc_frame(container(T0_0, T1_5, DOWN_2)))
     assert rc == XDP_REDIRECT
     assert out == mrc_frame(container(T1_5, DOWN_2), hlim=63, src=mac(1), dst=mac(1, True))
     frame = ecmp_frame("2001:db9::1")
     assert switch.run(frame)[0] == XDP_DROP
-    assert switch.tables.counters("drop_reason") == {2: (1, len(frame))}
+    assert switch.tables.counters.nonzero("drop_reason") == {2: (1, len(frame))}
 
 
 def test_hit_skips_un(switch):
     """A route covering a uSID DA decides alone: no shift, usid_fib not consulted."""
     leaf(switch, T0_0)
-    switch.tables.write_member(4, "set_egress", {"port": 3})
-    switch.tables.write_route("fcbb:bb00::/32", member=4)
+    switch.tables.ecmp.write_member(ActionProfileMember(4, "set_egress", {"port": 3}))
+    switch.tables.ecmp.write_route(TableEntry.route("fcbb:bb00::/32", member=4))
     rc, out = switch.run(mrc_frame(container(T0_0, T1_5)))
     assert rc == XDP_REDIRECT
     assert out == mrc_frame(container(T0_0, T1_5), hlim=63, src=mac(3), dst=mac(3, True))
@@ -191,13 +192,13 @@ def test_hit_skips_un(switch):
 @pytest.mark.parametrize("how", ["drop-member", "drop-in-group", "empty-group"])
 def test_drop_counts_no_route(switch, how):
     ecmp_leaf(switch)
-    switch.tables.write_member(100, "drop")
+    switch.tables.ecmp.write_member(ActionProfileMember(100, "drop"))
     if how == "drop-member":
-        switch.tables.write_route("2001:db8:100:1::2/128", member=100)
+        switch.tables.ecmp.write_route(TableEntry.route("2001:db8:100:1::2/128", member=100))
     elif how == "drop-in-group":
-        switch.tables.write_group(GROUP, [100], modify=True)
+        switch.tables.ecmp.write_group(ActionProfileGroup(GROUP, (100,)), modify=True)
     else:
-        switch.tables.write_group(GROUP, [], modify=True)
+        switch.tables.ecmp.write_group(ActionProfileGroup(GROUP, ()), modify=True)
     frame = ecmp_frame(HOST_B)
     assert switch.run(frame)[0] == XDP_DROP
     n = len(frame)
@@ -207,11 +208,11 @@ def test_drop_counts_no_route(switch, how):
 
 def test_member_on_port_without_device_is_no_route(switch):
     ecmp_leaf(switch)
-    switch.tables.write_member(50, "set_egress", {"port": 49})
-    switch.tables.write_route("2001:db8:100:1::2/128", member=50)
+    switch.tables.ecmp.write_member(ActionProfileMember(50, "set_egress", {"port": 49}))
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8:100:1::2/128", member=50))
     frame = ecmp_frame(HOST_B)
     assert switch.run(frame)[0] == XDP_DROP
-    assert switch.tables.counters("drop_reason") == {2: (1, len(frame))}
+    assert switch.tables.counters.nonzero("drop_reason") == {2: (1, len(frame))}
 
 
 # --- hop limit, trim, ECN on frames with no outer header ----------------------------------------
@@ -219,14 +220,14 @@ def test_member_on_port_without_device_is_no_route(switch):
 @pytest.mark.parametrize("hlim,rc_want", [(0, XDP_DROP), (1, XDP_DROP), (2, XDP_REDIRECT)])
 def test_hop_limit(switch, hlim, rc_want):
     ecmp_leaf(switch)
-    switch.tables.write_route("2001:db8:100:1::2/128", member=2)
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8:100:1::2/128", member=2))
     frame = ecmp_frame(HOST_B, hlim=hlim)
     rc, out = switch.run(frame)
     assert rc == rc_want
     if rc == XDP_REDIRECT:
         assert out == ecmp_frame(HOST_B, hlim=1, src=mac(1), dst=mac(1, True))
     else:
-        assert switch.tables.counters("drop_reason") == {1: (1, len(frame))}
+        assert switch.tables.counters.nonzero("drop_reason") == {1: (1, len(frame))}
 
 
 # (opcode, ts, frame length after the trim): 14 Ethernet + 40 IPv6 + 8 UDP + 12 BTH + 4 METH
@@ -248,7 +249,7 @@ TRIM_CASES = [
 @pytest.mark.parametrize("dscp", [Dscp.TRIMMABLE, Dscp.TRIMMABLE_RETX])
 def test_trim_of_no_encap_write(switch, opcode, ts, length, dscp):
     ecmp_leaf(switch, trim=0)
-    switch.tables.write_route("2001:db8:100:1::2/128", member=2)
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8:100:1::2/128", member=2))
     frame = ecmp_frame(HOST_B, opcode=opcode, ts=ts, dscp=dscp, ecn=Ecn.ECT1, payload=300)
     rc, out = switch.run(frame)
     assert rc == XDP_REDIRECT and len(out) == length
@@ -263,7 +264,7 @@ def test_trim_of_no_encap_write(switch, opcode, ts, length, dscp):
 
 def test_trim_on_host_port_is_lasthop(switch):
     ecmp_leaf(switch, trim=1)
-    switch.tables.write_route("2001:db8:100:1::2/128", member=6)
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8:100:1::2/128", member=6))
     rc, out = switch.run(ecmp_frame(HOST_B, opcode=Opcode.WRITE_LAST_IMM, ts=True))
     assert rc == XDP_REDIRECT
     assert out == ecmp_frame(HOST_B, opcode=Opcode.WRITE_LAST_IMM, ts=True, dscp=Dscp.TRIMMED_LASTHOP,
@@ -273,7 +274,7 @@ def test_trim_on_host_port_is_lasthop(switch):
 @pytest.mark.parametrize("case", ["no-trim-class", "not-mrc-port", "not-a-write", "short-headers"])
 def test_congested_no_encap_non_trimmable_is_dropped(switch, case):
     ecmp_leaf(switch, trim=0)
-    switch.tables.write_route("2001:db8:100:1::2/128", member=2)
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8:100:1::2/128", member=2))
     frame = {
         "no-trim-class": lambda: ecmp_frame(HOST_B, dscp=Dscp.NO_TRIM),
         "not-mrc-port": lambda: ecmp_frame(HOST_B, dport=4792),
@@ -290,7 +291,7 @@ def test_congested_no_encap_non_trimmable_is_dropped(switch, case):
                                             (Ecn.NOT_ECT, Ecn.NOT_ECT), (Ecn.CE, Ecn.CE)])
 def test_ecn_on_no_encap_frame(switch, ecn_in, ecn_out):
     ecmp_leaf(switch, ecn=0)
-    switch.tables.write_route("2001:db8:100:1::2/128", member=2)
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8:100:1::2/128", member=2))
     frame = ecmp_frame(HOST_B, ecn=ecn_in, fl=0xABCDE)
     rc, out = switch.run(frame)
     assert rc == XDP_REDIRECT
@@ -302,8 +303,8 @@ def test_ecn_on_no_encap_frame(switch, ecn_in, ecn_out):
 
 def test_trimmed_and_ce_together(switch):
     ecmp_leaf(switch, trim=0, ecn=0)
-    switch.tables.write_route("2001:db8:100:1::2/128", member=2)
+    switch.tables.ecmp.write_route(TableEntry.route("2001:db8:100:1::2/128", member=2))
     rc, out = switch.run(ecmp_frame(HOST_B, ecn=Ecn.ECT0))
     assert rc == XDP_REDIRECT and len(out) == 94
     assert Ether(out)[IPv6].tc == (Dscp.TRIMMED << 2) | Ecn.CE
-    assert switch.tables.counters("ecn_port") == {1: (1, 94)}
+    assert switch.tables.counters.nonzero("ecn_port") == {1: (1, 94)}

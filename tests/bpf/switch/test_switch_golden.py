@@ -10,6 +10,7 @@ from support.switch_harness import (DOWN_2, FABRIC_PORT, FABRIC_PORT_2, HOST_POR
 from support.switch_frames import container, ipv4_frame, mrc_frame, outer, prefix48
 
 from mrckit.wire.constants import Dscp, Ecn, Opcode
+from mrckit.topology.entries import TableEntry
 
 
 # --- uN shift and FIB ------------------------------------------------------------------------
@@ -22,7 +23,7 @@ def test_shift_at_t0_t1_t0(switch):
             (T0_1, "fcbb:bb00:c02::", HOST_PORT_2)]
     hlim = 64
     for my_usid, da, port in hops:
-        switch.tables.clear_table("my_usid")
+        switch.tables.direct.clear("my_usid")
         leaf(switch, my_usid)
         hlim -= 1
         rc, out = switch.run(frame)
@@ -62,20 +63,20 @@ def test_fib_miss_drops_no_route(switch, da):
 
 def test_fib_drop_action_and_default(switch):
     leaf(switch, T0_0)
-    switch.tables.write_entry("usid_fib", prefix48(T1_5), "drop")
+    switch.tables.direct.write(TableEntry.exact("usid_fib", prefix48(T1_5), "drop"))
     assert switch.run(mrc_frame(container(T0_0, T1_5)))[0] == XDP_DROP
     # A set_egress default catches every miss.
-    switch.tables.set_default_action("usid_fib", "set_egress", {"port": FABRIC_PORT})
+    switch.tables.direct.set_default(TableEntry("usid_fib", {}, "set_egress", {"port": FABRIC_PORT}))
     rc, out = switch.run(mrc_frame(container(0x0777)))
     assert rc == XDP_REDIRECT and outer(out).dst == "fcbb:bb00:777::"
-    assert switch.tables.counters("drop_reason") == {2: (1, len(mrc_frame(container(T0_0, T1_5))))}
+    assert switch.tables.counters.nonzero("drop_reason") == {2: (1, len(mrc_frame(container(T0_0, T1_5))))}
 
 
 def test_port_without_device_is_no_route(switch):
     leaf(switch, T0_0)
-    switch.tables.write_entry("usid_fib", prefix48(0x0777), "set_egress", {"port": 9})
+    switch.tables.direct.write(TableEntry.exact("usid_fib", prefix48(0x0777), "set_egress", {"port": 9}))
     assert switch.run(mrc_frame(container(0x0777)))[0] == XDP_DROP
-    assert switch.tables.counters("drop_reason") == {2: (1, len(mrc_frame(container(0x0777))))}
+    assert switch.tables.counters.nonzero("drop_reason") == {2: (1, len(mrc_frame(container(0x0777))))}
 
 
 # --- hop limit, not IPv6, malformed, admin state ----------------------------------------------
@@ -123,13 +124,13 @@ def test_headers_only_ipv6_is_forwarded(switch):
 def test_port_down_ingress_and_egress(switch):
     leaf(switch)
     frame = mrc_frame(container(T0_0, T1_5))
-    switch.tables.set_port_up(HOST_PORT, False)
-    assert not switch.tables.port_up(HOST_PORT)
+    switch.tables.ports.set_up(HOST_PORT, False)
+    assert not switch.tables.ports.is_up(HOST_PORT)
     assert switch.run(frame)[0] == XDP_DROP
-    switch.tables.set_port_up(HOST_PORT, True)
-    switch.tables.set_port_up(FABRIC_PORT, False)
+    switch.tables.ports.set_up(HOST_PORT, True)
+    switch.tables.ports.set_up(FABRIC_PORT, False)
     assert switch.run(frame)[0] == XDP_DROP
-    switch.tables.set_port_up(FABRIC_PORT, True)
+    switch.tables.ports.set_up(FABRIC_PORT, True)
     assert switch.run(frame)[0] == XDP_REDIRECT
     n = len(frame)
     expect_counters(switch, rx_port={0: (3, 3 * n)}, drop_port={HOST_PORT: (1, n), FABRIC_PORT: (1, n)},
@@ -138,7 +139,7 @@ def test_port_down_ingress_and_egress(switch):
 
 def test_port_without_config_no_mac_rewrite_never_congested(switch):
     leaf(switch, trim=0, ecn=0)
-    switch.tables.delete_entry("port_config", FABRIC_PORT)
+    switch.tables.direct.delete(TableEntry.exact("port_config", FABRIC_PORT))
     frame = mrc_frame(container(T0_0, T1_5), ecn=Ecn.ECT0, src="02:00:00:00:01:01")
     rc, out = switch.run(frame)
     assert rc == XDP_REDIRECT
@@ -199,7 +200,7 @@ def test_trim_of_headers_only_write(switch):
     assert rc == XDP_REDIRECT
     assert out == mrc_frame(container(T1_5), dscp=Dscp.TRIMMED, payload=0, icrc=False, hlim=63,
                             src=mac(1), dst=mac(1, True))
-    assert switch.tables.counters("trim_port") == {1: (1, 134)}
+    assert switch.tables.counters.nonzero("trim_port") == {1: (1, 134)}
 
 
 @pytest.mark.parametrize("case", ["no-trim-class", "not-mrc-port", "not-a-write", "short-headers",
@@ -238,18 +239,18 @@ def test_queue_depth_counts_packets(switch):
     """Drain rate 0 (never drains), trim threshold 3: packets 1 and 2 pass whole, 3 and 4 are
     trimmed, because the depth counting the packet reaches 3 (design section 4, step 5)."""
     leaf(switch, trim=3)
-    switch.tables.set_queue_rate(FABRIC_PORT, 0)
+    switch.tables.queues.set_rate(FABRIC_PORT, 0)
     frame = mrc_frame(container(T0_0, T1_5))
     lengths = [len(switch.run(frame)[1]) for _ in range(4)]
     assert lengths == [len(frame), len(frame), 134, 134]
-    assert switch.tables.queue_depth(FABRIC_PORT) == 4.0
-    switch.tables.reset_queues([FABRIC_PORT])
+    assert switch.tables.queues.depth(FABRIC_PORT) == 4.0
+    switch.tables.queues.reset([FABRIC_PORT])
     assert len(switch.run(frame)[1]) == len(frame)
 
 
 def test_control_never_dropped_when_queue_full(switch):
     leaf(switch, trim=1)
-    switch.tables.set_queue_rate(FABRIC_PORT, 0)
+    switch.tables.queues.set_rate(FABRIC_PORT, 0)
     for _ in range(5):
         assert switch.run(mrc_frame(container(T0_0, T1_5), dscp=Dscp.NO_TRIM))[0] == XDP_DROP
         assert switch.run(mrc_frame(container(T0_0, T1_5), dscp=Dscp.CONTROL,
@@ -275,14 +276,14 @@ def test_no_ce_on_host_port(switch):
     frame = mrc_frame(container(T0_1, DOWN_2), ecn=Ecn.ECT0)
     rc, out = switch.run(frame)
     assert rc == XDP_REDIRECT and outer(out).tc == (Dscp.TRIMMABLE << 2) | Ecn.ECT0
-    assert switch.tables.counters("ecn_port") == {}
+    assert switch.tables.counters.nonzero("ecn_port") == {}
 
 
 def test_ce_threshold_counts_depth(switch):
     """ECN threshold 2 with a queue that never drains: the first packet is not marked, the
     second is (depth counting it = 2)."""
     leaf(switch, ecn=2)
-    switch.tables.set_queue_rate(FABRIC_PORT, 0)
+    switch.tables.queues.set_rate(FABRIC_PORT, 0)
     frame = mrc_frame(container(T0_0, T1_5), ecn=Ecn.ECT0)
     assert outer(switch.run(frame)[1]).tc & 3 == Ecn.ECT0
     assert outer(switch.run(frame)[1]).tc & 3 == Ecn.CE
@@ -293,5 +294,5 @@ def test_trimmed_and_ce_together(switch):
     rc, out = switch.run(mrc_frame(container(T0_0, T1_5), ecn=Ecn.ECT0))
     assert rc == XDP_REDIRECT and len(out) == 134
     assert outer(out).tc == (Dscp.TRIMMED << 2) | Ecn.CE
-    assert switch.tables.counters("ecn_port") == {1: (1, 134)}
-    assert switch.tables.counters("trim_port") == {1: (1, 134)}
+    assert switch.tables.counters.nonzero("ecn_port") == {1: (1, 134)}
+    assert switch.tables.counters.nonzero("trim_port") == {1: (1, 134)}

@@ -64,4 +64,4 @@ def test_the_mtu_is_read_when_the_frame_goes(switch):
     assert switch.run(big)[0] == XDP_DROP
     netns.run(["ip", "link", "set", "mtu0", "mtu", str(MTU + 100)], ns=switch.ns)
     assert switch.run(big)[0] == XDP_REDIRECT
-    assert switch.tables.counters("drop_reason") == {DropReason.OVERSIZE: (1, len(big))}
+    assert switch.tables.counters.nonzero("drop_reason") == {DropReason.OVERSIZE: (1, len(big))}

@@ -8,7 +8,8 @@ import pytest
 from mrckit.bpf.btf import btf_struct_layout
 from mrckit.errors import MrcError
 from mrckit.switch import tables as T
-from mrckit.switch.ebpf_target import MAP_TYPES, EntryExists, EntryNotFound
+from mrckit.switch.ebpf_target import MAP_TYPES
+from mrckit.switch.errors import EntryExists, EntryNotFound
 from mrckit.topology.entries import TableEntry
 from mrckit.wire import pipeline as P
 from mrckit.wire.constants import DropReason
@@ -35,77 +36,80 @@ def test_ctypes_layouts_match_btf():
 
 def test_write_read_delete_roundtrip(switch):
     t = switch.tables
-    t.write_entry("MyIngress.usid_fib", 0xFCBBBB000805, "MyIngress.set_egress", {"port": 511})
-    t.write_entry("my_usid", 0xFCBBBB000400, "usid_un")
-    t.write_entry("port_config", 7, "set_port", {"src_mac": 0x0200000000A7, "dst_mac": 0x0200000000B7,
-                                                 "faces_host": 1, "trim_threshold": 8, "ecn_threshold": 4})
-    assert t.read_entries("usid_fib") == [TableEntry("usid_fib", {P.DA_PREFIX_FIELD: 0xFCBBBB000805}, "set_egress", {"port": 511})]
-    assert t.read_entries("my_usid") == [TableEntry("my_usid", {P.DA_PREFIX_FIELD: 0xFCBBBB000400}, "usid_un", {})]
-    assert t.read_entries("port_config") == [TableEntry("port_config", {P.EGRESS_PORT_FIELD: 7}, "set_port", {
+    t.direct.write(TableEntry.exact("MyIngress.usid_fib", 0xFCBBBB000805, "MyIngress.set_egress", {"port": 511}))
+    t.direct.write(TableEntry.exact("my_usid", 0xFCBBBB000400, "usid_un"))
+    t.direct.write(TableEntry.exact("port_config", 7, "set_port", {"src_mac": 0x0200000000A7, "dst_mac": 0x0200000000B7,
+                                                 "faces_host": 1, "trim_threshold": 8, "ecn_threshold": 4}))
+    assert t.direct.read("usid_fib") == [TableEntry("usid_fib", {P.DA_PREFIX_FIELD: 0xFCBBBB000805}, "set_egress", {"port": 511})]
+    assert t.direct.read("my_usid") == [TableEntry("my_usid", {P.DA_PREFIX_FIELD: 0xFCBBBB000400}, "usid_un", {})]
+    assert t.direct.read("port_config") == [TableEntry("port_config", {P.EGRESS_PORT_FIELD: 7}, "set_port", {
         "src_mac": 0x0200000000A7, "dst_mac": 0x0200000000B7, "faces_host": 1,
         "trim_threshold": 8, "ecn_threshold": 4})]
     # The map bytes are the contract's layout: prefix in network order, pad zero.
     raw = next(iter(t.maps["usid_fib"].typed(None, None).items()))
     assert raw == (bytes.fromhex("fcbbbb000805") + b"\0\0", (2).to_bytes(4, "little") + (511).to_bytes(4, "little"))
     for table, key in (("usid_fib", 0xFCBBBB000805), ("my_usid", 0xFCBBBB000400), ("port_config", 7)):
-        t.delete_entry(table, key)
-        assert t.read_entries(table) == []
+        t.direct.delete(TableEntry.exact(table, key))
+        assert t.direct.read(table) == []
         with pytest.raises(EntryNotFound):
-            t.delete_entry(table, key)
+            t.direct.delete(TableEntry.exact(table, key))
 
 
 def test_insert_modify_semantics(switch):
     t = switch.tables
     with pytest.raises(EntryNotFound):
-        t.write_entry("usid_fib", 1, "drop", mode="modify")
-    t.write_entry("usid_fib", 1, "drop", mode="insert")
+        t.direct.write(TableEntry.exact("usid_fib", 1, "drop"), mode="modify")
+    t.direct.write(TableEntry.exact("usid_fib", 1, "drop"), mode="insert")
     with pytest.raises(EntryExists):
-        t.write_entry("usid_fib", 1, "set_egress", {"port": 2}, mode="insert")
-    t.write_entry("usid_fib", 1, "set_egress", {"port": 2}, mode="modify")
-    assert t.read_entries("usid_fib")[0].params == {"port": 2}
+        t.direct.write(TableEntry.exact("usid_fib", 1, "set_egress", {"port": 2}), mode="insert")
+    t.direct.write(TableEntry.exact("usid_fib", 1, "set_egress", {"port": 2}), mode="modify")
+    assert t.direct.read("usid_fib")[0].params == {"port": 2}
 
 
-@pytest.mark.parametrize("args,needle", [
-    (("nope", 1, "drop", {}), "unknown table"),
-    (("usid_fib", 1 << 48, "drop", {}), "48 bits"),
-    (("usid_fib", 1, "usid_un", {}), "not one of"),
-    (("usid_fib", 1, "set_egress", {}), "parameters"),
-    (("usid_fib", 1, "set_egress", {"port": 512}), "9 bits"),
-    (("port_config", 512, "set_port", {}), "9 bits"),
-    (("port_config", 1, "set_port", {"src_mac": 1, "dst_mac": 1, "faces_host": 2,
-                                     "trim_threshold": 1, "ecn_threshold": 1}), "faces_host"),
+@pytest.mark.parametrize("entry,needle", [
+    (TableEntry("nope", {P.DA_PREFIX_FIELD: 1}, "drop"), "unknown table"),
+    (TableEntry.route("2001:db8::/32", member=1), "table 'ipv6_fib' is indirect"),
+    (TableEntry.exact("usid_fib", 1 << 48, "drop"), "48 bits"),
+    (TableEntry.exact("usid_fib", 1), "names no action"),
+    (TableEntry.exact("usid_fib", 1, "usid_un"), "not one of"),
+    (TableEntry.exact("usid_fib", 1, "set_egress"), "parameters"),
+    (TableEntry.exact("usid_fib", 1, "set_egress", {"port": 512}), "9 bits"),
+    (TableEntry.exact("port_config", 512, "set_port"), "9 bits"),
+    (TableEntry.exact("port_config", 1, "set_port", {"src_mac": 1, "dst_mac": 1, "faces_host": 2,
+                                                     "trim_threshold": 1, "ecn_threshold": 1}), "faces_host"),
+    (("usid_fib", 1, "drop", {}), "is not a TableEntry"),
 ])
-def test_bad_writes_are_refused_and_change_nothing(switch, args, needle):
+def test_bad_writes_are_refused_and_change_nothing(switch, entry, needle):
     with pytest.raises(MrcError, match=needle):
-        switch.tables.write_entry(*args)
+        switch.tables.direct.write(entry)
     for table in P.TABLE_NAMES:
-        assert switch.tables.read_entries(table) == []
+        assert switch.tables.direct.read(table) == []
 
 
 def test_defaults(switch):
     t = switch.tables
-    assert t.default_action("usid_fib") == ("drop", {})
-    assert t.default_action("my_usid") == ("NoAction", {})
-    assert t.default_action("port_config") == ("NoAction", {})
+    assert t.direct.default("usid_fib") == TableEntry("usid_fib", {}, "drop")
+    assert t.direct.default("my_usid") == TableEntry("my_usid", {}, "NoAction")
+    assert t.direct.default("port_config") == TableEntry("port_config", {}, "NoAction")
     t.maps["table_defaults"].update(1, T.TableAction())  # a fresh all-zero entry reads as drop
-    assert t.default_action("usid_fib") == ("drop", {})
+    assert t.direct.default("usid_fib") == TableEntry("usid_fib", {}, "drop")
     with pytest.raises(MrcError):
-        t.set_default_action("port_config", "NoAction")
+        t.direct.set_default(TableEntry("port_config", {}, "NoAction"))
 
 
 def test_counters_and_settings_validation(switch):
     t = switch.tables
     with pytest.raises(MrcError, match="unknown counter"):
-        t.counter("bogus", 0)
+        t.counters.read("bogus", 0)
     with pytest.raises(MrcError, match="outside"):
-        t.counter("drop_reason", len(DropReason))
-    assert t.counter("MyIngress.rx_port", 511) == (0, 0)
+        t.counters.read("drop_reason", len(DropReason))
+    assert t.counters.read("MyIngress.rx_port", 511) == (0, 0)
     with pytest.raises(MrcError):
-        t.set_queue_rate(0, -1)
+        t.queues.set_rate(0, -1)
     with pytest.raises(MrcError):
-        t.set_port_up(512, True)
-    t.set_queue_rate(5, 1000)
-    assert t.queue_rate(5) == 1000
+        t.ports.set_up(512, True)
+    t.queues.set_rate(5, 1000)
+    assert t.queues.rate(5) == 1000
 
 
 def test_slot_cache_follows_the_table(switch):
@@ -127,19 +131,19 @@ def test_slot_cache_follows_the_table(switch):
         for prefix, port in keys.items():
             rc, out = switch.run(mrc_frame(da(prefix)))
             if prefix in present:
-                assert rc == XDP_REDIRECT and t.counter("tx_port", port)[0] > 0, hex(prefix)
-                t.reset_counters()
+                assert rc == XDP_REDIRECT and t.counters.read("tx_port", port)[0] > 0, hex(prefix)
+                t.counters.reset()
             else:
                 assert rc == XDP_DROP, hex(prefix)
 
     present = []
     for prefix, port in keys.items():
-        t.write_entry("usid_fib", prefix, "set_egress", {"port": port})
+        t.direct.write(TableEntry.exact("usid_fib", prefix, "set_egress", {"port": port}))
         present.append(prefix)
         check(present)
         assert t.maps["usid_fib_slots"].lookup(0x805).count == len(present)
     for prefix in list(keys):
-        t.delete_entry("usid_fib", prefix)
+        t.direct.delete(TableEntry.exact("usid_fib", prefix))
         present.remove(prefix)
         check(present)
         # A delete leaving one entry does not search the hash for it: the slot goes hash-only.
@@ -147,8 +151,8 @@ def test_slot_cache_follows_the_table(switch):
         assert (slot.count, slot.hash_only) == (len(present), int(len(present) == 1))
     assert t.maps["usid_fib_slots"].lookup(0x805).count == 0
     # A modify of the single entry on a slot updates the cached action.
-    t.write_entry("usid_fib", loc | 0x0805, "set_egress", {"port": 1})
-    t.write_entry("usid_fib", loc | 0x0805, "drop", mode="modify")
+    t.direct.write(TableEntry.exact("usid_fib", loc | 0x0805, "set_egress", {"port": 1}))
+    t.direct.write(TableEntry.exact("usid_fib", loc | 0x0805, "drop"), mode="modify")
     assert switch.run(mrc_frame(container(0x0805)))[0] == XDP_DROP
 
 
@@ -156,13 +160,13 @@ def test_apply_validates_everything_first(switch):
     good = TableEntry("usid_fib", {P.DA_PREFIX_FIELD: 0xFCBBBB000805}, "set_egress", {"port": 1})
     bad = TableEntry("usid_fib", {P.DA_PREFIX_FIELD: 0xFCBBBB000806}, "set_egress", {"port": 999})
     with pytest.raises(MrcError, match="9 bits"):
-        switch.tables.apply([good, bad])
+        switch.tables.direct.apply([good, bad])
     misnamed = TableEntry("usid_fib", {P.FIB_DST_FIELD: 0xFCBBBB000806}, "set_egress", {"port": 1})
     with pytest.raises(MrcError, match="the key is 'hdr.outer_ipv6.dst_addr\\[127:80\\]'"):
-        switch.tables.apply([good, misnamed])
-    assert switch.tables.read_entries("usid_fib") == []
-    switch.tables.apply([good, TableEntry("my_usid", {P.DA_PREFIX_FIELD: 0xFCBBBB000400}, "usid_un", {})])
-    assert switch.tables.read_entries("usid_fib") == [good]
+        switch.tables.direct.apply([good, misnamed])
+    assert switch.tables.direct.read("usid_fib") == []
+    switch.tables.direct.apply([good, TableEntry("my_usid", {P.DA_PREFIX_FIELD: 0xFCBBBB000400}, "usid_un", {})])
+    assert switch.tables.direct.read("usid_fib") == [good]
 
 
 def test_hash_only_slot_is_cached_again_by_a_write(switch):
@@ -175,15 +179,15 @@ def test_hash_only_slot_is_cached_again_by_a_write(switch):
     switch.set_ingress(0)
     t = switch.tables
     loc = 0xFCBBBB00 << 16
-    t.write_entry("usid_fib", loc | 0x0805, "set_egress", {"port": 1})
-    t.write_entry("usid_fib", loc | 0x1805, "set_egress", {"port": 2})
-    t.delete_entry("usid_fib", loc | 0x0805)
+    t.direct.write(TableEntry.exact("usid_fib", loc | 0x0805, "set_egress", {"port": 1}))
+    t.direct.write(TableEntry.exact("usid_fib", loc | 0x1805, "set_egress", {"port": 2}))
+    t.direct.delete(TableEntry.exact("usid_fib", loc | 0x0805))
     assert t.maps["usid_fib_slots"].lookup(0x805).hash_only == 1
     rc, out = switch.run(mrc_frame(container(0x1805)))
-    assert rc == XDP_REDIRECT and t.counters("tx_port") == {2: (1, len(out))}
-    t.write_entry("usid_fib", loc | 0x1805, "set_egress", {"port": 3}, mode="modify")
+    assert rc == XDP_REDIRECT and t.counters.nonzero("tx_port") == {2: (1, len(out))}
+    t.direct.write(TableEntry.exact("usid_fib", loc | 0x1805, "set_egress", {"port": 3}), mode="modify")
     slot = t.maps["usid_fib_slots"].lookup(0x805)
     assert (slot.count, slot.hash_only, slot.act.port) == (1, 0, 3)
     assert bytes(slot.prefix) == (loc | 0x1805).to_bytes(6, "big")
     rc, out = switch.run(mrc_frame(container(0x1805)))
-    assert rc == XDP_REDIRECT and t.counters("tx_port") == {2: (1, len(out)), 3: (1, len(out))}
+    assert rc == XDP_REDIRECT and t.counters.nonzero("tx_port") == {2: (1, len(out)), 3: (1, len(out))}

@@ -43,7 +43,7 @@ class RunningSwitch:
     def entries(self) -> dict:
         """Every table entry, straight from the BPF maps (the switch's truth)."""
         return {t: sorted((e.key, e.action, tuple(sorted(e.params.items())))
-                          for e in self.ebpf.tables.read_entries(t)) for t in ("my_usid", "usid_fib", "port_config")}
+                          for e in self.ebpf.tables.direct.read(t)) for t in ("my_usid", "usid_fib", "port_config")}
 
 
 @pytest.fixture

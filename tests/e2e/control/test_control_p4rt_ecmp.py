@@ -8,7 +8,7 @@ import ipaddress
 import time
 
 from mrckit.control import Controller, EcmpDiff, EntryDiff, open_session, report_link
-from mrckit.topology import ALL_UPLINKS_GROUP, ActionProfileGroup, ActionProfileMember, FibRoute, generate_clos
+from mrckit.topology import ALL_UPLINKS_GROUP, ActionProfileGroup, ActionProfileMember, TableEntry, generate_clos
 
 # At module level: at test time ``conftest`` may name another folder's conftest module.
 from support.paths import DEVICE_CONFIG, P4INFO, ROOT
@@ -24,15 +24,20 @@ def controller(sws, pipeline, **kw):
 
 def held(sw) -> dict:
     """The EV-hash state straight from the switch's BPF maps."""
-    t = sw.ebpf.tables
-    return {"members": t.read_members(), "groups": t.read_groups(), "routes": t.read_routes()}
+    t = sw.ebpf.tables.ecmp
+    return by_id(t.members(), t.groups(), t.routes())
+
+
+def by_id(members, groups, routes) -> dict:
+    """Members, groups and routes keyed by what P4Runtime identifies them by."""
+    return {"members": {m.member_id: (m.action, m.params) for m in members},
+            "groups": {g.group_id: g.members for g in groups},
+            "routes": {r.prefix: r.target for r in routes}}
 
 
 def wanted(ctl, name, down=()) -> dict:
     cfg = ctl.compiled.switch(name, down)
-    return {"members": {m.member_id: (m.action, m.params) for m in cfg.members},
-            "groups": {g.group_id: g.members for g in cfg.groups},
-            "routes": {r.prefix: r.target for r in cfg.routes}}
+    return by_id(cfg.members, cfg.groups, cfg.routes)
 
 
 def test_first_run_writes_everything_in_order_a_second_writes_nothing(switches, pipeline):
@@ -65,9 +70,9 @@ async def _tamper(target, pipeline):
             members=EntryDiff(insert=(ActionProfileMember(100, "drop", {}),)),
             groups=EntryDiff(insert=(ActionProfileGroup(77, (100,)),),
                              modify=(ActionProfileGroup(ALL_UPLINKS_GROUP, (3,)),)),
-            routes=EntryDiff(insert=(FibRoute(ipaddress.IPv6Network("2001:db8:100:9::/64"), group=77),),
-                             modify=(FibRoute(ipaddress.IPv6Network("2001:db8:100:1::/64"), group=77),),
-                             delete=(FibRoute(ipaddress.IPv6Network("2001:db8:100::1/128"), member=1),))))
+            routes=EntryDiff(insert=(TableEntry.route(ipaddress.IPv6Network("2001:db8:100:9::/64"), group=77),),
+                             modify=(TableEntry.route(ipaddress.IPv6Network("2001:db8:100:1::/64"), group=77),),
+                             delete=(TableEntry.route(ipaddress.IPv6Network("2001:db8:100::1/128"), member=1),))))
     finally:
         await session.close()
 

@@ -92,6 +92,10 @@ def test_demo_failing_path_smaller_share_and_cycles(need_root, tmp_path, fail):
     assert dead["retired"] > 0 and dead["probed_back"] > 0
     assert report["ev_cycles"] and all(c["path"] == "p0/s1" for c in report["ev_cycles"])
     assert proc.returncode == 0
+    if fail == "flap":  # every flap inside the fault window: not before the fault, none after the restore
+        f = report["failover"]
+        assert f["flaps"] > 0, f
+        assert f["t_fault_injected_s"] <= f["t_first_flap_down_s"] <= f["t_last_flap_up_s"] <= f["t_restored_s"], f
 
 
 def test_demo_native_endpoint_fails_over_in_the_dataplane(need_root, tmp_path):

@@ -16,6 +16,7 @@ from mrckit import netns
 from mrckit.errors import PrerequisiteError
 from mrckit.switch import kernel_ref
 from mrckit.wire.usid import usid_pack
+from mrckit.topology.entries import TableEntry
 
 R0_MAC, K0_MAC = "02:00:00:00:0e:00", "02:00:00:00:0e:01"
 LOCATOR48 = 0xFCBBBB00 << 16
@@ -60,7 +61,7 @@ def kernel_router(make_netns):
 
 def our_switch(switch):
     leaf(switch, T0_0)
-    switch.tables.write_entry("usid_fib", LOCATOR48 | usid_pack(15, 1, 1023), "set_egress", {"port": 1})
+    switch.tables.direct.write(TableEntry.exact("usid_fib", LOCATOR48 | usid_pack(15, 1, 1023), "set_egress", {"port": 1}))
 
 
 def test_outer_da_and_hop_limit_match_the_kernel(switch, kernel_router):

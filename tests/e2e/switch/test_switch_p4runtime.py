@@ -92,7 +92,7 @@ def test_setup_serves_p4runtime_from_the_switch_namespace(ported, tmp_path, monk
         finally:
             client.close()
         # the write reached this switch's maps
-        (entry,) = sw.tables.read_entries("usid_fib")
+        (entry,) = sw.tables.direct.read("usid_fib")
         assert (entry.key, entry.action, entry.params) == (0xFCBBBB001001, "set_egress", {"port": 0})
     assert sw.server is None
     assert not os.path.exists(f"/proc/{pid}")

@@ -107,7 +107,7 @@ def burst(fabric, sock=None):
     with EbpfSwitch(name, sw, {0: "p0", 1: "p1", 2: "p2"}, entries=switch_entries()) as switch:
         assert set(switch.attach_modes.values()) == {"native"}
         assert sorted(os.listdir(switch_pin_dir(name))) == sorted(MAP_TYPES)
-        switch.tables.set_queue_rate(2, 1)  # a low drain rate: the queue fills
+        switch.tables.queues.set_rate(2, 1)  # a low drain rate: the queue fills
         frames = [mrc_frame(container(T0_0, DOWN[2]), opcode=Opcode.WRITE_ONLY_IMM, payload=PAYLOAD,
                             src=host_mac(0), dst=port_mac(0), inner_dst=H2_NIC, sport=0xC000 + i, psn=i)
                   for i in range(SENT)]
@@ -118,9 +118,9 @@ def burst(fabric, sock=None):
         datagrams = recv_all(sock, SENT) if sock else []
         tables = switch.tables
         # h0's own IPv6 chatter (MLD, RS) also arrives, and is dropped as no_route.
-        assert tables.counter("rx_port", 0)[0] - tables.counter("drop_port", 0)[0] == SENT
-        assert tables.counter("tx_port", 2)[0] == SENT
-        trimmed_count = tables.counter("trim_port", 2)[0]
+        assert tables.counters.read("rx_port", 0)[0] - tables.counters.read("drop_port", 0)[0] == SENT
+        assert tables.counters.read("tx_port", 2)[0] == SENT
+        trimmed_count = tables.counters.read("trim_port", 2)[0]
     if sock:
         sock.close()
     # Nothing left attached or pinned.
@@ -184,11 +184,11 @@ def test_failed_setup_is_undone(fabric):
 def test_setup_reuses_pins_and_teardown_is_idempotent(fabric):
     sw, hosts, name = fabric
     first = EbpfSwitch(name, sw, {0: "p0"}).setup()
-    first.tables.write_entry("usid_fib", prefix48(DOWN[1]), "set_egress", {"port": 1})
+    first.tables.direct.write(TableEntry.exact("usid_fib", prefix48(DOWN[1]), "set_egress", {"port": 1}))
     again = EbpfSwitch(name, sw, {0: "p0"}).setup()  # a restarted manager keeps the tables
-    assert [e.key for e in again.tables.read_entries("usid_fib")] == [prefix48(DOWN[1])]
+    assert [e.key for e in again.tables.direct.read("usid_fib")] == [prefix48(DOWN[1])]
     pinned = SwitchTables.open_pinned(name)
-    assert pinned.read_entries("usid_fib") == again.tables.read_entries("usid_fib")
+    assert pinned.direct.read("usid_fib") == again.tables.direct.read("usid_fib")
     pinned.close()
     again.teardown()
     again.teardown()
@@ -225,6 +225,6 @@ def test_frame_over_the_egress_mtu_is_dropped_and_counted_not_counted_sent(fabri
         tables = switch.tables
         assert [len(f) for f in got] == [len(fits)]
         assert int.from_bytes(got[0][111:114], "big") == 2  # BTH PSN (bytes 9-11 after UDP): `fits`
-        assert tables.counter("tx_port", 1) == (1, len(fits))
-        assert tables.counter("drop_port", 1) == (1, len(too_big))
-        assert tables.counter("drop_reason", DropReason.OVERSIZE) == (1, len(too_big))
+        assert tables.counters.read("tx_port", 1) == (1, len(fits))
+        assert tables.counters.read("drop_port", 1) == (1, len(too_big))
+        assert tables.counters.read("drop_reason", DropReason.OVERSIZE) == (1, len(too_big))

@@ -16,7 +16,7 @@ from mrckit.control.p4rt import _decode_group, _decode_member, _decode_route, _e
 from mrckit.control.reactor import ASSUMED_BAD
 from mrckit.errors import MrcError
 from mrckit.topology import (
-    ALL_UPLINKS_GROUP, ActionProfileGroup, ActionProfileMember, FibRoute, TopologyError, compile_fabric, generate_clos,
+    ALL_UPLINKS_GROUP, ActionProfileGroup, ActionProfileMember, TableEntry, TopologyError, compile_fabric, generate_clos,
 )
 
 TOPO = generate_clos()  # 2 planes; 2 T1 and 3 T0 per plane; 2 hosts per leaf; uplinks on ports 2, 3
@@ -42,18 +42,18 @@ def test_identical_tables_need_no_write():
 
 def test_phases_create_before_use_and_delete_after_last_use():
     want = EcmpTables(members=(m(1, 0), m(2, 1), m(3, 2)), groups=(ActionProfileGroup(5, (2, 3)),),
-                      routes=(FibRoute(net("2001:db8:100:1::/64"), group=5),))
+                      routes=(TableEntry.route(net("2001:db8:100:1::/64"), group=5),))
     have = EcmpTables(members=(m(3, 7), m(9, 9)), groups=(ActionProfileGroup(6, (9,)),),
-                      routes=(FibRoute(net("2001:db8:100:1::/64"), group=6),
-                              FibRoute(net("2001:db8:100:7::/64"), member=9)))
+                      routes=(TableEntry.route(net("2001:db8:100:1::/64"), group=6),
+                              TableEntry.route(net("2001:db8:100:7::/64"), member=9)))
     d = diff_ecmp(want, have)
     assert d.summary() == ("members 2 insert, 1 modify, 1 delete; groups 1 insert, 0 modify, 1 delete; "
                            "routes 0 insert, 1 modify, 1 delete")
     assert d.phases() == [
         [("insert", m(1, 0)), ("insert", m(2, 1)), ("modify", m(3, 2))],          # ascending member id
         [("insert", ActionProfileGroup(5, (2, 3)))],
-        [("modify", FibRoute(net("2001:db8:100:1::/64"), group=5))],
-        [("delete", FibRoute(net("2001:db8:100:7::/64"), member=9))],
+        [("modify", TableEntry.route(net("2001:db8:100:1::/64"), group=5))],
+        [("delete", TableEntry.route(net("2001:db8:100:7::/64"), member=9))],
         [("delete", ActionProfileGroup(6, (9,)))],
         [("delete", m(9, 9))]]
 
@@ -84,7 +84,7 @@ def test_codec_round_trip(schema):
     g = _encode(schema, group).action_profile_group
     assert [(x.member_id, x.weight) for x in g.members] == [(3, 1), (4, 1)]
     assert _decode_group(g) == group
-    for route in (FibRoute(net("2001:db8:100:2::/64"), group=1025), FibRoute(net("2001:db8:100::1/128"), member=1)):
+    for route in (TableEntry.route(net("2001:db8:100:2::/64"), group=1025), TableEntry.route(net("2001:db8:100::1/128"), member=1)):
         te = _encode(schema, route).table_entry
         assert te.match[0].lpm.prefix_len == route.prefix.prefixlen
         assert _decode_route(schema, te) == route
@@ -106,7 +106,7 @@ def test_a_link_down_changes_exactly_these_groups():
     # T0 0 and T0 2: a group for leaf 1 with only the uplink to T1 1 (member 4), and the route to it.
     for n in ("p0-t0-0", "p0-t0-2"):
         assert diffs[n].phases() == [[("insert", ActionProfileGroup(2, (4,)))],
-                                     [("modify", FibRoute(net("2001:db8:100:1::/64"), group=2))]]
+                                     [("modify", TableEntry.route(net("2001:db8:100:1::/64"), group=2))]]
     # T0 1: its uplink to T1 0 (member 3) leaves the shared group.
     assert diffs["p0-t0-1"].phases() == [[("modify", ActionProfileGroup(ALL_UPLINKS_GROUP, (4,)))]]
     assert r.report(LINK, up=False, time_ns=101) is None  # said twice: nothing more to do
@@ -116,7 +116,7 @@ def test_a_link_down_changes_exactly_these_groups():
     assert back.up and back.down == frozenset()
     restore = {n: diff_ecmp(r.desired(n), EcmpTables.of(fabric.switch(n, [LINK]))) for n in back.switches}
     for n in ("p0-t0-0", "p0-t0-2"):  # route back to the shared group first, then the group goes
-        assert restore[n].phases() == [[("modify", FibRoute(net("2001:db8:100:1::/64"), group=ALL_UPLINKS_GROUP))],
+        assert restore[n].phases() == [[("modify", TableEntry.route(net("2001:db8:100:1::/64"), group=ALL_UPLINKS_GROUP))],
                                        [("delete", ActionProfileGroup(2, (4,)))]]
     assert restore["p0-t0-1"].phases() == [[("modify", ActionProfileGroup(ALL_UPLINKS_GROUP, (3, 4)))]]
     r.done(back, 250, {"p0-t0-0": 2, "p0-t0-1": 1, "p0-t0-2": 2}, {})

@@ -182,7 +182,8 @@ class _Faults:
         self.fab.restore(*fault.target)
         res.ended_s = round(self.now(), 3)
         if fault.kind == "flap":
-            res.evidence = {"flaps": _flaps(self.fab, fault)}
+            window = self.fab.flap_window(*fault.target)
+            res.evidence = {"flaps": window.flaps if window else None}
         self.say(f"{self.now():6.2f} s  restored {'-'.join(fault.target)}")
 
     def _loss_counts(self, fault: Fault) -> dict:
@@ -223,21 +224,6 @@ def _decapped(fab) -> dict[str, int]:
         except grpc.RpcError:
             continue
     return out
-
-
-def _flaps(fab, fault: Fault) -> int | None:
-    """Down transitions the flap process counted (its last log line), None if unread."""
-    from ...fabric.faultctl import find_link
-
-    na, _, nb, _ = find_link(fab.state, *fault.target)
-    try:
-        text = (fab.state.dir / f"flap-{na}-{nb}.log").read_text()
-    except OSError:
-        return None
-    for line in reversed(text.splitlines()):
-        if line.startswith("stopped after "):
-            return int(line.split()[2])
-    return None
 
 
 def _decisions(fab, t0: float) -> list[Decision]:

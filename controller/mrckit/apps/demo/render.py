@@ -76,6 +76,9 @@ def failover(r: DemoReport) -> Table:
         ("fault", f"{r.fault.describe()} on {r.fault.link} at {_ms_after_fine(t0, t0).split('  ')[0]} ({when}); "
                   f"the sender's path p{r.fault.plane}/s{r.fault.spine} crosses it"),
         ("applied by the demo", _ms_after_fine(f.t_fault_injected_s, t0)),
+        *([("flaps", f"{f.flaps}, the first down {_ms_after(f.t_first_flap_down_s, t0)}, the last up "
+                     f"{_ms_after(f.t_last_flap_up_s, t0)}: inside the window from the fault to the restore's end "
+                     f"({_ms_after(f.t_restored_s, t0)})")] if f.flaps is not None else []),
         ("dataplane failover", f"{duration_text(f.dataplane_failover_us)}  (last dead EV retired - first drop; {out})"),
         ("first EV ASSUMED_BAD", _ms_after(f.t_first_assumed_bad_s, t0)),
         ("path out of service", _ms_after(f.t_out_of_service_s, t0)),

@@ -124,6 +124,13 @@ class Failover(BaseModel):
     """``fault program``: t_fault_s is the fault program's first drop (bpf_ktime_get_ns); ``demo``:
     the demo's clock just before it applied the fault (no program: flap, bmv2 down)."""
     t_fault_injected_s: float | None = None
+    t_restored_s: float | None = None
+    """When the restore had completed (a flapper stopped, the link up for good)."""
+    flaps: int | None = None
+    """Flap faults: the down transitions the flapper made, the first down and the final up; both
+    lie between ``t_fault_injected_s`` and ``t_restored_s`` (the fault window)."""
+    t_first_flap_down_s: float | None = None
+    t_last_flap_up_s: float | None = None
     dataplane_failover_us: float | None = None
     """The last dead EV's retirement (the host dataplane's timestamp) minus the first drop, µs;
     None without a first drop or when a dead EV stayed in service until the restore."""

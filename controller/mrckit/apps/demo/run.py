@@ -267,6 +267,7 @@ class _Run:
         self.dead_evs: frozenset[int] = frozenset()
         self.fault_drops: int | None = None
         self.first_drop_ns: int | None = None
+        self.flap = None  # a flap fault's FlapWindow, read once it is restored
         self.size = opts.size
         """Bytes of the write: ``--size``, or set by the warm-up write."""
 
@@ -370,7 +371,7 @@ class _Run:
             mode=self.opts.mode, **({"path_of": self.path_of} if self.path_of else {}),
             rx_sent=rx.ev_rx_sent, endpoint_name=self.opts.endpoint, t_fault_injected_ns=marks["t_fault"],
             t_first_drop_ns=self.first_drop_ns, agent_rto_ns=self.opts.agent_settings().rto_ns,
-            writer_rto_ns=TIME_UNIT_NS << self._timeout_exp(),
+            writer_rto_ns=TIME_UNIT_NS << self._timeout_exp(), t_restored_ns=marks.get("t_restored"), flap=self.flap,
             packets_sent=rq["packets"] + rq["probes"], packets_received=rx.state["stats"]["packets"],
             link_packets_lost=link_lost, dead_evs=self.dead_evs, fault_program_drops=self.fault_drops)
 
@@ -503,6 +504,9 @@ class _Run:
         marks["restore_rows"] = rows
         marks["t_restore"] = time.monotonic_ns()
         self.fault_log.append((marks["t_restore"], self.fab.restore(*self._link_nodes())))
+        marks["t_restored"] = time.monotonic_ns()
+        if self.opts.fail == "flap":
+            self.flap = self.fab.flap_window(*self._link_nodes())
 
     def _wait_lift(self, t_restore: int | None) -> None:
         """Give the controller a moment to lift its DENY, so the report can show it."""

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ...fabric.flap import FlapWindow
 from ...wire.ev import ev_plane, ev_t1
 from .report import (
     ByteCounts, Check, DeadEvMark, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultEffect, FaultInfo,
@@ -149,6 +150,8 @@ class RunRecord:
     t_first_drop_ns: int | None = None
     agent_rto_ns: int | None = None
     writer_rto_ns: int | None = None
+    t_restored_ns: int | None = None
+    flap: FlapWindow | None = None
 
 
 def analyze(run: RunRecord) -> DemoReport:
@@ -305,8 +308,13 @@ def _dataplane(run: RunRecord) -> dict:
     us = lambda t: None if t is None else (t - ref) / 1e3  # noqa: E731
     marks = [DeadEvMark(ev=ev, out_us=us(out[ev][0]) if ev in out else None, how=out.get(ev, (0, ""))[1],
                         last_tx_us=us(last_tx.get(ev))) for ev in sorted(run.dead_evs)]
+    flap = run.flap or FlapWindow()
     return dict(fault_time_source="fault program" if t0 is not None else "demo",
                 t_fault_injected_s=run.recorder.seconds(run.t_fault_injected_ns),
+                t_restored_s=run.recorder.seconds(run.t_restored_ns),
+                flaps=run.flap.flaps if run.flap else None,
+                t_first_flap_down_s=run.recorder.seconds(flap.first_down_ns),
+                t_last_flap_up_s=run.recorder.seconds(flap.last_up_ns),
                 dataplane_failover_us=None if fo is None else fo / 1e3,
                 dead_evs=len(run.dead_evs), dead_evs_out=len(out), dead_ev_marks=marks)
 

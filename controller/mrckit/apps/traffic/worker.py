@@ -30,6 +30,9 @@ import time
 QPN_BASE = 0x10000
 RKEY_BASE = 0x10000
 MODULE = "mrckit.apps.traffic.worker"
+STOP_DRAIN_S = 2.0
+"""After ``stop``, how long the receiver keeps polling for completions already queued (several
+QPs often complete together as the last writer ends)."""
 
 
 def flow_data(seed: int, flow: int, size: int) -> bytes:
@@ -60,8 +63,15 @@ def _receive(ep, regions, plan, deadline: float, stop: threading.Event) -> dict:
     """Wait for every recv flow's WRITE_WITH_IMM completion and check its region's bytes,
     until ``deadline`` or ``stop``; returns flow -> [t_ns, sha256_ok]."""
     want = {flow: size for flow, _peer, size in plan["recv"]}
-    got = {}
-    while len(got) < len(want) and time.monotonic() < deadline and not stop.is_set():
+    got: dict = {}
+    stopped = None
+    while len(got) < len(want) and time.monotonic() < deadline:
+        if stop.is_set():
+            # Every writer has ended, but a completion its last ack implies may still be on its
+            # way through this endpoint's queue: drain for a moment before giving up on it.
+            stopped = stopped or time.monotonic()
+            if time.monotonic() - stopped > STOP_DRAIN_S:
+                break
         comp = ep.poll_recv(timeout=0.05)
         if comp is None:
             continue

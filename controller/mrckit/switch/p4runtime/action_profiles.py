@@ -1,47 +1,22 @@
 """Action profile members and groups: ``p4.v1.ActionProfileMember`` / ``ActionProfileGroup`` to
 plain values and back, with every check of P4Runtime spec 1.4 section 9.2.
 
-A ``Member`` is an action (name and integer parameters by name) under a non-zero member id; a
-``Group`` is a set of member ids, kept ascending (the order the selector hashes over, and the
-order a Read returns), and the ``max_size`` the client gave at INSERT. mrckit has no weighted
-members and no watch ports: a weight other than the one valid weight, or a watch port, is
-UNIMPLEMENTED.
+The messages become mrckit's own types, ``mrckit.topology.entries.ActionProfileMember`` (an
+action, name and integer parameters by name, under a non-zero member id) and
+``ActionProfileGroup`` (member ids, kept ascending: the order the selector hashes over, and the
+order a Read returns), the types the topology compiler emits and the eBPF switch's maps take.
+A group's ``max_size`` (given at INSERT) is P4Runtime's alone and travels beside it. mrckit
+has no weighted members and no watch ports: a weight other than the one valid weight, or a
+watch port, is UNIMPLEMENTED.
 """
-
-from dataclasses import dataclass
 
 import grpc
 from finsy.proto import p4r
 
+from ...topology.entries import ActionProfileGroup, ActionProfileMember
 from .entries import action_proto, parse_params
 from .errors import P4RuntimeError, invalid
 from .p4info import Pipeline, ProfileInfo
-
-
-@dataclass(frozen=True)
-class Member:
-    """Member ``member_id`` of ``profile``: ``action`` (None for a DELETE) with ``params``."""
-
-    profile: ProfileInfo
-    member_id: int
-    action: str | None
-    params: dict
-
-
-@dataclass(frozen=True)
-class Group:
-    """Group ``group_id`` of ``profile``: ``members`` (ids, ascending) and ``max_size`` (0: the
-    profile's max_group_size). For a DELETE only the ids count."""
-
-    profile: ProfileInfo
-    group_id: int
-    members: tuple[int, ...]
-    max_size: int
-
-    @property
-    def limit(self) -> int:
-        """The most members this group may hold."""
-        return self.max_size or self.profile.max_group_size
 
 
 def profile_of(pipeline: Pipeline, profile_id: int) -> ProfileInfo:
@@ -52,8 +27,9 @@ def profile_of(pipeline: Pipeline, profile_id: int) -> ProfileInfo:
     return profile
 
 
-def parse_member(pipeline: Pipeline, msg: p4r.ActionProfileMember, need_action: bool) -> Member:
-    """Check ``msg`` against the P4Info (``need_action`` for INSERT and MODIFY).
+def parse_member(pipeline: Pipeline, msg: p4r.ActionProfileMember, need_action: bool) -> ActionProfileMember:
+    """Check ``msg`` against the P4Info (``need_action`` for INSERT and MODIFY); a DELETE's
+    member has no action.
 
     Raises ``P4RuntimeError`` INVALID_ARGUMENT: unknown profile, member id 0, no action, an
     action its table cannot take as an entry's action, bad parameters.
@@ -63,7 +39,7 @@ def parse_member(pipeline: Pipeline, msg: p4r.ActionProfileMember, need_action: 
     if msg.member_id == 0:
         raise invalid(f"action profile {profile.name!r}: member id 0 (ids are non-zero)")
     if not need_action:
-        return Member(profile, msg.member_id, None, {})
+        return ActionProfileMember(msg.member_id, None, {}, profile.name)
     if not msg.HasField("action"):
         raise invalid(f"{where}: no action")
     action = profile.actions.get(msg.action.action_id)
@@ -71,12 +47,14 @@ def parse_member(pipeline: Pipeline, msg: p4r.ActionProfileMember, need_action: 
         raise invalid(f"{where}: action id {msg.action.action_id:#x} is not an action of its tables")
     if not action.table_ok:
         raise invalid(f"{where}: action {action.name!r} is @defaultonly, a member cannot take it")
-    return Member(profile, msg.member_id, action.name, parse_params(where, action, msg.action.params))
+    return ActionProfileMember(msg.member_id, action.name, parse_params(where, action, msg.action.params), profile.name)
 
 
-def parse_group(pipeline: Pipeline, msg: p4r.ActionProfileGroup, need_members: bool) -> Group:
+def parse_group(pipeline: Pipeline, msg: p4r.ActionProfileGroup,
+                need_members: bool) -> tuple[ActionProfileGroup, int]:
     """Check ``msg`` against the P4Info and the spec's rules (``need_members`` for INSERT and
-    MODIFY; a DELETE names only the group).
+    MODIFY; a DELETE names only the group); return the group and its ``max_size`` (0: the
+    profile's max_group_size).
 
     Raises ``P4RuntimeError``: INVALID_ARGUMENT for an unknown profile, a profile without
     selector, group or member id 0, a duplicate member, an invalid weight, a negative
@@ -91,17 +69,17 @@ def parse_group(pipeline: Pipeline, msg: p4r.ActionProfileGroup, need_members: b
         raise invalid(f"action profile {profile.name!r}: group id 0 (ids are non-zero)")
     where = f"action profile {profile.name!r} group {msg.group_id}"
     if not need_members:
-        return Group(profile, msg.group_id, (), 0)
+        return ActionProfileGroup(msg.group_id, (), profile.name), 0
     _check_max_size(where, profile, msg.max_size)
     ids = [_member_id(where, profile, m) for m in msg.members]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
         raise invalid(f"{where}: member {twice[0]} is listed twice (a weight repeats a member, not a duplicate)")
-    group = Group(profile, msg.group_id, tuple(sorted(ids)), msg.max_size)
-    if len(ids) > group.limit:
+    limit = msg.max_size or profile.max_group_size
+    if len(ids) > limit:
         raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                             f"{where}: {len(ids)} members, more than its max size {group.limit}")
-    return group
+                             f"{where}: {len(ids)} members, more than its max size {limit}")
+    return ActionProfileGroup(msg.group_id, tuple(sorted(ids)), profile.name), msg.max_size
 
 
 def _check_max_size(where: str, profile: ProfileInfo, max_size: int) -> None:
@@ -137,18 +115,17 @@ def _member_id(where: str, profile: ProfileInfo, m: p4r.ActionProfileGroup.Membe
     return m.member_id
 
 
-def member_proto(member: Member) -> p4r.ActionProfileMember:
-    """The canonical ``p4.v1.ActionProfileMember`` of ``member`` (as a Read returns it)."""
-    action = next(a for a in member.profile.actions.values() if a.name == member.action)
-    return p4r.ActionProfileMember(action_profile_id=member.profile.id, member_id=member.member_id,
+def member_proto(profile: ProfileInfo, member: ActionProfileMember) -> p4r.ActionProfileMember:
+    """The canonical ``p4.v1.ActionProfileMember`` of ``member`` of ``profile`` (as a Read returns it)."""
+    action = next(a for a in profile.actions.values() if a.name == member.action)
+    return p4r.ActionProfileMember(action_profile_id=profile.id, member_id=member.member_id,
                                    action=action_proto(action, member.params))
 
 
-def group_proto(group: Group) -> p4r.ActionProfileGroup:
-    """The ``p4.v1.ActionProfileGroup`` of ``group``: members ascending, each with the profile's
-    one weight, and the ``max_size`` written at INSERT."""
-    msg = p4r.ActionProfileGroup(action_profile_id=group.profile.id, group_id=group.group_id,
-                                 max_size=group.max_size)
+def group_proto(profile: ProfileInfo, group: ActionProfileGroup, max_size: int = 0) -> p4r.ActionProfileGroup:
+    """The ``p4.v1.ActionProfileGroup`` of ``group`` of ``profile``: members ascending, each
+    with the profile's one weight, and the ``max_size`` written at INSERT."""
+    msg = p4r.ActionProfileGroup(action_profile_id=profile.id, group_id=group.group_id, max_size=max_size)
     for member_id in group.members:
-        msg.members.add(member_id=member_id, weight=group.profile.weight)
+        msg.members.add(member_id=member_id, weight=profile.weight)
     return msg

@@ -221,13 +221,16 @@ class Device:
         which = update.entity.WhichOneof("entity")
         change = kind != p4r.Update.DELETE
         if which == "table_entry":
-            return view.apply(kind, entries.parse(view.pipeline, update.entity.table_entry, need_action=change))
+            msg = update.entity.table_entry
+            entry = entries.parse(view.pipeline, msg, need_action=change)
+            return view.apply(kind, entry, entries.metadata_of(msg) if change else entries.NO_METADATA)
         if which == "action_profile_member":
             member = action_profiles.parse_member(view.pipeline, update.entity.action_profile_member, need_action=change)
             return view.profiles.apply_member(kind, member)
         if which == "action_profile_group":
-            group = action_profiles.parse_group(view.pipeline, update.entity.action_profile_group, need_members=change)
-            return view.profiles.apply_group(kind, group)
+            group, max_size = action_profiles.parse_group(view.pipeline, update.entity.action_profile_group,
+                                                          need_members=change)
+            return view.profiles.apply_group(kind, group, max_size)
         raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"writing {which or 'an empty entity'} is not supported")
 
     # -- read -------------------------------------------------------------------------------
@@ -280,14 +283,18 @@ class Device:
         tables = [entries.table_of(view.pipeline, query.table_id)] if query.table_id else list(view.pipeline.tables.values())
         for table in tables:
             if query.is_default_action:
-                found = [view.defaults[table.name]]
-            elif query.match:
-                found = [view.entries[table.name].get(entries.parse_key(table, query.match))]
+                yield entries.to_proto(table, view.defaults[table.name])
+                continue
+            rows = view.entries[table.name]
+            if query.match:
+                key = tuple(entries.parse_match(table, query.match).values())  # in P4Info field order
+                found = [rows[key]] if key in rows else []
             else:
-                found = list(view.entries[table.name].values())
+                found = list(rows.values())
             for entry in found:
-                if entry is not None and (query.is_default_action or entries.selects(query, entry)):
-                    yield entries.to_proto(entry)
+                meta = view.meta.get((table.name, entries.key_of(table, entry)), entries.NO_METADATA)
+                if entries.selects(query, table, entry, meta):
+                    yield entries.to_proto(table, entry, meta)
 
     def _read_counters(self, view: TableView, query: p4r.CounterEntry):
         pipeline = view.pipeline
@@ -333,7 +340,7 @@ def _read_members(view: TableView, query: p4r.ActionProfileMember):
     if query.action_profile_id:
         action_profiles.profile_of(view.pipeline, query.action_profile_id)
     for member_id in _select(view.profiles.members, query.member_id):
-        yield action_profiles.member_proto(view.profiles.members[member_id])
+        yield action_profiles.member_proto(view.profiles.profile, view.profiles.members[member_id])
 
 
 def _read_groups(view: TableView, query: p4r.ActionProfileGroup):
@@ -342,7 +349,8 @@ def _read_groups(view: TableView, query: p4r.ActionProfileGroup):
     if query.action_profile_id:
         action_profiles.profile_of(view.pipeline, query.action_profile_id)
     for group_id in _select(view.profiles.groups, query.group_id):
-        yield action_profiles.group_proto(view.profiles.groups[group_id])
+        yield action_profiles.group_proto(view.profiles.profile, view.profiles.groups[group_id],
+                                          view.profiles.sizes.get(group_id, 0))
 
 
 def _select(items: dict, wanted: int) -> list[int]:

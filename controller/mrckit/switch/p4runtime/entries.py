@@ -1,46 +1,42 @@
-"""Table entries: ``p4.v1.TableEntry`` to plain values and back, with every check of the spec.
+"""Table entries: ``p4.v1.TableEntry`` to ``TableEntry`` and back, with every check of the spec.
 
-An ``Entry`` holds a table (``TableInfo``), its key as a tuple with one item per match field
-(exact: int; lpm: (value, prefix_len); ternary: (value, mask); optional: int or None for a
-wildcard), and an action name with integer parameters by name, or, in an indirect table
-(implemented by an action profile), ``ref``: the member or group it names. The server keeps
-entries in its view and hands the plain values to the backend. P4Runtime spec 1.4 sections 9.1
-(TableEntry), 9.1.2 (action specification: direct action vs. member or group id), 8.4
-(bytestrings) and 9.1.1 (match formats: canonical, don't-care fields omitted).
+The protobuf message stays at the gRPC edge: ``parse`` turns it into the one table entry of
+mrckit, ``mrckit.topology.entries.TableEntry`` (the type the topology compiler emits and the
+eBPF switch's maps take), whose ``match`` holds one value per match field by name (exact:
+int; lpm: (value, prefix_len); ternary: (value, mask); optional: int or None for a wildcard),
+and either an action with integer parameters by name or, in an indirect table (implemented by
+an action profile), the ``member`` or ``group`` it names. An entry's ``metadata`` (opaque
+bytes) and ``controller_metadata`` (a uint64) are P4Runtime's alone: they travel beside the
+entry as a ``Metadata`` pair. P4Runtime spec 1.4 sections 9.1 (TableEntry), 9.1.2 (action
+specification: direct action vs. member or group id), 8.4 (bytestrings) and 9.1.1 (match
+formats: canonical, don't-care fields omitted).
 """
-
-from dataclasses import dataclass, replace
 
 import grpc
 from finsy.proto import p4r
 
+from ...topology.entries import TableEntry
 from . import bytestrings
 from .errors import P4RuntimeError, invalid
 from .p4info import ActionInfo, Pipeline, TableInfo
 
 
 MEMBER, GROUP = "member", "group"
-"""The two kinds of reference an indirect table entry makes (``Entry.ref``)."""
+"""The two kinds of reference an indirect table entry makes (``TableEntry.target``)."""
+
+Metadata = tuple[bytes, int]
+"""An entry's (``metadata``, ``controller_metadata``), kept and read back untouched (spec 9.1)."""
+NO_METADATA: Metadata = (b"", 0)
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One table entry (or, with ``key == ()`` and ``default``, a table's default action).
+def key_of(table: TableInfo, entry: TableEntry) -> tuple:
+    """The entry's match values in P4Info field order: what the server indexes entries by."""
+    return tuple(entry.match[f.name] for f in table.fields.values())
 
-    A direct table's entry has ``action`` and ``params``; an indirect table's has ``action``
-    None and ``ref`` = (MEMBER or GROUP, id). ``metadata`` (opaque bytes) and
-    ``controller_metadata`` (a uint64) are the controller's, kept and read back untouched
-    (spec 9.1).
-    """
 
-    table: TableInfo
-    key: tuple
-    action: str | None
-    params: dict
-    default: bool = False
-    ref: tuple[str, int] | None = None
-    metadata: bytes = b""
-    controller_metadata: int = 0
+def metadata_of(msg: p4r.TableEntry) -> Metadata:
+    """The (metadata, controller_metadata) an INSERT or MODIFY sets."""
+    return bytes(msg.metadata), msg.controller_metadata
 
 
 def table_of(pipeline: Pipeline, table_id: int) -> TableInfo:
@@ -51,20 +47,14 @@ def table_of(pipeline: Pipeline, table_id: int) -> TableInfo:
     return table
 
 
-def parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> Entry:
-    """Check ``msg`` against the P4Info and return it as an ``Entry``.
+def parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> TableEntry:
+    """Check ``msg`` against the P4Info and return it as a ``TableEntry`` (empty ``match``
+    for the default entry; no action for a DELETE, or for a default entry MODIFY that resets
+    the initial default). ``need_action`` is true for INSERT and MODIFY.
 
-    ``need_action`` is true for INSERT and MODIFY (which also set the entry's ``metadata`` and
-    ``controller_metadata``). Raises ``P4RuntimeError`` (INVALID_ARGUMENT for a malformed
-    entry, PERMISSION_DENIED for a const default action).
+    Raises ``P4RuntimeError`` (INVALID_ARGUMENT for a malformed entry, PERMISSION_DENIED for a
+    const default action).
     """
-    entry = _parse(pipeline, msg, need_action)
-    if need_action and not entry.default:
-        entry = replace(entry, metadata=bytes(msg.metadata), controller_metadata=msg.controller_metadata)
-    return entry
-
-
-def _parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> Entry:
     table = table_of(pipeline, msg.table_id)
     where = f"table {table.name!r}"
     needs_priority = any(f.match in ("ternary", "range", "optional") for f in table.fields.values())
@@ -81,18 +71,20 @@ def _parse(pipeline: Pipeline, msg: p4r.TableEntry, need_action: bool) -> Entry:
             why = " (an indirect table's default entry is a constant NoAction, spec 9.1.4)" if table.profile_id else ""
             raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, f"{where}: the default action is const{why}")
         if not msg.HasField("action"):
-            return Entry(table, (), None, {}, default=True)
+            return TableEntry(table.name, {})
         name, params = parse_action(table, msg.action, default=True)
-        return Entry(table, (), name, params, default=True)
-    key = parse_key(table, msg.match)
+        return TableEntry(table.name, {}, name, params)
+    match = parse_match(table, msg.match)
     if not need_action:
-        return Entry(table, key, None, {})
+        return TableEntry(table.name, match)
     if not msg.HasField("action"):
         raise invalid(f"{where}: entry has no action")
     if table.profile_id:
-        return Entry(table, key, None, {}, ref=parse_ref(pipeline, table, msg.action))
+        kind, ref_id = parse_ref(pipeline, table, msg.action)
+        return TableEntry(table.name, match, member=ref_id if kind == "member" else None,
+                          group=ref_id if kind == "group" else None)
     name, params = parse_action(table, msg.action, default=False)
-    return Entry(table, key, name, params)
+    return TableEntry(table.name, match, name, params)
 
 
 def parse_ref(pipeline: Pipeline, table: TableInfo, msg: p4r.TableAction) -> tuple[str, int]:
@@ -120,8 +112,9 @@ def parse_ref(pipeline: Pipeline, table: TableInfo, msg: p4r.TableAction) -> tup
     return ref
 
 
-def parse_key(table: TableInfo, matches) -> tuple:
-    """The key tuple of ``matches`` (repeated FieldMatch), in P4Info field order."""
+def parse_match(table: TableInfo, matches) -> dict:
+    """{field name: value} of ``matches`` (repeated FieldMatch), every field in P4Info order
+    (an omitted LPM, ternary or optional field as its don't-care value)."""
     given = {}
     for m in matches:
         if m.field_id not in table.fields:
@@ -129,7 +122,7 @@ def parse_key(table: TableInfo, matches) -> tuple:
         if m.field_id in given:
             raise invalid(f"table {table.name!r}: match field id {m.field_id} given twice")
         given[m.field_id] = m
-    return tuple(_field_value(table, f, given.get(f.id)) for f in table.fields.values())
+    return {f.name: _field_value(table, f, given.get(f.id)) for f in table.fields.values()}
 
 
 def _field_value(table: TableInfo, field, m):
@@ -219,7 +212,7 @@ def check_filters(query: p4r.TableEntry) -> None:
                                  + ("action parameters" if kind == "action" else "action profile member, group or action set"))
 
 
-def selects(query: p4r.TableEntry, entry: Entry) -> bool:
+def selects(query: p4r.TableEntry, table: TableInfo, entry: TableEntry, meta: Metadata = NO_METADATA) -> bool:
     """Whether the Read filters of ``query`` (checked by ``check_filters``) select ``entry``
     (spec 1.4 section 9.1.6): a set action id, a non-zero ``priority`` or
     ``controller_metadata``, and a non-empty ``metadata`` must equal the entry's. The table and
@@ -227,31 +220,30 @@ def selects(query: p4r.TableEntry, entry: Entry) -> bool:
     fields, so every entry has priority 0."""
     if query.priority:
         return False
-    if query.controller_metadata and query.controller_metadata != entry.controller_metadata:
+    if query.controller_metadata and query.controller_metadata != meta[1]:
         return False
-    if query.metadata and bytes(query.metadata) != entry.metadata:
+    if query.metadata and bytes(query.metadata) != meta[0]:
         return False
     if not query.HasField("action"):
         return True
-    action = entry.table.actions.get(query.action.action.action_id)
+    action = table.actions.get(query.action.action.action_id)
     return action is not None and entry.action == action.name
 
 
-def to_proto(entry: Entry) -> p4r.TableEntry:
-    """The canonical ``p4.v1.TableEntry`` of ``entry`` (as a Read returns it)."""
-    table = entry.table
-    msg = p4r.TableEntry(table_id=table.id, is_default_action=entry.default)
-    for field, value in zip(table.fields.values(), entry.key):
-        _add_match(msg, field, value)
-    if entry.ref is not None:
-        kind, ref_id = entry.ref
-        if kind == MEMBER:
-            msg.action.action_profile_member_id = ref_id
-        else:
-            msg.action.action_profile_group_id = ref_id
+def to_proto(table: TableInfo, entry: TableEntry, meta: Metadata = NO_METADATA) -> p4r.TableEntry:
+    """The canonical ``p4.v1.TableEntry`` of ``entry`` of ``table`` (as a Read returns it),
+    with its ``meta``."""
+    msg = p4r.TableEntry(table_id=table.id, is_default_action=entry.is_default)
+    if not entry.is_default:
+        for field, value in zip(table.fields.values(), key_of(table, entry)):
+            _add_match(msg, field, value)
+    if entry.member is not None:
+        msg.action.action_profile_member_id = entry.member
+    elif entry.group is not None:
+        msg.action.action_profile_group_id = entry.group
     elif entry.action is not None:
         msg.action.action.CopyFrom(action_proto(table.action_by_name(entry.action), entry.params))
-    msg.metadata, msg.controller_metadata = entry.metadata, entry.controller_metadata
+    msg.metadata, msg.controller_metadata = meta
     return msg
 
 

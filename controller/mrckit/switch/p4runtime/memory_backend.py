@@ -7,36 +7,35 @@ against a ``TableView`` over this backend, which starts empty and knows no targe
 only the real target refuses is reported when COMMIT replays the writes.
 """
 
-from collections.abc import Iterable
+from ...topology.entries import ActionProfileGroup, ActionProfileMember, TableEntry
 
 
 class MemoryBackend:
-    """Entries, routes, default actions, members and groups in dicts; counters are all zero."""
+    """Entries (default entries apart), members and groups in dicts; counters are all zero."""
 
     def __init__(self):
-        self.entries: dict[str, dict[tuple, tuple[str, dict]]] = {}
-        self.routes: dict[str, dict[tuple, tuple[str, int]]] = {}
-        self.defaults: dict[str, tuple[str, dict]] = {}
-        self.members: dict[int, tuple[str, dict]] = {}
-        self.groups: dict[int, tuple[int, ...]] = {}
+        self.entries: dict[str, dict[tuple, TableEntry]] = {}
+        self.defaults: dict[str, TableEntry] = {}
+        self.members: dict[int, ActionProfileMember] = {}
+        self.groups: dict[int, ActionProfileGroup] = {}
 
     def identity(self) -> str:
         """Never the identity of real maps: nothing is stored for it."""
         return "memory"
 
-    def write_entry(self, table: str, key: tuple, action: str, params: dict) -> None:
-        self.entries.setdefault(table, {})[key] = (action, dict(params))
+    def write_entry(self, entry: TableEntry, modify: bool) -> None:
+        self.entries.setdefault(entry.table, {})[entry.identity()] = entry
 
-    def delete_entry(self, table: str, key: tuple) -> None:
-        self.entries.get(table, {}).pop(key, None)
+    def delete_entry(self, entry: TableEntry) -> None:
+        self.entries.get(entry.table, {}).pop(entry.identity(), None)
 
-    def read_entries(self, table: str) -> Iterable[tuple[tuple, str, dict]]:
-        return [(k, a, p) for k, (a, p) in self.entries.get(table, {}).items()]
+    def read_entries(self, table: str) -> list[TableEntry]:
+        return list(self.entries.get(table, {}).values())
 
-    def write_default(self, table: str, action: str, params: dict) -> None:
-        self.defaults[table] = (action, dict(params))
+    def write_default(self, entry: TableEntry) -> None:
+        self.defaults[entry.table] = entry
 
-    def read_default(self, table: str) -> tuple[str, dict]:
+    def read_default(self, table: str) -> TableEntry:
         return self.defaults[table]
 
     def read_counter(self, name: str) -> list[tuple[int, int]]:
@@ -45,29 +44,20 @@ class MemoryBackend:
     def reset_counters(self) -> None:
         pass
 
-    def write_route(self, table: str, key: tuple, ref: tuple[str, int], modify: bool) -> None:
-        self.routes.setdefault(table, {})[key] = ref
-
-    def delete_route(self, table: str, key: tuple) -> None:
-        self.routes.get(table, {}).pop(key, None)
-
-    def read_routes(self, table: str) -> Iterable[tuple[tuple, tuple[str, int]]]:
-        return list(self.routes.get(table, {}).items())
-
-    def write_member(self, member_id: int, action: str, params: dict, modify: bool) -> None:
-        self.members[member_id] = (action, dict(params))
+    def write_member(self, member: ActionProfileMember, modify: bool) -> None:
+        self.members[member.member_id] = member
 
     def delete_member(self, member_id: int) -> None:
         self.members.pop(member_id, None)
 
-    def read_members(self) -> dict[int, tuple[str, dict]]:
-        return dict(self.members)
+    def read_members(self) -> list[ActionProfileMember]:
+        return list(self.members.values())
 
-    def write_group(self, group_id: int, members: tuple[int, ...], modify: bool) -> None:
-        self.groups[group_id] = tuple(members)
+    def write_group(self, group: ActionProfileGroup, modify: bool) -> None:
+        self.groups[group.group_id] = group
 
     def delete_group(self, group_id: int) -> None:
         self.groups.pop(group_id, None)
 
-    def read_groups(self) -> dict[int, tuple[int, ...]]:
-        return dict(self.groups)
+    def read_groups(self) -> list[ActionProfileGroup]:
+        return list(self.groups.values())

@@ -13,7 +13,7 @@ from collections import Counter
 import grpc
 from finsy.proto import p4r
 
-from .action_profiles import Group, Member
+from ...topology.entries import ActionProfileGroup, ActionProfileMember
 from .backend import Backend
 from .entries import GROUP, MEMBER
 from .errors import P4RuntimeError, backend_call
@@ -25,25 +25,30 @@ IN_USE, FULL = grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.RESOURCE_EXH
 
 
 class ProfileView:
-    """Members and groups by id; ``refs`` counts the table entries naming each (kind, id)."""
+    """Members and groups by id; ``sizes`` the max_size of the groups given one at INSERT;
+    ``refs`` counts the table entries naming each (kind, id)."""
 
     def __init__(self, backend: Backend, pipeline: Pipeline):
         self.backend = backend
         self.profile = next(iter(pipeline.profiles.values()), None)
-        self.members: dict[int, Member] = {}
-        self.groups: dict[int, Group] = {}
+        self.members: dict[int, ActionProfileMember] = {}
+        self.groups: dict[int, ActionProfileGroup] = {}
+        self.sizes: dict[int, int] = {}
         self.refs: Counter = Counter()
 
     def load(self, max_sizes: dict[int, int]) -> None:
         """Fill the view from the backend; ``max_sizes`` are the groups' stored max_size."""
         self.members.clear()
         self.groups.clear()
+        self.sizes.clear()
         if self.profile is None:
             return
-        for member_id, (action, params) in self.backend.read_members().items():
-            self.members[member_id] = Member(self.profile, member_id, action, params)
-        for group_id, members in self.backend.read_groups().items():
-            self.groups[group_id] = Group(self.profile, group_id, tuple(sorted(members)), max_sizes.get(group_id, 0))
+        for member in self.backend.read_members():
+            self.members[member.member_id] = member
+        for group in self.backend.read_groups():
+            self.groups[group.group_id] = group
+            if max_sizes.get(group.group_id):
+                self.sizes[group.group_id] = max_sizes[group.group_id]
 
     def clear(self) -> None:
         """Delete every group, then every member (the table entries naming them are gone first)."""
@@ -54,7 +59,7 @@ class ProfileView:
 
     def max_sizes(self) -> dict[int, int]:
         """{group id: max_size} of the groups created with a max_size (the maps do not hold it)."""
-        return {g.group_id: g.max_size for g in self.groups.values() if g.max_size}
+        return dict(sorted(self.sizes.items()))
 
     # -- references from table entries --------------------------------------------------------
     def check_ref(self, ref: tuple[str, int], where: str) -> None:
@@ -71,16 +76,16 @@ class ProfileView:
                 raise P4RuntimeError(IN_USE, f"{where}: action profile group {ref_id} has no members")
 
     # -- members --------------------------------------------------------------------------
-    def apply_member(self, kind: int, member: Member):
+    def apply_member(self, kind: int, member: ActionProfileMember):
         """Apply one member update; return a function that undoes it. Raises ``P4RuntimeError``."""
-        where = f"action profile {member.profile.name!r} member {member.member_id}"
+        where = f"action profile {member.profile!r} member {member.member_id}"
         old = self.members.get(member.member_id)
         if kind == INSERT and old is not None:
             raise P4RuntimeError(EXISTS, f"{where}: already exists")
         if kind in (MODIFY, DELETE) and old is None:
             raise P4RuntimeError(NOT_FOUND, f"{where}: no such member")
-        if kind == INSERT and len(self.members) >= member.profile.size:
-            raise P4RuntimeError(FULL, f"action profile {member.profile.name!r} is full ({member.profile.size} members)")
+        if kind == INSERT and len(self.members) >= self.profile.size:
+            raise P4RuntimeError(FULL, f"action profile {member.profile!r} is full ({self.profile.size} members)")
         if kind == DELETE:
             self._check_unused_member(where, old)
             self._delete_member(old)
@@ -90,26 +95,28 @@ class ProfileView:
             return lambda: self._delete_member(member)
         return lambda: self._put_member(old, modify=True)
 
-    def _check_unused_member(self, where: str, member: Member) -> None:
+    def _check_unused_member(self, where: str, member: ActionProfileMember) -> None:
         groups = sorted(g.group_id for g in self.groups.values() if member.member_id in g.members)
         if groups:
             raise P4RuntimeError(IN_USE, f"{where}: still in group(s) {groups}; modify them first")
         if self.refs[(MEMBER, member.member_id)]:
             raise P4RuntimeError(IN_USE, f"{where}: still named by {self.refs[(MEMBER, member.member_id)]} table entries")
 
-    def _put_member(self, member: Member, modify: bool) -> None:
-        backend_call(self.backend.write_member, member.member_id, member.action, member.params, modify)
+    def _put_member(self, member: ActionProfileMember, modify: bool) -> None:
+        backend_call(self.backend.write_member, member, modify)
         self.members[member.member_id] = member
 
-    def _delete_member(self, member: Member) -> None:
+    def _delete_member(self, member: ActionProfileMember) -> None:
         backend_call(self.backend.delete_member, member.member_id)
         del self.members[member.member_id]
 
     # -- groups ---------------------------------------------------------------------------
-    def apply_group(self, kind: int, group: Group):
-        """Apply one group update; return a function that undoes it. Raises ``P4RuntimeError``."""
-        where = f"action profile {group.profile.name!r} group {group.group_id}"
+    def apply_group(self, kind: int, group: ActionProfileGroup, max_size: int = 0):
+        """Apply one group update (``max_size`` as given, 0: none); return a function that
+        undoes it. Raises ``P4RuntimeError``."""
+        where = f"action profile {group.profile!r} group {group.group_id}"
         old = self.groups.get(group.group_id)
+        old_size = self.sizes.get(group.group_id, 0)
         if kind == INSERT and old is not None:
             raise P4RuntimeError(EXISTS, f"{where}: already exists")
         if kind in (MODIFY, DELETE) and old is None:
@@ -118,25 +125,28 @@ class ProfileView:
             if self.refs[(GROUP, group.group_id)]:
                 raise P4RuntimeError(IN_USE, f"{where}: still named by {self.refs[(GROUP, group.group_id)]} table entries")
             self._delete_group(old)
-            return lambda: self._put_group(old, modify=False)
-        if kind == INSERT and len(self.groups) >= group.profile.spec.max_groups:
-            raise P4RuntimeError(FULL, f"action profile {group.profile.name!r} holds at most "
-                                       f"{group.profile.spec.max_groups} groups")
-        if old is not None and group.max_size != old.max_size:
+            return lambda: self._put_group(old, old_size, modify=False)
+        if kind == INSERT and len(self.groups) >= self.profile.spec.max_groups:
+            raise P4RuntimeError(FULL, f"action profile {group.profile!r} holds at most "
+                                       f"{self.profile.spec.max_groups} groups")
+        if old is not None and max_size != old_size:
             raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT,
-                                 f"{where}: max_size {group.max_size} differs from {old.max_size} given at INSERT")
+                                 f"{where}: max_size {max_size} differs from {old_size} given at INSERT")
         missing = [m for m in group.members if m not in self.members]
         if missing:
             raise P4RuntimeError(NOT_FOUND, f"{where}: member(s) {missing} do not exist")
-        self._put_group(group, modify=old is not None)
+        self._put_group(group, max_size, modify=old is not None)
         if old is None:
             return lambda: self._delete_group(group)
-        return lambda: self._put_group(old, modify=True)
+        return lambda: self._put_group(old, old_size, modify=True)
 
-    def _put_group(self, group: Group, modify: bool) -> None:
-        backend_call(self.backend.write_group, group.group_id, group.members, modify)
+    def _put_group(self, group: ActionProfileGroup, max_size: int, modify: bool) -> None:
+        backend_call(self.backend.write_group, group, modify)
         self.groups[group.group_id] = group
+        if max_size:
+            self.sizes[group.group_id] = max_size
 
-    def _delete_group(self, group: Group) -> None:
+    def _delete_group(self, group: ActionProfileGroup) -> None:
         backend_call(self.backend.delete_group, group.group_id)
         del self.groups[group.group_id]
+        self.sizes.pop(group.group_id, None)

@@ -11,13 +11,13 @@ an indirect table's default entry is a constant NoAction).
 """
 
 import ipaddress
-from dataclasses import replace
 
 import grpc
 from finsy.proto import p4r
 
+from ...topology.entries import TableEntry
 from .backend import Backend
-from .entries import Entry
+from .entries import NO_METADATA, Metadata, key_of
 from .errors import P4RuntimeError, backend_call, invalid
 from .p4info import Pipeline, TableInfo
 from .profile_view import ProfileView
@@ -26,49 +26,46 @@ INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 
 
 class TableView:
-    """Entries by table name and key, the default entry of each table, and the action
-    profiles' members and groups (``profiles``)."""
+    """Entries (``TableEntry``) by table name and key (``entries.key_of``), the default entry
+    of each table, the entries' P4Runtime metadata (``meta``, by (table name, key), only where
+    set) and the action profiles' members and groups (``profiles``)."""
 
     def __init__(self, backend: Backend, pipeline: Pipeline):
         self.backend = backend
         self.pipeline = pipeline
-        self.entries: dict[str, dict[tuple, Entry]] = {t.name: {} for t in pipeline.tables.values()}
-        self.defaults: dict[str, Entry] = {}
+        self.tables: dict[str, TableInfo] = {t.name: t for t in pipeline.tables.values()}
+        self.entries: dict[str, dict[tuple, TableEntry]] = {name: {} for name in self.tables}
+        self.defaults: dict[str, TableEntry] = {}
+        self.meta: dict[tuple[str, tuple], Metadata] = {}
         self.profiles = ProfileView(backend, pipeline)
 
     def load(self, max_sizes: dict[int, int] | None = None) -> None:
         """Fill the view from the backend's current tables, default actions, members and
-        groups; ``max_sizes`` are the groups' stored max_size ({group id: max_size})."""
+        groups; ``max_sizes`` are the groups' stored max_size ({group id: max_size}). The
+        metadata is cleared (the maps do not hold it: ``set_metadata``)."""
         self.profiles.load(max_sizes or {})
         self.profiles.refs.clear()
-        for table in self.pipeline.tables.values():
+        self.meta.clear()
+        for table in self.tables.values():
             rows = self.entries[table.name]
             rows.clear()
-            if table.profile_id:
-                for key, ref in self.backend.read_routes(table.name):
-                    rows[key] = Entry(table, key, None, {}, ref=ref)
-                    self.profiles.refs[ref] += 1
-                self.defaults[table.name] = self._initial_default(table)
-                continue
-            for key, action, params in self.backend.read_entries(table.name):
-                rows[key] = Entry(table, key, action, params)
-            action, params = self.backend.read_default(table.name)
-            self.defaults[table.name] = Entry(table, (), action, params, default=True)
+            for entry in self.backend.read_entries(table.name):
+                rows[key_of(table, entry)] = entry
+                self._count(entry, +1)
+            self.defaults[table.name] = self._initial_default(table) if table.profile_id \
+                else self.backend.read_default(table.name)
 
-    def metadata(self) -> dict[tuple[str, tuple], tuple[bytes, int]]:
+    def metadata(self) -> dict[tuple[str, tuple], Metadata]:
         """{(table name, key): (metadata, controller_metadata)} of the entries that carry any
         (the maps do not hold them, so the server stores them beside the pipeline)."""
-        return {(name, key): (e.metadata, e.controller_metadata)
-                for name, rows in self.entries.items() for key, e in rows.items()
-                if e.metadata or e.controller_metadata}
+        return dict(self.meta)
 
-    def set_metadata(self, stored: dict[tuple[str, tuple], tuple[bytes, int]]) -> None:
+    def set_metadata(self, stored: dict[tuple[str, tuple], Metadata]) -> None:
         """Give the entries that exist the metadata of ``stored`` (as ``metadata`` returns it);
         what names no entry is ignored (the maps are the truth)."""
-        for (name, key), (meta, cookie) in stored.items():
-            entry = self.entries.get(name, {}).get(key)
-            if entry is not None:
-                self.entries[name][key] = replace(entry, metadata=meta, controller_metadata=cookie)
+        for (name, key), meta in stored.items():
+            if key in self.entries.get(name, {}) and meta != NO_METADATA:
+                self.meta[(name, key)] = meta
 
     def adopt_metadata(self, other: "TableView | None") -> None:
         """Take the entry metadata of ``other`` (the view of the pipeline being replaced)."""
@@ -80,73 +77,77 @@ class TableView:
         the counters: a committed pipeline starts from scratch, as on bmv2 (spec 7.3,
         VERIFY_AND_COMMIT)."""
         self.backend.reset_counters()
-        for table in self.pipeline.tables.values():
-            rows = self.entries[table.name]
-            for entry in list(rows.values()):
-                self._delete(rows, entry)
+        for table in self.tables.values():
+            for key in list(self.entries[table.name]):
+                self._delete(table, key)
             if not table.profile_id:
                 self._set_default(self._initial_default(table))
         self.profiles.clear()
 
-    def apply(self, kind: int, entry: Entry):
-        """Apply one update; return a function that undoes it. Raises ``P4RuntimeError``."""
-        if entry.default:
-            return self._apply_default(kind, entry)
-        rows = self.entries[entry.table.name]
-        old = rows.get(entry.key)
-        where = f"table {entry.table.name!r} key {_show(entry.table, entry.key)}"
+    def apply(self, kind: int, entry: TableEntry, meta: Metadata = NO_METADATA):
+        """Apply one update of ``entry`` (as ``entries.parse`` returns it; ``meta`` its
+        metadata, set by INSERT and MODIFY); return a function that undoes it. Raises
+        ``P4RuntimeError``."""
+        table = self.tables[entry.table]
+        if entry.is_default:
+            return self._apply_default(kind, table, entry)
+        rows, key = self.entries[table.name], key_of(table, entry)
+        old = rows.get(key)
+        where = f"table {table.name!r} key {_show(table, key)}"
         if kind == INSERT and old is not None:
             raise P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, f"{where}: entry already exists")
         if kind in (MODIFY, DELETE) and old is None:
             raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"{where}: no such entry")
-        if kind == INSERT and len(rows) >= entry.table.spec.size:
-            raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"table {entry.table.name!r} is full ({entry.table.spec.size} entries)")
+        if kind == INSERT and len(rows) >= table.spec.size:
+            raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"table {table.name!r} is full ({table.spec.size} entries)")
+        old_meta = self.meta.get((table.name, key), NO_METADATA)
         if kind == DELETE:
-            self._delete(rows, old)
-            return lambda: self._put(rows, old, modify=False)
-        if entry.ref is not None:
-            self.profiles.check_ref(entry.ref, where)
-        self._put(rows, entry, modify=old is not None)
+            self._delete(table, key)
+            return lambda: self._put(table, key, old, old_meta, modify=False)
+        if entry.target is not None:
+            self.profiles.check_ref(entry.target, where)
+        self._put(table, key, entry, meta, modify=old is not None)
         if old is None:
-            return lambda: self._delete(rows, entry)
-        return lambda: self._put(rows, old, modify=True)
+            return lambda: self._delete(table, key)
+        return lambda: self._put(table, key, old, old_meta, modify=True)
 
-    def _apply_default(self, kind: int, entry: Entry):
+    def _apply_default(self, kind: int, table: TableInfo, entry: TableEntry):
         if kind != MODIFY:
-            raise invalid(f"table {entry.table.name!r}: the default entry can only be modified")
-        old = self.defaults[entry.table.name]
+            raise invalid(f"table {table.name!r}: the default entry can only be modified")
+        old = self.defaults[table.name]
         if entry.action is None:
-            entry = self._initial_default(entry.table)
+            entry = self._initial_default(table)
         self._set_default(entry)
         return lambda: self._set_default(old)
 
-    def _put(self, rows: dict, entry: Entry, modify: bool) -> None:
-        name = entry.table.name
-        if entry.ref is None:
-            backend_call(self.backend.write_entry, name, entry.key, entry.action, entry.params)
-        else:
-            backend_call(self.backend.write_route, name, entry.key, entry.ref, modify)
-        self._count(rows.get(entry.key), -1)
-        rows[entry.key] = entry
+    def _put(self, table: TableInfo, key: tuple, entry: TableEntry, meta: Metadata, modify: bool) -> None:
+        backend_call(self.backend.write_entry, entry, modify)
+        rows = self.entries[table.name]
+        self._count(rows.get(key), -1)
+        rows[key] = entry
         self._count(entry, +1)
+        if meta == NO_METADATA:
+            self.meta.pop((table.name, key), None)
+        else:
+            self.meta[(table.name, key)] = meta
 
-    def _delete(self, rows: dict, entry: Entry) -> None:
-        name = entry.table.name
-        backend_call(self.backend.delete_route if entry.table.profile_id else self.backend.delete_entry, name, entry.key)
-        del rows[entry.key]
-        self._count(entry, -1)
+    def _delete(self, table: TableInfo, key: tuple) -> None:
+        rows = self.entries[table.name]
+        backend_call(self.backend.delete_entry, rows[key])
+        self._count(rows.pop(key), -1)
+        self.meta.pop((table.name, key), None)
 
-    def _count(self, entry: Entry | None, step: int) -> None:
-        if entry is not None and entry.ref is not None:
-            self.profiles.refs[entry.ref] += step
+    def _count(self, entry: TableEntry | None, step: int) -> None:
+        if entry is not None and entry.target is not None:
+            self.profiles.refs[entry.target] += step
 
-    def _set_default(self, entry: Entry) -> None:
-        backend_call(self.backend.write_default, entry.table.name, entry.action, entry.params)
-        self.defaults[entry.table.name] = entry
+    def _set_default(self, entry: TableEntry) -> None:
+        backend_call(self.backend.write_default, entry)
+        self.defaults[entry.table] = entry
 
     @staticmethod
-    def _initial_default(table: TableInfo) -> Entry:
-        return Entry(table, (), table.spec.default_action, {}, default=True)
+    def _initial_default(table: TableInfo) -> TableEntry:
+        return TableEntry(table.name, {}, table.spec.default_action)
 
 
 def _show(table: TableInfo, key: tuple) -> str:

@@ -1,0 +1,60 @@
+"""The eBPF switch's per-port virtual queues (design section 4): a drain rate per port and
+the virtual finish time the program advances, which give the queue depth that trimming and
+ECN marking compare with ``port_config``'s thresholds."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from ..bpf.maps import Map
+from ..errors import MrcError
+from ..wire import pipeline as P
+from . import tables as T
+from .ports import check_port
+
+DEFAULT_QUEUE_RATE_PPS = 1_000_000
+"""Drain rate of every port's virtual queue after set-up (packets/s), a fast veth's rate."""
+MAX_QUEUE_RATE_PPS = 1_000_000_000
+"""The C side multiplies elapsed ns by the rate in 64 bits; 1e9 pps keeps that exact."""
+
+
+class Queues:
+    """The virtual queues of one eBPF switch, through its maps (``maps``: map name -> ``Map``,
+    as ``SwitchTables`` holds them). Every method raises MrcError for a port outside 0..511."""
+
+    def __init__(self, maps: dict[str, Map]):
+        self.maps = maps
+
+    def set_rate(self, port: int, pps: int) -> None:
+        """Set the drain rate of ``port``'s virtual queue in packets/s (0 = never drains).
+
+        Raises:
+            MrcError: port out of range or rate outside 0..MAX_QUEUE_RATE_PPS.
+        """
+        if not isinstance(pps, int) or not 0 <= pps <= MAX_QUEUE_RATE_PPS:
+            raise MrcError(f"queue rate {pps!r} pps outside 0..{MAX_QUEUE_RATE_PPS}")
+        self.maps["queue_rate"].update(check_port(port), T.QueueRate.of(pps))
+
+    def rate(self, port: int) -> int:
+        """The drain rate of ``port``'s virtual queue (packets/s)."""
+        return self.maps["queue_rate"].lookup(check_port(port)).rate_pps
+
+    def depth(self, port: int) -> int:
+        """The depth of ``port``'s virtual queue now, in packets (design section 4)."""
+        q = self.maps["vqueue"].lookup(check_port(port))
+        service_ns = self.maps["queue_rate"].lookup(check_port(port)).service_ns
+        if service_ns == 0:
+            return q.backlog
+        left = q.busy_until_ns - time.monotonic_ns()  # bpf_ktime_get_ns() is CLOCK_MONOTONIC
+        return max(0, -(-left // service_ns))
+
+    def reset(self, ports: Iterable[int] | None = None) -> None:
+        """Empty the virtual queues of ``ports`` (default: all)."""
+        for port in (range(P.PORT_COUNT) if ports is None else ports):
+            self.maps["vqueue"].update(check_port(port), T.VQueue())
+
+    def init_rates(self) -> None:
+        """Every port's drain rate to ``DEFAULT_QUEUE_RATE_PPS``, on a fresh switch."""
+        for port in range(P.PORT_COUNT):
+            self.maps["queue_rate"].update(port, T.QueueRate.of(DEFAULT_QUEUE_RATE_PPS))
