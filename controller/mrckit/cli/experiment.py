@@ -89,7 +89,7 @@ def failover_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_d
 @click.option("--evs", type=click.IntRange(1, 256), default=128, show_default=True, help="EVs per QP.")
 @click.option("--per-minute", "per_minute", default="14,120", show_default=True,
               help="Flap rates of the T0-T1 link, flaps per minute, comma-separated: one write each.")
-@click.option("--duration", type=click.FloatRange(1, 60), default=18.0, show_default=True,
+@click.option("--duration", type=click.FloatRange(1, 60), default=15.0, show_default=True,
               help="Seconds each write should last; the link flaps during its middle third.")
 @click.option("--name", default="expflaps", show_default=True, help="The fabric's name.")
 def flaps_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir, evs, per_minute, duration,
