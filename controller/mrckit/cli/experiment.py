@@ -84,6 +84,27 @@ def failover_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_d
     _emit(record, out_dir)
 
 
+@experiment.command("lossy-ev")
+@_fabric_options(planes=8, spines=2, leaves=2, hosts=2, link_speed=2000)
+@click.option("--evs", type=click.IntRange(1, 256), default=128, show_default=True, help="EVs per QP.")
+@click.option("--loss-percent", type=click.FloatRange(0, 100, min_open=True), default=20.0, show_default=True,
+              help="Packets the lossy path drops, percent.")
+@click.option("--duration", type=click.FloatRange(1, 60), default=6.0, show_default=True,
+              help="Seconds the write should last at the rate a warm-up write measures.")
+@click.option("--name", default="explossy", show_default=True, help="The fabric's name.")
+def lossy_ev_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir, evs, loss_percent, duration,
+                 name) -> None:
+    """One path of 16 drops 20 % of its packets: how soon its EVs are deactivated, and the
+    goodput with the loss against the same write before it."""
+    from ..apps.experiments.demo_fault import FabricSize
+    from ..apps.experiments.lossy_ev import LossyEvOptions, run_lossy_ev
+
+    opts = LossyEvOptions(size=FabricSize(planes, spines, leaves, hosts_per_leaf), evs=evs, link_speed_pps=link_speed,
+                          loss_percent=loss_percent, duration_s=duration, seed=seed, name=name)
+    record = run_lossy_ev(opts, _say, plot=_plot_path(out_dir, "lossy-ev"))
+    _emit(record, out_dir)
+
+
 @experiment.command("flaps")
 @_fabric_options(planes=2, spines=2, leaves=2, hosts=2, link_speed=5000)
 @click.option("--evs", type=click.IntRange(1, 256), default=128, show_default=True, help="EVs per QP.")
