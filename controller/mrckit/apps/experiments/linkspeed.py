@@ -63,8 +63,10 @@ UDP, BTH, RETH, TSETH, ICRC; 160 bytes rounds them up). The NIC's token bucket l
 ``link_speed_pps`` of these through per second."""
 NIC_BURST_BYTES = 2 * DEFAULT_MTU
 """The token bucket's depth: two frames of the fabric MTU (tbf needs one at least)."""
-NIC_QUEUE_MS = 20
-"""How long a packet may wait in the NIC port's queue before tbf drops it."""
+NIC_QUEUE_MS = 100
+"""How long a packet may wait in the NIC port's queue before tbf drops it: long enough that the
+sender's window, not the queue's length, holds it back (a real NIC never drops its own
+packets; a drop here looks like a lossy path to the host dataplane, which retires its EVs)."""
 
 
 def shape_nics(fab, pps: int) -> int:
