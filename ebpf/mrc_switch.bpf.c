@@ -615,7 +615,14 @@ int mrc_switch(struct xdp_md *ctx)
 		count(&trim_port, out_port, trim_len);
 		len = trim_len;
 	}
-	if (q)
+	/* Only whole data packets occupy the data queue. CONTROL and already-trimmed packets ride
+	 * the priority queue (design section 4, step 5), and so does a packet trimmed here: its
+	 * header is what an MRC switch forwards at high priority. Counted in the data queue, the
+	 * headers of an overloaded port would keep it past the threshold for ever, every later
+	 * packet trimmed in turn, and no whole packet would cross (a collapse seen at link speeds
+	 * below the sender's rate, docs/experiments.md). */
+	if (q && !trim_len && dscp != MRC_DSCP_CONTROL && dscp != MRC_DSCP_TRIMMED &&
+	    dscp != MRC_DSCP_TRIMMED_LASTHOP)
 		vqueue_enqueue(q, service_ns, now);
 	count(&tx_port, out_port, len);
 	return XDP_REDIRECT;

@@ -237,14 +237,29 @@ def test_control_and_trimmed_pass_congestion_untouched(switch, dscp, opcode):
 
 def test_queue_depth_counts_packets(switch):
     """Drain rate 0 (never drains), trim threshold 3: packets 1 and 2 pass whole, 3 and 4 are
-    trimmed, because the depth counting the packet reaches 3 (design section 4, step 5)."""
+    trimmed, because the depth counting the packet reaches 3 (design section 4, step 5). The
+    trimmed headers ride the priority queue: the data queue holds the 2 whole packets."""
     leaf(switch, trim=3)
     switch.tables.queues.set_rate(FABRIC_PORT, 0)
     frame = mrc_frame(container(T0_0, T1_5))
     lengths = [len(switch.run(frame)[1]) for _ in range(4)]
     assert lengths == [len(frame), len(frame), 134, 134]
-    assert switch.tables.queues.depth(FABRIC_PORT) == 4.0
+    assert switch.tables.queues.depth(FABRIC_PORT) == 2.0
     switch.tables.queues.reset([FABRIC_PORT])
+    assert len(switch.run(frame)[1]) == len(frame)
+
+
+def test_priority_packets_leave_data_queue_alone(switch):
+    """CONTROL and already-trimmed packets ride the priority queue: however many cross a port
+    that never drains, the next data packet finds the data queue empty and passes whole."""
+    leaf(switch, trim=2)
+    switch.tables.queues.set_rate(FABRIC_PORT, 0)
+    control = mrc_frame(container(T0_0, T1_5), dscp=Dscp.CONTROL, opcode=Opcode.SACK, payload=0)
+    trimmed = mrc_frame(container(T0_0, T1_5), dscp=Dscp.TRIMMED, payload=0, icrc=False)
+    for frame in (control, trimmed) * 3:
+        assert switch.run(frame)[0] == XDP_REDIRECT
+    assert switch.tables.queues.depth(FABRIC_PORT) == 0
+    frame = mrc_frame(container(T0_0, T1_5))
     assert len(switch.run(frame)[1]) == len(frame)
 
 

@@ -238,14 +238,28 @@ def run_demo(opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
                     controller_args=args)
     try:
         obs.phase(f"fabric {fab.name} is up and programmed")
-        run = _Run(fab, opts, obs, p4info)
-        record = run.execute()
-        record.switches = switch_counts(fab, p4info)
+        return run_on_fabric(fab, opts, obs)
     finally:
         if opts.logs:
             _keep_logs(fab, Path(opts.logs))
         obs.phase("tearing the fabric down")
         fab.down()
+
+
+def run_on_fabric(fab, opts: DemoOptions, observer: Observer | None = None) -> DemoReport:
+    """The demo's write, fault and analysis on a fabric that is up already (``fab``: a running
+    :class:`mrckit.fabric.Fabric` with hosts ``h0-0``, ``h1-0`` and ``h1-1``, two leaves and two
+    spines per plane at least, its agents set up with ``opts.agent_settings()``): what
+    :func:`run_demo` does between bring-up and teardown, for applications that build their own
+    fabric (``mrckit.apps.experiments``). The fabric is left up.
+
+    Raises:
+        MrcError: as :func:`run_demo`, the fabric aside.
+    """
+    p4info, _ = pipeline_files(opts.target)
+    run = _Run(fab, opts, observer or Observer(), p4info)
+    record = run.execute()
+    record.switches = switch_counts(fab, p4info)
     return analyze(record)
 
 

@@ -1,0 +1,14 @@
+"""``mrc experiment NAME``: the MRC paper's claims, measured on fabrics that each experiment
+builds for itself, at an emulated link speed, every byte verified (docs/experiments.md).
+
+- ``record``: the JSON record every experiment leaves, and its BENCH lines;
+- ``linkspeed``: the link speed (switch queue drain rate, host NIC token bucket);
+- ``bringup``: an experiment's fabric, up at its link speed and down at the end;
+- ``demo_fault``: the demo's one-QP write with a link fault, on such a fabric;
+- ``failover``, ``flaps``: the experiments; ``chaos``: the chaos soak's record;
+- ``table``: the results table written from the records.
+"""
+
+from .record import ExperimentRecord, Figure, Machine, bench_line, mrckit_commit, parse_bench
+
+__all__ = ["ExperimentRecord", "Figure", "Machine", "bench_line", "mrckit_commit", "parse_bench"]

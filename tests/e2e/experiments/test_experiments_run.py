@@ -1,0 +1,59 @@
+"""`mrc experiment failover` and `flaps` for real, on their small default fabric with short
+writes: invariants only (docs/experiments.md): every byte verified, the fault shown by the
+dataplane's counters, the record written with the machine and commit, and its row in the
+table. No timing assertion: the figures depend on the machine's load."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+
+def _mrc(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "import sys; from mrckit.cli import main; sys.exit(main())", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _run(tmp_path, name: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    proc = _mrc("experiment", name, "--out", str(tmp_path), "--name", f"te{os.getpid() % 10000}{name[:4]}", *extra)
+    path = tmp_path / f"{name}.json"
+    assert path.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, json.loads(path.read_text())
+
+
+def _common(proc, record: dict, tmp_path, name: str) -> None:
+    assert record["name"] == name and record["link_speed_pps"] == 5000
+    assert record["checks"]["every byte verified"], proc.stdout[-2000:]
+    m = record["machine"]
+    assert m["cores"] >= 1 and m["kernel"] and len(m["load_start"]) == 3 and m["load_end"]
+    assert record["commit"]
+    assert (tmp_path / record["plot"]).read_bytes()[:4] == b"\x89PNG"
+    bench = [json.loads(ln[6:]) for ln in proc.stdout.splitlines() if ln.startswith("BENCH ")]
+    assert len(bench) == len(record["figures"]) >= 2
+    assert all(b["measure"].startswith(f"experiment {name}: ") and b["baseline"] for b in bench)
+    assert (proc.returncode == 0) == all(record["checks"].values())
+    table = _mrc("experiment", "table", "--results", str(tmp_path), "--out", str(tmp_path / "experiments.md"))
+    assert table.returncode == 0, table.stderr[-2000:]
+    page = (tmp_path / "experiments.md").read_text()
+    assert f"| [{name}](#{name}) |" in page and record["command"] in page
+
+
+def test_failover_bypasses_the_failed_link_and_loses_no_byte(need_root, tmp_path):
+    proc, record = _run(tmp_path, "failover", "--duration", "2")
+    _common(proc, record, tmp_path, "failover")
+    d = record["details"]
+    assert record["checks"]["the link failed, by the dataplane counters"]
+    assert d["link_packets_lost"] > 0  # the switch counters at the failed link
+    assert record["setting"]["failed_link"] == "p0/t0-1/t1-1"
+
+
+def test_flaps_flap_the_link_at_each_rate_and_lose_no_byte(need_root, tmp_path):
+    proc, record = _run(tmp_path, "flaps", "--per-minute", "120", "--duration", "3")
+    _common(proc, record, tmp_path, "flaps")
+    (rate,) = record["details"]["rates"]
+    assert rate["per_minute"] == 120 and rate["flaps"] > 0 and rate["link_packets_lost"] > 0
+    assert record["checks"]["the link flapped at every rate, by the switch counters and its down transitions"]
