@@ -40,6 +40,11 @@ class FabricSize:
         return (f"{self.planes} planes x {self.spines} spines, {self.leaves} leaves x "
                 f"{self.hosts_per_leaf} hosts")
 
+    def options(self) -> str:
+        """The size as ``mrc experiment`` options."""
+        return (f"--planes {self.planes} --spines {self.spines} --leaves {self.leaves} "
+                f"--hosts-per-leaf {self.hosts_per_leaf}")
+
 
 @dataclass(frozen=True)
 class DemoFault:

@@ -41,9 +41,7 @@ class FailoverOptions:
     name: str = "expfailover"
 
     def command(self) -> str:
-        s = self.size
-        return (f"mrc experiment failover --seed {self.seed} --planes {s.planes} --spines {s.spines} "
-                f"--leaves {s.leaves} --hosts-per-leaf {s.hosts_per_leaf} --evs {self.evs} "
+        return (f"mrc experiment failover --seed {self.seed} {self.size.options()} --evs {self.evs} "
                 f"--link-speed {self.link_speed_pps} --duration {self.duration_s:g}")
 
 

@@ -61,10 +61,8 @@ class FlapsOptions:
     name: str = "expflaps"
 
     def command(self) -> str:
-        s = self.size
         rates = ",".join(f"{r:g}" for r in self.per_minute)
-        return (f"mrc experiment flaps --seed {self.seed} --planes {s.planes} --spines {s.spines} "
-                f"--leaves {s.leaves} --hosts-per-leaf {s.hosts_per_leaf} --evs {self.evs} "
+        return (f"mrc experiment flaps --seed {self.seed} {self.size.options()} --evs {self.evs} "
                 f"--link-speed {self.link_speed_pps} --per-minute {rates} --duration {self.duration_s:g}")
 
 

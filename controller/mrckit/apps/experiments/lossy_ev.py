@@ -45,9 +45,7 @@ class LossyEvOptions:
     name: str = "explossy"
 
     def command(self) -> str:
-        s = self.size
-        return (f"mrc experiment lossy-ev --seed {self.seed} --planes {s.planes} --spines {s.spines} "
-                f"--leaves {s.leaves} --hosts-per-leaf {s.hosts_per_leaf} --evs {self.evs} "
+        return (f"mrc experiment lossy-ev --seed {self.seed} {self.size.options()} --evs {self.evs} "
                 f"--link-speed {self.link_speed_pps} --loss-percent {self.loss_percent:g} "
                 f"--duration {self.duration_s:g}")
 
