@@ -20,6 +20,9 @@ APT_PKGS   := clang llvm libbpf-dev bpftool iproute2 ethtool tcpdump tshark pyth
               python3-pip gcc make util-linux kmod libisal-dev
 APT_CHECK  := clang llvm-strip bpftool ip ethtool tcpdump tshark nsenter gcc
 P4RT_VENV  := .venv-p4rt
+# The package build (setup.py) runs `make bpf native` with DEPS= and its own output paths: a
+# build compiles, it never installs Debian packages.
+DEPS       ?= deps
 
 NATIVE_SRC := $(wildcard native/src/*.c)
 NATIVE_HDR := $(wildcard native/include/*.h) $(BPF_HDR)
@@ -34,7 +37,7 @@ setup: deps venv bpf native bpffs p4rt-shell
 
 # The native MRC endpoint (docs/endpoint.md), loaded by mrckit.endpoint.native through ctypes.
 native: $(NATIVE_LIB)
-$(NATIVE_LIB): $(NATIVE_SRC) $(NATIVE_HDR) | deps
+$(NATIVE_LIB): $(NATIVE_SRC) $(NATIVE_HDR) | $(DEPS)
 	@mkdir -p $(dir $@)
 	gcc $(NATIVE_CFLAGS) $(NATIVE_SRC) -lisal -lpthread -o $@
 
@@ -70,7 +73,7 @@ $(P4RT_VENV)/.installed: | deps
 	@touch $@
 
 bpf: $(BPF_OBJ)
-$(BPF_OUT)/%.bpf.o: ebpf/%.bpf.c $(BPF_HDR) | deps
+$(BPF_OUT)/%.bpf.o: ebpf/%.bpf.c $(BPF_HDR) | $(DEPS)
 	@mkdir -p $(BPF_OUT)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

@@ -13,8 +13,10 @@ import pytest
 from google.protobuf import text_format
 
 from finsy.proto import p4i
-from mrckit.switch.bmv2 import DEFAULT_JSON, DEFAULT_P4INFO, REPO_ROOT, find_tool
+from mrckit.switch.bmv2 import DEFAULT_JSON, DEFAULT_P4INFO, find_tool
 from mrckit.wire.pipeline import MRC_SWITCH
+
+from support.paths import ROOT as REPO_ROOT
 
 MATCH_KINDS = {"exact": p4i.MatchField.EXACT, "lpm": p4i.MatchField.LPM,
                "ternary": p4i.MatchField.TERNARY, "optional": p4i.MatchField.OPTIONAL}

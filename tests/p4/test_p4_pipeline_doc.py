@@ -12,11 +12,13 @@ from mrckit.switch.p4runtime import pipeline_doc
 from mrckit.switch.p4runtime.errors import P4RuntimeError
 from mrckit.wire.pipeline import BPF_ACTION_IDS, COUNTER_NAMES, MRC_SWITCH
 
+from support.paths import ROOT
+
 ROW = re.compile(r"^\| `(\w+)` \| `0x([0-9a-f]{8})` \((\d+)\) \|", re.M)
 
 
 def _block() -> str:
-    text = pipeline_doc.DOC.read_text()
+    text = (ROOT / pipeline_doc.DOC).read_text()
     return text[text.index(pipeline_doc.BEGIN):text.index(pipeline_doc.END)]
 
 
@@ -36,7 +38,8 @@ def _p4info_ids(objects) -> dict[str, int]:
     return {o.preamble.alias: o.preamble.id for o in objects}
 
 
-def test_the_doc_block_is_current():
+def test_the_doc_block_is_current(monkeypatch):
+    monkeypatch.chdir(ROOT / "docs")   # the tool finds the checkout from the current directory
     assert pipeline_doc.is_current(), "run: python -m mrckit.switch.p4runtime.pipeline_doc"
     assert pipeline_doc.main(["--check"]) == 0
 

@@ -14,7 +14,8 @@ from mrckit.cli import main
 BULLETS = {"XDP BPF_PROG_TEST_RUN", "XDP/tc attach on veth", "clang -target bpf", "libbpf",
            "bpftool", "seg6local End next-csid", "p4c-bm2-ss", "simple_switch_grpc",
            "Python packages", "bpffs", "BPF objects", "load mrc_host", "load mrc_switch", "load mrc_fault",
-           "XDP live frames", "kernel >= 5.18", "p4runtime-shell", "bmv2 --priority-queues"}
+           "XDP live frames", "kernel >= 5.18", "p4runtime-shell", "bmv2 --priority-queues", "P4 program",
+           "native endpoint"}
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "controller" / "mrckit"
 
-# The base layer (docs/architecture.md, "Layering"): the shared exception base and the network
-# namespace helpers. Every layer but wire, endpoint and proto may import it; it imports nothing
+# The base layer (docs/architecture.md, "Layering"): the shared exception base, the network
+# namespace helpers and where the shipped files are (package resources). Every layer but wire, endpoint and proto may import it; it imports nothing
 # above itself.
-BASE = {"errors", "netns"}
+BASE = {"errors", "netns", "resources"}
 
 # Layer -> the mrckit modules it may import besides its own (a prefix allows submodules).
 ALLOWED = {
@@ -20,13 +20,15 @@ ALLOWED = {
     "bpf": {"errors"},
     "endpoint": {"wire"},
     "proto": set(),
-    "switch": {"bpf", "wire", "proto", "topology.entries", "topology.model", "errors", "netns"},
+    "switch": {"bpf", "wire", "proto", "topology.entries", "topology.model", "errors", "netns",
+               "resources"},
     "host": {"bpf", "wire", "proto", "topology.entries", "topology.model", "errors", "netns"},
     # control talks to switches and hosts only over gRPC: no switch, host, bpf or netns.
-    "control": {"topology", "wire", "proto", "errors"},
+    "control": {"topology", "wire", "proto", "errors", "resources"},
     "__init__": set(),
     "errors": set(),
     "netns": {"errors"},
+    "resources": {"errors"},
 }
 # fabric composes everything but the CLI and the applications on it (apps); apps compose
 # everything but the CLI; the CLI may import anything.

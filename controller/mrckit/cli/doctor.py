@@ -13,7 +13,8 @@ import click
 def doctor(as_json: bool) -> None:
     """Check every prerequisite for real (loading mrc_host, mrc_switch and mrc_fault, BPF
     test-run, live frames and attach, kernel >= 5.18, clang, libbpf, bpftool, seg6local
-    next-csid, p4c/bmv2 and its --priority-queues, p4runtime-shell, Python packages). Exits 1
+    next-csid, p4c/bmv2 and its --priority-queues, p4runtime-shell, Python packages, the shipped
+    P4 program and native endpoint library). Exits 1
     if the default eBPF demo cannot run; p4c/bmv2, p4runtime-shell and other optional tools
     only warn."""
     from .doctor_checks import demo_ready, run_checks

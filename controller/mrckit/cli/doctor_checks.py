@@ -22,6 +22,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from .. import bpf, netns
 from ..errors import MrcError
-from ..switch.bmv2 import P4TOOLS_BIN, find_tool
+from ..switch.bmv2 import DEFAULT_JSON, DEFAULT_P4INFO, P4TOOLS_BIN, find_tool
 
 # The BPF objects the default demo loads (built by `make bpf` into mrckit/bpf/obj/).
 DEMO_OBJECTS = ("mrc_switch", "mrc_host", "mrc_fault")
@@ -125,6 +126,26 @@ def check_objects() -> Check:
                  "" if ok else "make bpf   (compiles ebpf/*.bpf.c into the package)")
 
 
+def check_p4_program() -> Check:
+    """p4c's outputs of mrc_switch.p4 ship with the package: every pipeline push sends them."""
+    missing = [p.name for p in (DEFAULT_JSON, DEFAULT_P4INFO) if not p.is_file()]
+    return Check("P4 program", not missing, True,
+                 f"{DEFAULT_JSON.name}, {DEFAULT_P4INFO.name} in {DEFAULT_JSON.parent}" if not missing
+                 else f"missing in {DEFAULT_JSON.parent}: {', '.join(missing)}",
+                 "" if not missing else "make p4 in the clone, then reinstall the package")
+
+
+def check_native() -> Check:
+    """The native endpoint library (``libmrcep.so``) ships with the package and loads."""
+    from ..endpoint import native
+
+    why = native.available()
+    if why is not None:
+        return Check("native endpoint", False, False, _first_line(why),
+                     "make native   (or reinstall the package: its build compiles it)")
+    return Check("native endpoint", True, False, "libmrcep.so loads")
+
+
 def _verifier_reason(exc: bpf.BpfError) -> str:
     """The line of a failed load that says why: the verifier's last words, else the error."""
     log = exc.log.split("-- BEGIN PROG LOAD LOG --")[-1].split("-- END PROG LOAD LOG --")[0] if exc.log else ""
@@ -185,9 +206,9 @@ def check_live_frames() -> Check:
 
 def p4rt_shell_python() -> str:
     """Where ``mrc shell`` looks for p4runtime-shell's python: $MRC_P4RT_PYTHON, else
-    ``.venv-p4rt`` of the source checkout (``make p4rt-shell`` makes it)."""
-    checkout = str(Path(__file__).resolve().parents[3])  # controller/mrckit/cli/ -> the checkout
-    return os.environ.get(P4RT_SHELL_ENV) or os.path.join(checkout, ".venv-p4rt", "bin", "python")
+    ``.venv-p4rt`` next to this virtualenv (``make p4rt-shell`` makes it beside ``.venv``)."""
+    beside = Path(sys.prefix).parent / ".venv-p4rt" / "bin" / "python"
+    return os.environ.get(P4RT_SHELL_ENV) or str(beside)
 
 
 def check_p4runtime_shell(python: str | None = None) -> Check:
@@ -377,6 +398,8 @@ def run_checks(progress: Callable[[str], None] | None = None) -> list[Check]:
     add(check_bpffs())
     objects = check_objects()
     add(objects)
+    add(check_p4_program())
+    add(check_native())
     with tempfile.TemporaryDirectory(prefix="mrc-doctor-") as workdir:
         clang, tiny_obj = check_clang(workdir, objects.ok)
         add(clang)

@@ -132,9 +132,10 @@ def gen(check: bool) -> None:
     """Regenerate the C and P4 constants (and docs tables) from mrckit.wire (a source checkout)."""
     from ..wire.gen import repo_root, stale_files, write_all
 
-    root = repo_root()
-    if not (root / "ebpf" / "include").is_dir():
-        raise click.ClickException(f"{root} is not an mrckit source checkout")
+    try:
+        root = repo_root()
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
     if check:
         stale = stale_files(root)
         for rel in stale:

@@ -17,11 +17,12 @@ from finsy.proto import p4i
 from google.protobuf import text_format
 
 from ..errors import MrcError
+from ..resources import P4_JSON, P4_P4INFO, p4_build_dir
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-BUILD_DIR = REPO_ROOT / "p4src" / "build"
-DEFAULT_P4INFO = BUILD_DIR / "mrc_switch.p4info.txtpb"
-DEFAULT_DEVICE_CONFIG = BUILD_DIR / "mrc_switch.json"
+BUILD_DIR = p4_build_dir()
+"""p4c's outputs of ``p4src/mrc_switch.p4``, shipped as package data (:mod:`mrckit.resources`)."""
+DEFAULT_P4INFO = BUILD_DIR / P4_P4INFO
+DEFAULT_DEVICE_CONFIG = BUILD_DIR / P4_JSON
 
 
 @dataclass(frozen=True)

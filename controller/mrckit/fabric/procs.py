@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import MrcError
 from ..netns import NETNS_DIR
+from ..resources import child_pythonpath
 from .state import ProcInfo, start_ticks, wait_gone
 
 READY_TIMEOUT_S = 60.0
@@ -33,8 +34,7 @@ def child_env() -> dict:
     """The environment of our child processes: this mrckit first on PYTHONPATH, unbuffered."""
     # The child imports this same mrckit, from a source checkout as well.
     env = dict(os.environ, PYTHONUNBUFFERED="1")  # the ready line must reach the log at once
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = child_pythonpath(env)
     return env
 
 

@@ -26,11 +26,13 @@ from pathlib import Path
 
 from .. import netns
 from ..errors import MrcError
+from ..resources import P4_JSON, P4_P4INFO, p4_build_dir
 
 P4TOOLS_BIN = "/opt/p4tools/bin"
-REPO_ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_JSON = REPO_ROOT / "p4src" / "build" / "mrc_switch.json"
-DEFAULT_P4INFO = REPO_ROOT / "p4src" / "build" / "mrc_switch.p4info.txtpb"
+DEFAULT_JSON = p4_build_dir() / P4_JSON
+"""p4c's bmv2 JSON of ``p4src/mrc_switch.p4``, shipped as package data (:mod:`mrckit.resources`)."""
+DEFAULT_P4INFO = p4_build_dir() / P4_P4INFO
+"""Its P4Info (text proto), shipped alongside."""
 RUN_ROOT = Path("/run/mrckit/bmv2")
 DEVICE_ID = 1
 """P4Runtime device id; finsy's default is 1 and bmv2's 0, so we pass 1 (design section 9)."""

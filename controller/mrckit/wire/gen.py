@@ -259,9 +259,18 @@ OUTPUTS = {
 """Generated file (relative to the repository root) → function that renders its text."""
 
 
-def repo_root() -> Path:
-    """The repository root of an editable install: three levels above this package."""
-    return Path(__file__).resolve().parents[3]
+def repo_root(start: Path | None = None) -> Path:
+    """The source checkout holding ``start`` (default: the current directory): the nearest
+    folder with ``ebpf/include`` and ``p4src/include``, where the generated files live.
+
+    Raises:
+        FileNotFoundError: ``start`` is not inside an mrckit checkout.
+    """
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "ebpf" / "include").is_dir() and (folder / "p4src" / "include").is_dir():
+            return folder
+    raise FileNotFoundError(f"{here} is not inside an mrckit source checkout (run this from the clone)")
 
 
 def stale_files(root: Path) -> list[str]:
@@ -293,7 +302,11 @@ def write_all(root: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """``[--check]``: write (or only check) the generated files; exit status 1 when stale."""
-    root = repo_root()
+    try:
+        root = repo_root()
+    except FileNotFoundError as exc:
+        print(f"mrckit.wire.gen: {exc}", file=sys.stderr)
+        return 1
     if "--check" in argv:
         stale = stale_files(root)
         for rel in stale:

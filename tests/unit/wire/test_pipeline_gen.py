@@ -6,10 +6,11 @@ import dataclasses
 import re
 
 from mrckit.wire import gen, pipeline
-from mrckit.wire.gen import OUTPUTS, all_constants, pipeline_constants, render_pipeline_c, repo_root, stale_files
+from mrckit.wire.gen import OUTPUTS, all_constants, pipeline_constants, render_pipeline_c, stale_files
 from mrckit.wire.pipeline import MRC_SWITCH
 
-ROOT = repo_root()
+from support.paths import ROOT
+
 PIPELINE_FILES = ["ebpf/include/mrc_pipeline_gen.h", "p4src/include/mrc_pipeline.p4"]
 
 

@@ -8,12 +8,14 @@ import subprocess
 import pytest
 
 from mrckit.wire import ev_pack, ev_unpack, usid_pack
-from mrckit.wire.gen import all_constants, repo_root
+from mrckit.wire.gen import all_constants
 from mrckit.wire.layers import HEADER_LAYERS
 
 from support.wire_layout import py_layout
 
-INCLUDE = repo_root() / "ebpf" / "include"
+from support.paths import ROOT
+
+INCLUDE = ROOT / "ebpf" / "include"
 
 # C member -> the Python field that starts at the same byte. A C member that packs several bit
 # fields is named after the first of them.

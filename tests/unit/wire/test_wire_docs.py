@@ -5,12 +5,14 @@ import re
 
 import pytest
 
-from mrckit.wire.gen import DOC, _doc_with_block, repo_root
+from mrckit.wire.gen import DOC, _doc_with_block
 from mrckit.wire.layers import HEADER_LAYERS
 
 from support.wire_layout import py_layout
 
-TEXT = (repo_root() / DOC).read_text()
+from support.paths import ROOT
+
+TEXT = (ROOT / DOC).read_text()
 
 
 def _doc_tables() -> dict[str, tuple[int, list[tuple[int, str, int]]]]:

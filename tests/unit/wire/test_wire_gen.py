@@ -9,12 +9,12 @@ import sys
 import pytest
 
 from mrckit.wire import constants as k
-from mrckit.wire.gen import CONSTANTS, OUTPUTS, all_constants, render_c, render_p4, repo_root, stale_files
+from mrckit.wire.gen import CONSTANTS, OUTPUTS, all_constants, render_c, render_p4, stale_files
 from mrckit.wire.layers import HEADER_LAYERS
 
 from support.wire_layout import py_layout
 
-ROOT = repo_root()
+from support.paths import ROOT
 
 
 @pytest.mark.parametrize("rel", list(OUTPUTS))

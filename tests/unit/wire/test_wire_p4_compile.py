@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from mrckit.wire.gen import repo_root
+from support.paths import ROOT
 
 
 def _p4c() -> str:
@@ -92,7 +92,7 @@ def test_headers_compile_with_p4c(tmp_path):
     src = tmp_path / "wire_headers.p4"
     src.write_text(PROGRAM)
     proc = subprocess.run([p4c, "--std", "p4-16", "--arch", "v1model",
-                           "-I", str(repo_root() / "p4src" / "include"),
+                           "-I", str(ROOT / "p4src" / "include"),
                            "-o", str(tmp_path / "out.json"), str(src)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -18,11 +18,14 @@ from finsy.proto import p4i
 from google.protobuf import text_format
 
 from ...wire.pipeline import BPF_ACTION_IDS, MRC_SWITCH
-from ..bmv2 import DEFAULT_P4INFO, REPO_ROOT
+from ...errors import MrcError
+from ...resources import checkout_root
+from ..bmv2 import DEFAULT_P4INFO
 from .errors import P4RuntimeError
 from .p4info import Pipeline, short_name
 
-DOC = REPO_ROOT / "docs" / "p4runtime.md"
+DOC = Path("docs") / "p4runtime.md"
+"""The page, relative to the source checkout (:func:`doc_path`)."""
 BEGIN = "<!-- BEGIN GENERATED PIPELINE IDS: python -m mrckit.switch.p4runtime.pipeline_doc -->"
 END = "<!-- END GENERATED PIPELINE IDS -->"
 _MATCH = {p4i.MatchField.EXACT: "exact", p4i.MatchField.LPM: "lpm", p4i.MatchField.TERNARY: "ternary",
@@ -114,9 +117,19 @@ def with_block(text: str, block: str) -> str:
     return text[:start] + block + text[end + len(END):]
 
 
-def is_current(doc: Path = DOC, p4info_path: Path = DEFAULT_P4INFO) -> bool:
-    """Whether ``doc``'s block equals the one rendered from ``p4info_path``."""
-    text = doc.read_text()
+def doc_path() -> Path:
+    """docs/p4runtime.md of the checkout around the current directory.
+
+    Raises:
+        MrcError: not inside an mrckit source checkout.
+    """
+    return checkout_root() / DOC
+
+
+def is_current(doc: Path | None = None, p4info_path: Path = DEFAULT_P4INFO) -> bool:
+    """Whether ``doc``'s block (default: :func:`doc_path`) equals the one rendered from
+    ``p4info_path``."""
+    text = (doc or doc_path()).read_text()
     return with_block(text, render(load(p4info_path))) == text
 
 
@@ -127,13 +140,14 @@ def main(argv: list[str]) -> int:
         current = is_current()
         if "--check" in argv:
             if not current:
-                print(f"stale: {DOC.relative_to(REPO_ROOT)} (run: python -m mrckit.switch.p4runtime.pipeline_doc)")
+                print(f"stale: {DOC} (run: python -m mrckit.switch.p4runtime.pipeline_doc)")
             return 0 if current else 1
         if not current:
-            DOC.write_text(with_block(DOC.read_text(), render(load())))
-            print(f"wrote {DOC.relative_to(REPO_ROOT)}")
+            doc = doc_path()
+            doc.write_text(with_block(doc.read_text(), render(load())))
+            print(f"wrote {DOC}")
         return 0
-    except (OSError, ValueError, text_format.ParseError, P4RuntimeError) as exc:
+    except (OSError, ValueError, text_format.ParseError, P4RuntimeError, MrcError) as exc:
         print(f"pipeline_doc: {exc}", file=sys.stderr)
         return 1
 

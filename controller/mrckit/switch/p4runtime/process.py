@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import MrcError
+from ...resources import child_pythonpath
 from .server import TlsFiles, unix_path
 
 READY_TIMEOUT_S = 20.0
@@ -204,8 +205,7 @@ def _env() -> dict:
     # The child must import this same mrckit, also from a source checkout; unbuffered, so
     # its log lines reach the file at once.
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    root = str(Path(__file__).resolve().parents[3])
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = child_pythonpath(env)
     return env
 
 
