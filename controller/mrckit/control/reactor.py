@@ -319,11 +319,7 @@ class FailureReactor:
         if deny:
             if loc.ambiguous or weak.intersection(deny):
                 self._suspected.update({link: list(failing) for link in deny})
-            why = "; ".join([loc.describe(), *(_support_text(link, support[link]) if not loc.ambiguous
-                                               else _support_text(link, _support(frozenset({link}), evidence)[link],
-                                                                  "cross it")
-                                               for link in deny if link in support)])
-            self.timeline.add("localised", now_ns, deny, why)
+            self.timeline.add("localised", now_ns, deny, _why(loc, deny, support, evidence))
             self._pending |= set(deny)
             actions.append(Action("deny", deny, loc))
         return actions
@@ -429,6 +425,21 @@ def _support(suspects: frozenset[str], evidence: list[tuple[tuple, _Evidence]]) 
             (link,) = named
             out[link] |= {(key[0], key[1], ev) for ev in e.evs}
     return out
+
+
+def _why(loc: Localisation, deny: tuple[str, ...], support: dict[str, set[tuple]],
+         evidence: list[tuple[tuple, _Evidence]]) -> str:
+    """The timeline's reason for denying ``deny``: the answer, then for each link the failing
+    EVs that name it alone (a unique answer) or that cross it (an ambiguous one)."""
+    parts = [loc.describe()]
+    for link in deny:
+        if link not in support:  # a port its host reported down: a fact, not part of the answer
+            continue
+        if loc.ambiguous:
+            parts.append(_support_text(link, _support(frozenset({link}), evidence)[link], "cross it"))
+        else:
+            parts.append(_support_text(link, support[link]))
+    return "; ".join(parts)
 
 
 def _support_text(link: str, evs: set[tuple], how: str = "name it alone") -> str:
