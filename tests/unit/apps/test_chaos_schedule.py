@@ -8,8 +8,12 @@ from mrckit.errors import MrcError
 from mrckit.topology import generate_clos
 
 TOPO = generate_clos()
-SPINE_LINKS = [(link.a, link.b) for link in TOPO.links() if link.b.split("-")[1] == "t1"]
+SPINE_LINKS = [(link.a, link.b) for link in map(TOPO.fabric_link, range(len(TOPO.fabric_links)))]
 HOSTS = [h.name for h in TOPO.hosts]
+
+
+def test_the_fabrics_t0_t1_links_are_the_candidates():
+    assert len(SPINE_LINKS) == 12 and all("-t0-" in a and "-t1-" in b for a, b in SPINE_LINKS)
 
 
 def test_one_seed_gives_one_schedule_and_another_seed_another():

@@ -2,9 +2,9 @@
 the seeded schedule (``schedule.py``), then gather what happened into a :class:`ChaosReport`.
 
 The traffic runs on its own thread as rounds of ``mrc traffic ring`` (one QP per host, every
-byte verified at the receiver), until the schedule has ended. The faults run on the calling
-thread at their planned times; one that has to wait for another (a restart takes seconds) is
-applied late, and the report says by how much.
+byte verified at the receiver), until the schedule has ended. Each fault begins on a thread of
+its own at its planned time; one that takes effect late (a process start on a busy machine) says
+by how much in the report.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def run_chaos(opts: ChaosOptions, say: Callable[[str], None] = lambda _: None) -
     from ...fabric.fabric import Fabric
 
     topo = generate_clos()
-    spine_links = [(link.a, link.b) for link in topo.links() if link.b.split("-")[1] == "t1"]
+    spine_links = [(link.a, link.b) for link in map(topo.fabric_link, range(len(topo.fabric_links)))]
     schedule = make_schedule(opts.seed, opts.duration_s, spine_links, [h.name for h in topo.hosts])
     say(f"bringing up fabric {opts.name}")
     fab = Fabric.up(topo, name=opts.name, **({"prefix": opts.prefix} if opts.prefix else {}))
