@@ -25,6 +25,9 @@ ALLOWED = {
     "host": {"bpf", "wire", "proto", "topology.entries", "topology.model", "errors", "netns"},
     # control talks to switches and hosts only over gRPC: no switch, host, bpf or netns.
     "control": {"topology", "wire", "proto", "errors", "resources"},
+    # packet tests of a switch (docs/packet-tests.md): switch targets and a tester, never the
+    # controller, the emulator or the applications.
+    "testing": {"switch", "bpf", "wire", "topology.entries", "topology.model", "errors", "netns", "resources"},
     "__init__": set(),
     "errors": set(),
     "netns": {"errors"},
