@@ -239,6 +239,7 @@ class SwitchUnderTest:
         Raises:
             PacketCheckFailed: no matching frame in time (diff against the closest, pcaps).
         """
+        __tracebackhide__ = True   # pytest shows the test's line, not ours
         self._check_port(port)
         want = packet if isinstance(packet, Mask) else Mask(packet)
         deadline = time.monotonic() + (self._target.expect_timeout if timeout is None else timeout)
@@ -261,6 +262,7 @@ class SwitchUnderTest:
         Raises:
             PacketCheckFailed: frames nobody expected (each listed, pcaps).
         """
+        __tracebackhide__ = True   # pytest shows the test's line, not ours
         got = self._tester.collect(self._target.quiet_period)
         self.quiet_waits += 1
         self._take(got)
@@ -280,7 +282,10 @@ class SwitchUnderTest:
             Unsupported: the target has no drop reasons (the kernel reference).
             PacketCheckFailed: another count after ``timeout`` s (the counter deltas, pcaps).
         """
+        __tracebackhide__ = True   # pytest shows the test's line, not ours
         self.require("drop_reasons" if reason is not None else "counters")
+        if not {"drop_reason", "drop_port"} & set(self._target.counter_names()):
+            raise Unsupported(f"{self.name} target: the program has no drop_reason or drop_port counter")
         index = None if reason is None else drop_reason_index(reason)
         deadline = time.monotonic() + (self._target.expect_timeout if timeout is None else timeout)
         while True:
@@ -340,6 +345,7 @@ class SwitchUnderTest:
             self._pending.setdefault(port, []).extend(frames)
 
     def _fail_expect(self, port: int, want: Mask) -> None:
+        __tracebackhide__ = True   # pytest shows the test's line, not ours
         here = self._pending.get(port, [])
         head = f"expect(port {port}): no frame matched within the timeout"
         if here:
@@ -351,6 +357,7 @@ class SwitchUnderTest:
         self._fail(head + body, expected=want.expected)
 
     def _fail(self, message: str, expected: bytes | None = None) -> None:
+        __tracebackhide__ = True   # pytest shows the test's line, not ours
         self._failures += 1
         folder = self.artifacts / f"failure-{self._failures}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -389,10 +396,11 @@ def _distance(want: Mask, frame: bytes) -> int:
         len(frame) - len(want.expected))
 
 
-def counter_deltas(before, after, names) -> dict[tuple[str, int], tuple[int, int]]:
-    """(counter, index) -> (packets, bytes) that changed from ``before`` to ``after``."""
+def counter_deltas(before, after, names=None) -> dict[tuple[str, int], tuple[int, int]]:
+    """(counter, index) -> (packets, bytes) that changed from ``before`` to ``after`` (each
+    name -> index -> (packets, bytes)), over ``names`` (default: every counter in either)."""
     out = {}
-    for name in names:
+    for name in names if names is not None else sorted(set(before) | set(after)):
         b, a = before.get(name, {}), after.get(name, {})
         for index in set(a) | set(b):
             pb, bb = b.get(index, (0, 0))
