@@ -133,12 +133,10 @@ def mrc_switch_module(request: pytest.FixtureRequest, mrc_ports, mrc_program, mr
     except Unsupported as exc:
         pytest.skip(str(exc))
     yield sut
-    keep = request.config.getoption("mrc_keep") and sut.failed
-    sut.close(keep=keep)
-    if keep:
-        _report(request.config, f"mrckit: kept {name} switch for debugging: namespaces "
-                                f"{sut.wiring.sw} (switch) and {sut.wiring.tester} (tester); "
-                                f"remove them with: ip netns del NAME")
+    keep = bool(request.config.getoption("mrc_keep") and sut.failed)
+    kept = sut.close(keep=keep)
+    if kept:
+        _report(request.config, f"mrckit: kept the {name} switch of a failed test for debugging: {kept}")
 
 
 @pytest.fixture

@@ -368,19 +368,27 @@ class SwitchUnderTest:
             write_pcap(folder / f"port{port}.pcap", frames)
         raise PacketCheckFailed(f"{self.name}: {message}\npcaps: {folder}", folder)
 
-    def close(self, *, keep: bool = False) -> None:
-        """Stop the switch and remove the namespaces; ``keep``: leave them for debugging
-        (``ip netns list``; remove them with ``ip netns del``)."""
+    def close(self, *, keep: bool = False) -> str:
+        """Stop the switch and remove the namespaces. ``keep``: leave the switch running and
+        the namespaces in place for debugging; returns what stays and how to remove it."""
+        kept = ""
         try:
             if self.tester is not None:
                 self.tester.close()
                 self.tester = None
-            if self.target is not None and not keep:
-                self.target.close()
+            if self.target is not None:
+                if keep:
+                    kept = self.target.kept()
+                else:
+                    self.target.close()
         finally:
-            self.target = None if not keep else self.target
-            if not keep and self.wiring.sw is not None:
+            self.target = None
+            if self.wiring.sw is not None and not keep:
                 remove_wiring(self.wiring)
+        if keep and self.wiring.sw is not None:
+            kept = (f"namespaces {self.wiring.sw} (switch) and {self.wiring.tester} (tester) "
+                    f"(ip netns del NAME)" + (f"; {kept}" if kept else ""))
+        return kept
 
 
 def write_pcap(path: Path, frames: list[bytes]) -> None:

@@ -139,6 +139,10 @@ class Target:
     def close(self) -> None:
         """Stop the switch (the wiring is removed by its owner)."""
 
+    def kept(self) -> str:
+        """What stays running when the switch is kept for debugging, and how to remove it."""
+        return ""
+
 
 class EbpfTarget(Target):
     """``mrckit.switch.ebpf_target.EbpfSwitch`` on the switch ports, native XDP."""
@@ -193,6 +197,10 @@ class EbpfTarget(Target):
 
     def close(self):
         self.switch.teardown()
+
+    def kept(self):
+        from ..switch.ebpf_target import switch_pin_dir
+        return f"XDP switch {self.switch.name}, maps pinned in {switch_pin_dir(self.switch.name)} (rm -r it)"
 
 
 class P4RuntimeTarget(Target):
@@ -276,6 +284,10 @@ class Bmv2Target(P4RuntimeTarget):
             self.client.close()
         finally:
             self.switch.stop()
+
+    def kept(self):
+        pid = self.switch.proc.pid if self.switch.proc is not None else "?"
+        return f"simple_switch_grpc pid {pid} (kill it), P4Runtime at {self.switch.grpc_address}, logs in {self.switch.run_dir}"
 
 
 class RemoteTarget(P4RuntimeTarget):

@@ -12,6 +12,8 @@ import pytest
 from scapy.layers.inet6 import IPv6
 from scapy.utils import rdpcap
 
+from mrckit import netns
+from mrckit.switch.ebpf_target import remove_pins
 from mrckit.testing import LOCAL_TARGETS, skip_reason
 
 from support.paths import ROOT
@@ -54,3 +56,19 @@ def test_the_failing_example_shows_the_field_diff_and_the_pcaps(tmp_path):
     assert len(got) == 1 and got[0][IPv6].hlim == 63
     assert rdpcap(str(Path(folder) / "expected.pcap"))[0][IPv6].hlim == 62
     assert len(rdpcap(str(Path(folder) / "sent.pcap"))) == 1
+
+
+def test_keep_leaves_the_failed_switch_for_debugging_and_says_how_to_remove_it(tmp_path):
+    proc = _pytest(tmp_path, str(EXAMPLES / "failing_example.py"), "--mrc-target", "ebpf", "--mrc-keep")
+    kept = re.search(r"kept the ebpf switch of a failed test for debugging: namespaces (\S+) \(switch\) and (\S+) "
+                     r"\(tester\).*XDP switch (\S+), maps pinned in (\S+)", proc.stdout)
+    assert proc.returncode == 1 and kept, proc.stdout[-3000:]
+    sw, tester, name, pins = kept.groups()
+    try:
+        assert netns.exists(sw) and netns.exists(tester)
+        assert Path(pins).is_dir()
+        assert "sp3" in netns.run(["ip", "-o", "link", "show", "sp3"], ns=sw).stdout.decode()
+    finally:                                   # leave no trace: what the message says to remove
+        netns.delete(sw)
+        netns.delete(tester)
+        remove_pins(name)
