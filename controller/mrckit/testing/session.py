@@ -17,6 +17,7 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from scapy.data import DLT_EN10MB
 from scapy.packet import Packet
@@ -253,7 +254,6 @@ class SwitchUnderTest:
                 break
             self._poll(min(left, POLL_S))
         self._fail_expect(port, want)
-        raise AssertionError("unreachable")
 
     def expect_nothing_else(self) -> None:
         """Wait one quiet period (the target's ``quiet_period``) for all ports together, then
@@ -344,7 +344,7 @@ class SwitchUnderTest:
             self.received.setdefault(port, []).extend(frames)
             self._pending.setdefault(port, []).extend(frames)
 
-    def _fail_expect(self, port: int, want: Mask) -> None:
+    def _fail_expect(self, port: int, want: Mask) -> NoReturn:
         __tracebackhide__ = True   # pytest shows the test's line, not ours
         here = self._pending.get(port, [])
         head = f"expect(port {port}): no frame matched within the timeout"
@@ -356,7 +356,7 @@ class SwitchUnderTest:
             body = f"; port {port} received nothing" + (", but:\n" + "\n".join(others) if others else "")
         self._fail(head + body, expected=want.expected)
 
-    def _fail(self, message: str, expected: bytes | None = None) -> None:
+    def _fail(self, message: str, expected: bytes | None = None) -> NoReturn:
         __tracebackhide__ = True   # pytest shows the test's line, not ours
         self._failures += 1
         folder = self.artifacts / f"failure-{self._failures}"
