@@ -57,7 +57,7 @@ $(STAMPS)/apt:
 	@touch $@
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml | deps
+$(VENV)/.installed: pyproject.toml setup.py | deps
 	@[ -x $(VPY) ] || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -e '.[test]'

@@ -1,5 +1,6 @@
 """One conformance suite for every switch target (design section 4, tests section 8): the
-same frame in, the same bytes out on the same ports, the same counter deltas."""
+same frame in, the same bytes out on the same ports, the same counter deltas. The switches come
+from mrckit.testing's pytest plugin (``mrc_switch``: one per target and module)."""
 
 import pytest
 
@@ -10,10 +11,10 @@ CASES = all_cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_case(sut, case, tmp_path):
-    if sut.target.name == "kernel" and not case.kernel:
+def test_case(mrc_switch, case, tmp_path):
+    if mrc_switch.name == "kernel" and not case.kernel:
         pytest.skip("kernel reference (seg6local End next-csid) runs the uN cases only")
-    run_case(sut.target, sut.tester, case, base_tables(), tmp_path / f"{sut.target.name}-{case.name}")
+    run_case(mrc_switch, case, base_tables(), tmp_path / f"{mrc_switch.name}-{case.name}")
 
 
 def test_cases_cover_every_drop_reason_but_port_down():

@@ -9,7 +9,7 @@ from mrckit.wire.layers import dissect
 
 from support import conformance_frames as F
 from support.conformance_cases import T0, base_tables, into, port_entry
-from support.conformance_targets import tables_of
+from mrckit.testing import tables_of
 
 BURST = 6
 DRAIN_PPS = 10
@@ -21,9 +21,9 @@ def _is_trimmed(frame: bytes) -> bool:
 
 
 @pytest.fixture
-def slow_port0(sut):
-    if sut.target.name == "kernel":
-        pytest.skip("kernel reference: uN cases only, no queue model")
+def slow_port0(mrc_switch):
+    sut = mrc_switch
+    sut.require("queues")   # the kernel reference has no queue model
     sut.target.set_queue_rate(0, DRAIN_PPS)
     yield sut
     sut.target.restore_queue_rate(0)
@@ -40,7 +40,7 @@ def test_burst_fills_queue_and_trims_past_threshold(slow_port0):
     frames = [into(F.mrc_frame(F.container(T0[0]), opcode=Opcode.WRITE_MIDDLE), 1) for _ in range(BURST)]
     for frame in frames:
         tester.send(1, frame)
-    got = tester.collect(BURST / DRAIN_PPS + 1.5 + target.window)[0]
+    got = tester.collect(BURST / DRAIN_PPS + 1.5 + target.quiet_period)[0]
     after = target.counters()
 
     assert len(got) == BURST, f"{target.name}: {len(got)} of {BURST} frames left port 0"
@@ -66,7 +66,7 @@ def test_control_overtakes_data_on_priority_queue(slow_port0):
     for _ in range(BURST - 1):
         tester.send(1, data)
     tester.send(1, control)
-    got = tester.collect(BURST / DRAIN_PPS + 1.5 + target.window)[0]
+    got = tester.collect(BURST / DRAIN_PPS + 1.5 + target.quiet_period)[0]
     kinds = ["control" if dissect(f)[F.MrcBTH].opcode == Opcode.SACK else "data" for f in got]
     assert sorted(kinds) == sorted(["data"] * (BURST - 1) + ["control"])
     assert kinds.index("control") < BURST - 2, f"control did not overtake the queued data: {kinds}"

@@ -28,9 +28,10 @@ from mrckit.wire.ecmp import ecmp_member
 from mrckit.wire.layers import METH, RETH, ImmDt, MrcBTH, TSETH
 from mrckit.wire.packet import mrc_frame
 from mrckit.wire.pipeline import EGRESS_PORT_FIELD, THRESHOLD_NONE
-from support import conformance_targets as CT
+from mrckit import testing as CT
+from mrckit.testing.targets import Bmv2Target
+
 from support.conformance_frames import forwarded
-from support import conformance_harness
 
 RUN_PREFIX = f"mrct{os.getpid() % 100000}"
 """tests/conftest.py's run prefix, so its session-end cleanup covers our namespaces too."""
@@ -77,8 +78,8 @@ class EcmpSwitch:
         self.wiring = CT.build_wiring(RUN_PREFIX, kernel_switch=False)
         self.target = self.tester = None
         try:
-            self.target = CT.Bmv2Target(self.wiring, netns.unique_name("mrcecmp"))
-            self.tester = conformance_harness.Tester(self.wiring.tester, {p: self.wiring.tester_if(p) for p in CT.PORTS})
+            self.target = Bmv2Target(self.wiring, netns.unique_name("mrcecmp"))
+            self.tester = CT.Tester(self.wiring.tester, {p: self.wiring.tester_if(p) for p in CT.PORTS})
             self._install()
         except BaseException:
             self.close()

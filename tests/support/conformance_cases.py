@@ -18,7 +18,7 @@ from mrckit.wire.constants import DropReason, Dscp, Ecn, Opcode
 
 from support import conformance_frames as F
 from support.conformance_harness import Case
-from support.conformance_targets import PORTS, Tables, tables_of
+from mrckit.testing import PORTS, Tables, tables_of
 
 MY_USID = 0x0801
 T0 = {0: 0x0400, 1: 0x0401}

@@ -33,7 +33,7 @@ from mrckit.wire.ecmp import ecmp_member
 from support import conformance_frames as F
 from support.conformance_cases import FACES_HOST, MY_USID, T0, base_tables, congest, dropped, fwd, into, out_frame
 from support.conformance_harness import Case
-from support.conformance_targets import PORTS, Tables, tables_of
+from mrckit.testing import PORTS, Tables, tables_of
 
 MEMBER = {port: port + 1 for port in PORTS}
 DROP_MEMBER = 100

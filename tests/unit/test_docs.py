@@ -64,7 +64,7 @@ def test_every_named_file_exists(doc):
     assert not missing, f"{doc.relative_to(ROOT)} names files that do not exist: {missing}"
 
 
-TEST_FILES = {p.name for p in (ROOT / "tests").rglob("test_*.py")}
+TEST_FILES = {p.name for d in ("tests", "examples") for p in (ROOT / d).rglob("test_*.py")}
 
 
 def _test_file_names(text: str) -> set[str]:

@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 PROTO_DIR = Path(__file__).resolve().parent
-ROOT = PROTO_DIR.parents[1]  # controller/: imports in the stubs read "from mrckit.proto ..."
+ROOT = PROTO_DIR.parent.parent
+"""The folder that holds the mrckit package (``controller/`` in a clone, site-packages in an
+install), protoc's include root: imports in the stubs read "from mrckit.proto ..."."""
 PROTOS = ("host_agent.proto", "controller.proto")
 
 

@@ -16,6 +16,7 @@ from support.paths import ROOT
 
 pytestmark = pytest.mark.slow
 
+EXAMPLES = ROOT / "examples" / "packet-tests"
 SHIPPED = ["mrckit/bpf/obj/mrc_switch.bpf.o", "mrckit/bpf/obj/mrc_host.bpf.o", "mrckit/bpf/obj/mrc_fault.bpf.o",
            "mrckit/endpoint/native/libmrcep.so", "mrckit/p4/mrc_switch.json", "mrckit/p4/mrc_switch.p4info.txtpb"]
 
@@ -83,3 +84,21 @@ def test_mrc_doctor_runs_from_the_installed_wheel(site, tmp_path, need_root):
     for name in ("BPF objects", "P4 program", "native endpoint", "load mrc_switch"):
         assert checks[name]["ok"], checks[name]
     assert str(site) in checks["BPF objects"]["detail"] and str(site) in checks["P4 program"]["detail"]
+
+
+def test_the_wheel_registers_the_pytest_plugin(wheel):
+    with zipfile.ZipFile(wheel) as zf:
+        entry_points = zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt"))).decode()
+    assert "[pytest11]" in entry_points and "mrckit = mrckit.testing.plugin" in entry_points
+
+
+@pytest.mark.root
+def test_the_example_packet_tests_pass_against_the_installed_wheel(site, tmp_path, need_root):
+    where = _run_outside(site, tmp_path, "import mrckit.testing.plugin as p; print(p.__file__)")
+    assert Path(where.stdout.strip()).is_relative_to(site), where.stdout + where.stderr
+    env = dict(os.environ, PYTHONPATH=str(site))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--basetemp={tmp_path}/t",
+                           "--mrc-target", "ebpf", "-v", str(EXAMPLES)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "test_srv6_switch.py::test_un_shift[ebpf] PASSED" in proc.stdout
