@@ -17,16 +17,14 @@ import os
 import platform
 import subprocess
 import time
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from ...resources import package_dir
 from ..common import JsonFile
 
 SCHEMA_VERSION = 1
 BENCH_PREFIX = "BENCH "
-PACKAGE_DIR = Path(__file__).resolve().parents[2]
-"""The ``mrckit`` package folder: in a clone, inside its git work tree."""
 
 
 def bench_line(measure: str, value: float | None, unit: str, baseline: str, baseline_value: float | None,
@@ -70,7 +68,7 @@ def mrckit_commit() -> str:
     """The mrckit commit that runs: ``git describe --always --dirty`` of the clone this
     package is imported from, or ``mrckit <version>`` of the installed package elsewhere."""
     try:
-        out = subprocess.run(["git", "-C", str(PACKAGE_DIR), "describe", "--always", "--dirty", "--tags"],
+        out = subprocess.run(["git", "-C", str(package_dir()), "describe", "--always", "--dirty", "--tags"],
                              capture_output=True, text=True, timeout=10)
         if out.returncode == 0 and out.stdout.strip():
             return out.stdout.strip()
