@@ -13,77 +13,14 @@
 #include <bpf/bpf_endian.h>
 
 #include "mrc_wire.h"
+#include "consts_gen.h" /* HOST_MAX_EVS, the flags and the enums, from mrckit.host.maps */
 
-#define HOST_MAX_EVS 256
 /* Slot index bounded for the verifier: clang drops a plain mask after a range check, so the
  * empty asm hides the value from the optimiser first. */
 #define SLOT_IDX(x) ({ __u32 __v = (x); asm volatile("" : "+r"(__v)); __v & (HOST_MAX_EVS - 1); })
 #define GROUP_IDX(x) ({ __u32 __v = (x); asm volatile("" : "+r"(__v)); __v & (MRC_MAX_PLANES - 1); })
 #define HOST_MAX_PEERS 256
 #define HOST_MAX_DENIED 1024
-
-/* Why an EV changed state; mirrored by mrckit.host.maps.Reason. */
-enum ev_reason {
-	REASON_NONE = 0,
-	REASON_SACK_SKIP_ONCE = 1,
-	REASON_NACK_TRIMMED = 2,
-	REASON_SACK_ALWAYS_SKIP = 3,
-	REASON_SKIP_EXPIRED = 4,
-	REASON_LOSS = 5,
-	REASON_LOSS_UNDONE = 6,
-	REASON_PATH_LOSS = 7,    /* a sibling on the same path was retired for LOSS */
-	REASON_FLOOR = 8,        /* brought back: the set fell below host_config.min_active */
-	REASON_WAKE = 9,         /* no state change: a send or an ack while the agent was idle */
-};
-
-/* Counter indexes of host_stats; mirrored by mrckit.host.maps.Stat. Every XDP_DROP and
- * TC_ACT_SHOT is counted under exactly one DROP_* index. */
-enum host_stat {
-	STAT_TX_ENCAP = 0,
-	STAT_TX_PASS_ENCAPPED,
-	STAT_TX_PASS_OTHER,
-	STAT_TX_DROP_NO_GOOD_EV,
-	STAT_TX_DROP_BAD_DST,
-	STAT_TX_DROP_NOT_CONFIGURED,
-	STAT_TX_DROP_ENCAP_FAILED,
-	STAT_TX_DROP_MALFORMED,
-	STAT_RX_DECAP,
-	STAT_RX_PASS_OTHER,
-	STAT_RX_DROP_MALFORMED,
-	STAT_RX_DROP_NOT_LOCAL,
-	STAT_RX_DROP_CE_NOT_ECT,
-	STAT_RX_DROP_NOT_CONFIGURED,
-	STAT_RX_DROP_DECAP_FAILED,
-	STAT_RX_AGENT,
-	STAT_FB_SACK,
-	STAT_FB_SKIP_ONCE,
-	STAT_FB_ALWAYS_SKIP,
-	STAT_FB_NACK_TRIMMED,
-	STAT_FB_NACK_LASTHOP,
-	STAT_FB_NACK_OTHER,
-	STAT_FB_UNKNOWN_PEER,
-	STAT_FB_UNKNOWN_EV,
-	STAT_FB_SHORT,
-	STAT_EVENTS_LOST,
-	STAT_RTX_SEEN,          /* data retransmissions that tc egress looked up */
-	STAT_RTX_UNKNOWN_PSN,   /* ... with no record (evicted, or another QP's PSN) */
-	STAT_RTX_AFTER_NACK,    /* ... whose original was NACKed: reached the receiver, no penalty */
-	STAT_LOSS_RETIRED,      /* ... whose original EV became ASSUMED_BAD (reason LOSS) */
-	STAT_LOSS_EV_GONE,      /* ... whose original EV was already replaced, not GOOD/SKIP */
-	STAT_NACK_MARKED,       /* NACKs that matched a tx record (PSN and echoed EV) */
-	STAT_LOSS_UNDONE,       /* LOSS retirements undone: a SACK showed the original arrived */
-	STAT_RTX_AFTER_ACK,     /* rtx whose original a SACK had already acked: spurious, no penalty */
-	STAT_TX_PLAIN,          /* EV-hash mode: sent with the EV written in, no outer header */
-	STAT_RX_PLAIN,          /* EV-hash mode: MRC packets for the NIC address, passed up as is */
-	STAT_PATH_RETIRED,      /* siblings retired with a LOSS EV (path-aware retirement) */
-	STAT_FLOOR_RESTORED,    /* retired EVs made GOOD again to keep min_active GOOD */
-	STAT_TX_PINNED,         /* pinned-EV mode: packets sent on their QP's fixed EV */
-	STAT_TX_DROP_PINNED_DOWN, /* pinned-EV mode: the QP's EV is on a down port or denied path */
-	STAT_RTX_NONE_DELIVERED, /* a retransmission with nothing sent after it delivered: no LOSS */
-	STAT_RX_TRIM_REPAIRED,  /* trims with stale length fields, lengths set from the frame */
-	STAT_TX_DROP_OVERSIZE,  /* larger than the plane port's MTU once sent (bpf_check_mtu) */
-	STAT_MAX,
-};
 
 /* Host-wide settings, written by the agent. Index 0 of host_config. */
 struct host_config {
@@ -100,10 +37,6 @@ struct host_config {
 	__u32 min_active;    /* ev_min_active: GOOD/SKIP EVs a peer set keeps; 0 = no floor */
 	__u32 agent_idle;    /* set by the agent before it blocks; the next send or ack wakes it */
 };
-
-/* host_config.mode; mirrored by mrckit.host.maps.HOST_MODES. */
-#define HOST_MODE_SRV6 0
-#define HOST_MODE_ECMP 1
 
 /* Load-time settings, mirrored by mrckit.host.maps.HostLoad. The loader writes them into the
  * .rodata.host map before load (bpf_map__set_initial_value); the map is frozen read-only, so the
@@ -181,8 +114,6 @@ struct link_key {
 	__u16 index;
 	__u16 pad;
 };
-#define LINK_T1 1
-#define LINK_DOWN 2
 
 /* One entry of tx_records: which EV carried the last transmission of one data PSN to one
  * peer. The table is direct-mapped (index = PSN mixed with a hash of the peer), so recording
@@ -201,9 +132,6 @@ struct tx_rec {
 	__u32 pad2;
 	__u64 sent_ns;       /* when tc egress sent it (bpf_ktime_get_ns) */
 };
-#define HOST_TX_RECORDS 65536 /* a power of two */
-#define TXR_NACKED 1         /* a NACK echoed this PSN and EV: reached the receiver */
-#define TXR_ACKED 2          /* a SACK triggered by this PSN echoed this EV: delivered */
 
 /* One field-wise change of one slot of a peer's EV set, applied in the kernel by the syscall
  * program mrc_host_slot_write (ebpf/host/slot_write.c). The agent reads a set, decides, and
@@ -224,14 +152,6 @@ struct slot_write {
 	__u64 tx_bytes;
 	__u64 last_tx_ns;    /* out: the replaced EV's */
 	__u64 acked;         /* out: the replaced EV's */
-};
-#define SLOT_WRITE_CLEAR_PENDING 1 /* nothing outstanding on the EV (it was made GOOD) */
-/* mrc_host_slot_write's return values */
-enum slot_write_result {
-	SLOT_WRITE_OK,
-	SLOT_WRITE_NO_PEER,      /* no set for the peer (never sent to, or evicted) */
-	SLOT_WRITE_BAD_INDEX,    /* index at or past the set's n */
-	SLOT_WRITE_STALE,        /* the slot holds another EV than expect_ev: nothing written */
 };
 
 /* A dataplane EV state change, pushed to the agent through ev_events. */

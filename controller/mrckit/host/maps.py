@@ -16,8 +16,13 @@ MAX_EVS = 256
 U8, U16, U32, U64 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64
 
 
+DATAPLANE_REASONS = 16
+"""Reasons below this value come from the dataplane (the C ``enum ev_reason``); the rest from
+the agent."""
+
+
 class Reason(IntEnum):
-    """Why an EV changed state. 1..4 come from the dataplane (``enum ev_reason``); the rest
+    """Why an EV changed state: below :data:`DATAPLANE_REASONS` from the dataplane, the rest
     from the agent."""
 
     NONE = 0
@@ -28,8 +33,11 @@ class Reason(IntEnum):
     LOSS = 5
     LOSS_UNDONE = 6
     PATH_LOSS = 7
+    """A sibling on the same path was retired for LOSS."""
     FLOOR = 8
-    WAKE = 9           # no state change: the agent was idle and a send or an ack happened
+    """Brought back: the set fell below ``host_config.min_active``."""
+    WAKE = 9
+    """No state change: a send or an ack while the agent was idle."""
     RTO_TIMEOUT = 16
     REPLACED = 17
     PROBE_OK = 18
@@ -73,20 +81,35 @@ class Stat(IntEnum):
     FB_SHORT = 24
     EVENTS_LOST = 25
     RTX_SEEN = 26
+    """Data retransmissions that tc egress looked up."""
     RTX_UNKNOWN_PSN = 27
+    """Retransmissions with no record (evicted, or another QP's PSN)."""
     RTX_AFTER_NACK = 28
+    """Retransmissions whose original was NACKed: it reached the receiver, no penalty."""
     LOSS_RETIRED = 29
+    """Retransmissions whose original EV became ASSUMED_BAD (reason LOSS)."""
     LOSS_EV_GONE = 30
+    """Retransmissions whose original EV was already replaced, not GOOD/SKIP."""
     NACK_MARKED = 31
+    """NACKs that matched a tx record (PSN and echoed EV)."""
     LOSS_UNDONE = 32
+    """LOSS retirements undone: a SACK showed the original arrived."""
     RTX_AFTER_ACK = 33
+    """Retransmissions whose original a SACK had already acked: spurious, no penalty."""
     TX_PLAIN = 34
+    """EV-hash mode: sent with the EV written in, no outer header."""
     RX_PLAIN = 35
+    """EV-hash mode: MRC packets for the NIC address, passed up as is."""
     PATH_RETIRED = 36
+    """Siblings retired with a LOSS EV (path-aware retirement)."""
     FLOOR_RESTORED = 37
+    """Retired EVs made GOOD again to keep min_active GOOD."""
     TX_PINNED = 38
+    """Pinned-EV mode: packets sent on their QP's fixed EV."""
     TX_DROP_PINNED_DOWN = 39
+    """Pinned-EV mode: the QP's EV is on a down port or denied path."""
     RTX_NONE_DELIVERED = 40
+    """A retransmission with nothing sent after it delivered: no LOSS."""
     RX_TRIM_REPAIRED = 41
     """TRIMMED/TRIMMED_LASTHOP frames whose length fields exceeded the frame (a switch that trims
     to a fixed size and leaves them stale), repaired and passed on (docs/host.md)."""
