@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import socket
 import subprocess
 import uuid
 from collections.abc import Iterator, Sequence
@@ -24,6 +25,23 @@ from .errors import MrcError
 NETNS_DIR = "/var/run/netns"
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
+
+
+SO_RCVBUFFORCE = 33
+"""``SO_RCVBUFFORCE`` (asm-generic/socket.h): Python's socket module lacks it."""
+
+
+def set_receive_buffer(sock: socket.socket, nbytes: int) -> None:
+    """Give ``sock`` a receive buffer of ``nbytes`` bytes: past ``net.core.rmem_max`` as root
+    (``SO_RCVBUFFORCE``, socket(7)), else as much as ``rmem_max`` allows (``SO_RCVBUF``).
+
+    Raises:
+        OSError: the socket refuses both options.
+    """
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, nbytes)
+    except PermissionError:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, nbytes)
 
 
 def run(cmd: Sequence[str], *, check: bool = True, ns: str | None = None,

@@ -42,6 +42,7 @@ ANYTHING_BUT_CLI = {"fabric", "apps"}
 ENTRY_POINTS = {
     "wire/gen.py": "developer tool `python -m mrckit.wire.gen`, named in the generated C/P4 headers",
     "proto/gen.py": "developer tool `python -m mrckit.proto.gen`, named in host_agent.proto",
+    "host/gen.py": "developer tool `python -m mrckit.host.gen`, named in ebpf/host/consts_gen.h",
     "switch/p4runtime/pipeline_doc.py": "developer tool `python -m mrckit.switch.p4runtime.pipeline_doc`, named in "
                                         "docs/p4runtime.md",
     "fabric/flap.py": "child process that mrckit.fabric.faultctl starts to flap a link",

@@ -95,7 +95,7 @@ class HostNode:
         with netns.enter(self.ns):
             s = socket.socket(socket.AF_INET6, kind)
             try:
-                s.setsockopt(socket.SOL_SOCKET, 33, rcvbuf)  # SO_RCVBUFFORCE: we are root
+                netns.set_receive_buffer(s, rcvbuf)
                 s.bind((self.nic_address, port))
             except BaseException:
                 s.close()

@@ -36,6 +36,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
+from .. import netns
 from ..errors import MrcError
 from ..wire.addressing import parse_link_name, parse_nic_address, path_da
 from ..wire.ev import ev_plane, ev_unpack
@@ -57,7 +58,6 @@ DENIALS_NOT_APPLIED = ("ecmp mode: EVs are opaque (the switches hash them), so n
 """Why a link denial does not change any EV in ecmp mode (SetEvStateResponse.not_applied)."""
 
 RTMGRP_LINK = 1          # linux/rtnetlink.h: link state change notifications
-SO_RCVBUFFORCE = 33      # asm-generic/socket.h; Python's socket module lacks it
 AGENT_SOCKET_BUFFER_BYTES = 4 << 20
 """Receive buffer of the agent's UDP socket. Every peer's probes and their answers arrive here
 (QP 0x2, rewritten to the agent's port); the kernel's default (about 208 KiB) overflowed when
@@ -162,10 +162,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         udp = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
         udp.setsockopt(socket.SOL_UDP, UDP_NO_CHECK6_RX, 1)
         udp.setsockopt(socket.IPPROTO_IPV6, IPV6_FLOWINFO, 1)
-        try:
-            udp.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, AGENT_SOCKET_BUFFER_BYTES)
-        except PermissionError:  # not root: as much as net.core.rmem_max allows
-            udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, AGENT_SOCKET_BUFFER_BYTES)
+        netns.set_receive_buffer(udp, AGENT_SOCKET_BUFFER_BYTES)
         udp.bind((str(cfg.nic_address), cfg.settings.agent_port))
         udp.setblocking(False)
         self._udp = udp

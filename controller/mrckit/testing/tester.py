@@ -11,7 +11,6 @@ import time
 from .. import netns
 
 ETH_P_ALL = 0x0003
-SO_RCVBUFFORCE = 33
 RCVBUF_BYTES = 64 << 20
 """Bytes of receive buffer per socket: a paced burst of thousands of frames waits there."""
 
@@ -38,7 +37,7 @@ class Tester:
                 for port, iface in ifaces.items():
                     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
                     self.socks[port] = sock
-                    sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
+                    netns.set_receive_buffer(sock, rcvbuf)
                     sock.bind((iface, 0))
                     sock.setblocking(False)
             except BaseException:
