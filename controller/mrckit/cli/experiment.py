@@ -147,6 +147,27 @@ def random_loss_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, ou
     _emit(record, out_dir)
 
 
+@experiment.command("load-balance")
+@_fabric_options(planes=2, spines=2, leaves=2, hosts=2, link_speed=2500)
+@click.option("--evs", type=click.IntRange(1, 256), default=256, show_default=True, help="EVs per QP.")
+@click.option("--rc-qps", default="1,2,4,8,16", show_default=True,
+              help="RC baseline QPs per host pair, comma-separated: one run each.")
+@click.option("--write-bytes", default="4M", show_default=True, help="Bytes each host pair writes per run.")
+@click.option("--name", default="explb", show_default=True, help="The fabrics' name.")
+def load_balance_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir, evs, rc_qps, write_bytes,
+                     name) -> None:
+    """EV-hash mode: 1 MRC QP per host pair over 256 EVs against 1, 2, 4, 8 and 16 single-path
+    RC QPs; aggregate goodput and the load spread over the T0-T1 links."""
+    from ..apps.experiments.demo_fault import FabricSize
+    from ..apps.experiments.load_balance import LoadBalanceOptions, parse_counts, run_load_balance
+
+    opts = LoadBalanceOptions(size=FabricSize(planes, spines, leaves, hosts_per_leaf), evs=evs,
+                              link_speed_pps=link_speed, rc_qps=parse_counts(rc_qps),
+                              write_bytes=parse_size(write_bytes), seed=seed, name=name)
+    record = run_load_balance(opts, _say, plot=_plot_path(out_dir, "load-balance"))
+    _emit(record, out_dir)
+
+
 @experiment.command("table")
 @click.option("--results", type=click.Path(file_okay=False), default=DEFAULT_RESULTS, show_default=True,
               help="The folder of the experiments' JSON records.")
