@@ -634,6 +634,10 @@ void mrcep_req_on_ack(struct mrc_req *r, const uint8_t *buf, int64_t now)
 	psn = mrcep_unwrap(mrcep_get24(b->psn), mrcep_req_una(r));
 	if (nak) {
 		r->stats.seq_naks++;
+		/* A NAK overtaken by a later ACK (replies reordered or duplicated) names a PSN
+		 * acknowledged already: going back for it would resend acknowledged data. */
+		if (psn < r->una || psn > r->next_psn)
+			return;
 		psn--;
 	} else {
 		r->stats.acks++;

@@ -91,3 +91,37 @@ def test_reordering_costs_rc_a_go_back_n_but_not_a_byte():
     link = Link(len(data), impl="native", rc=True, faults=Faults(permute=True, seed=6))
     assert _transfer(link, data) == hashlib.sha256(data).hexdigest()
     assert link.resp.stats.seq_naks > 0
+
+
+
+def test_reordered_and_duplicated_replies_cost_no_byte():
+    data = os.urandom(SIZE // 4)
+    link = Link(len(data), impl="native", rc=True, faults=Faults(drop=0.02, seed=8),
+                reply_faults=Faults(duplicate=0.5, permute=True, seed=9))
+    assert _transfer(link, data) == hashlib.sha256(data).hexdigest()
+    assert link.req.stats.seq_naks > link.resp.stats.seq_naks, "duplicated NAKs arrived"
+
+
+def test_a_stale_nak_after_a_later_ack_rewinds_nothing():
+    data = os.urandom(128 * 2048)
+    link = Link(len(data), impl="native", rc=True)
+    comp = link.req.post(data, 0, RKEY)
+    link.req.pump(link.now, budget=64)
+    first, link.wire = link.wire, []
+    link.deliver([w for w in first if parse_bth(w[0]).psn != 5])
+    link.resp.flush()
+    (nak,) = [p for p in link.replies if p[0] == Opcode.ACK and p[12] == AethSyndrome.NAK_PSN_SEQ_ERROR]
+    link.feedback()                                   # go back to PSN 5
+    link.req.pump(link.now, budget=64)
+    link.deliver(link.wire)
+    link.wire = []
+    link.resp.flush()
+    link.feedback()                                   # ACK up to PSN 63 and beyond
+    assert link.req.una() >= 64
+    link.req.pump(link.now, budget=64)                # PSNs 64.. in flight
+    rewound = link.req.stats.retransmits["nak_seq"]
+    link.req.on_reply(nak, link.now)                  # the NAK for PSN 5 again, late
+    link.req.pump(link.now, budget=64)
+    assert link.req.stats.retransmits["nak_seq"] == rewound == 59
+    link.run([comp])
+    assert link.mr.sha256() == hashlib.sha256(data).hexdigest()
