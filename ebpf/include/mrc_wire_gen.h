@@ -114,6 +114,10 @@
 #define MRC_NACK_PSN_OOR_WINDOW 0xb
 #define MRC_NACK_UNEXP_EVENT 0x19
 
+/* AETH syndromes (the RC baseline's ACK) */
+#define MRC_AETH_ACK 0x1f  /* AETH syndrome */
+#define MRC_AETH_NAK_PSN_SEQ_ERROR 0x60
+
 /* SETH M field */
 #define MRC_M_NONE 0  /* SETH M(6..5) */
 #define MRC_M_SKIP_ONCE 1

@@ -106,7 +106,7 @@ void mrc_cc_on_timeout(struct mrc_cc *cc);
 /* --- requestor (requestor.py) ---------------------------------------------------------- */
 enum mrc_rtx_reason {
 	MRCEP_RTX_NONE, MRCEP_RTX_NACK_TRIMMED, MRCEP_RTX_NACK_TRIMMED_LASTHOP, MRCEP_RTX_NACK_RESOURCE,
-	MRCEP_RTX_NACK_PSN_OOR_WINDOW, MRCEP_RTX_SACK_GAP, MRCEP_RTX_RTO, MRCEP_RTX_COUNT
+	MRCEP_RTX_NACK_PSN_OOR_WINDOW, MRCEP_RTX_SACK_GAP, MRCEP_RTX_RTO, MRCEP_RTX_NAK_SEQ, MRCEP_RTX_COUNT
 };
 
 struct mrc_req_cfg {
@@ -115,6 +115,10 @@ struct mrc_req_cfg {
 	uint32_t mtu, mpr, initial_psn;
 	uint32_t timeout_exp, linear_retries, exp_retries, reorder_packets;
 	struct mrc_cc_cfg cc;
+	/* 1: the RC baseline (RoCEv2 RC): cumulative ACK/NAK (AETH) instead of SACK/NACK,
+	 * go-back-N on a NAK sequence error or an RTO, a fixed window of cc.initial_cwnd (no
+	 * DCQCN), no PROBE, data in the NO_TRIM class. docs/endpoint.md "The RC baseline". */
+	uint32_t rc;
 };
 
 struct mrc_req_stats {
@@ -123,6 +127,7 @@ struct mrc_req_stats {
 	uint64_t malformed;  /* replies with a good ICRC too short for their opcode, or no SACK/NACK */
 	uint64_t retransmits[MRCEP_RTX_COUNT];
 	uint64_t nacks[256];
+	uint64_t acks, seq_naks;  /* RC: AETH ACKs and NAK sequence errors received */
 };
 
 struct mrc_completion {
@@ -139,6 +144,7 @@ int mrcep_req_pump(struct mrc_req *r, int64_t now, int budget);
 void mrcep_req_on_reply(struct mrc_req *r, const uint8_t *buf, uint32_t n, int64_t now);
 void mrcep_req_on_sack(struct mrc_req *r, const uint8_t *buf, int64_t now);
 void mrcep_req_on_nack(struct mrc_req *r, const uint8_t *buf, int64_t now);
+void mrcep_req_on_ack(struct mrc_req *r, const uint8_t *buf, int64_t now);
 int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now);
 void mrcep_req_send_probe(struct mrc_req *r, int64_t now);
 int mrcep_req_busy(const struct mrc_req *r);
@@ -160,6 +166,8 @@ struct mrc_resp_stats {
 	uint64_t packets, icrc_checked, bad_icrc, malformed, unknown_qp, duplicates;
 	uint64_t placed_packets, placed_bytes, ce_marked, trimmed, probes, sacks, imm_completions;
 	uint64_t nacks[256];
+	uint64_t acks, seq_naks;  /* RC: AETH ACKs and NAK sequence errors sent */
+	uint64_t out_of_sequence; /* RC: data past the expected PSN, discarded */
 };
 
 struct mrc_recv_comp {
@@ -172,6 +180,9 @@ void mrcep_resp_free(struct mrc_resp *r);
 int mrcep_resp_add_qp(struct mrc_resp *r, uint32_t qpn, uint32_t remote_qpn, uint32_t mpr, uint32_t mtu,
 		      uint32_t initial_psn, const uint8_t *peer);
 int mrcep_resp_set_remote_qpn(struct mrc_resp *r, uint32_t qpn, uint32_t remote_qpn);
+/* Make QP `qpn` an RC baseline QP (rc = 1): in-order placement only, an AETH ACK instead of
+ * a SACK, one NAK sequence error per gap, trimmed arrivals discarded as losses. */
+int mrcep_resp_set_rc(struct mrc_resp *r, uint32_t qpn, int rc);
 int mrcep_resp_mr_add(struct mrc_resp *r, uint32_t rkey, uint64_t base_va, uint8_t *mem, uint64_t len);
 int mrcep_resp_mr_del(struct mrc_resp *r, uint32_t rkey);
 uint64_t mrcep_resp_mr_placed(const struct mrc_resp *r, uint32_t rkey);

@@ -360,7 +360,7 @@ void mrcep_ep_dispatch(struct mrc_ep *ep, const uint8_t *buf, uint32_t n, uint8_
 		return;
 	}
 	r = req_of(ep, mrcep_get24(buf + offsetof(struct mrc_bth, dqpn)));
-	if (r && buf[0] != MRC_OP_ACK)
+	if (r)
 		mrcep_req_on_reply(r, buf, n, now);
 }
 

@@ -7,7 +7,13 @@
  *
  * Outstanding packets live in a ring indexed by PSN % MPR (the MPR window bounds them); the
  * unacknowledged, not-lost ones also form a list in send order (the "order" of the Python
- * model); lost PSNs wait in a min-heap. */
+ * model); lost PSNs wait in a min-heap.
+ *
+ * With cfg.rc the QP is the RC baseline instead (RoCEv2 RC, docs/endpoint.md): the responder
+ * answers with cumulative AETH ACKs and one NAK sequence error per gap, and the requestor goes
+ * back N: a NAK, or an RTO, marks every outstanding packet from the first unacknowledged one
+ * lost, so they are resent in PSN order (the lost heap). No SACK, no RACK-style detection, no
+ * PROBE, and no congestion control: the window stays at cc.initial_cwnd. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,7 +428,11 @@ static void transmit(struct mrc_req *r, struct slot *s, int rtx, int64_t now)
 	memcpy(o->data + o->len, s->msg->data + s->off, s->size);
 	o->len += s->size;
 	put_icrc(r, o);
-	o->tclass = rtx ? MRCEP_TCLASS(MRC_DSCP_TRIMMABLE_RETX, MRC_ECN_ECT0) : MRCEP_TCLASS(MRC_DSCP_TRIMMABLE, MRC_ECN_ECT0);
+	if (r->cfg.rc)  /* a RoCE NIC's packets are not trimmable: a full queue drops them */
+		o->tclass = MRCEP_TCLASS(MRC_DSCP_NO_TRIM, MRC_ECN_ECT0);
+	else
+		o->tclass = rtx ? MRCEP_TCLASS(MRC_DSCP_TRIMMABLE_RETX, MRC_ECN_ECT0) :
+			    MRCEP_TCLASS(MRC_DSCP_TRIMMABLE, MRC_ECN_ECT0);
 	memcpy(o->peer, r->cfg.peer, 16);
 	r->stats.packets++;
 	r->stats.payload_bytes += s->size;
@@ -555,10 +565,12 @@ void mrcep_req_on_sack(struct mrc_req *r, const uint8_t *buf, int64_t now)
 	if ((sl = slot_at(r, psn)))
 		acked += ack(r, sl, now);
 	rtt = (int64_t)(((uint64_t)(now / MRC_TIME_UNIT_NS) - ntohs(c->tx_timestamp)) & 0xffff) * MRC_TIME_UNIT_NS;
-	mrc_cc_on_ack(&r->cc, acked, rtt, ecn, now);
 	if (acked)
 		r->retries = 0;
-	detect_losses(r, now);
+	if (!r->cfg.rc) {
+		mrc_cc_on_ack(&r->cc, acked, rtt, ecn, now);
+		detect_losses(r, now);
+	}
 	complete(r);
 }
 
@@ -594,10 +606,56 @@ void mrcep_req_on_nack(struct mrc_req *r, const uint8_t *buf, int64_t now)
 		mrcep_req_fail(r, msg);
 		return;
 	}
-	if (why == MRCEP_RTX_NACK_TRIMMED || why == MRCEP_RTX_NACK_TRIMMED_LASTHOP)
+	if (!r->cfg.rc && (why == MRCEP_RTX_NACK_TRIMMED || why == MRCEP_RTX_NACK_TRIMMED_LASTHOP))
 		mrc_cc_on_trim(&r->cc, now);
 	if ((s = slot_at(r, mrcep_unwrap(psn24, mrcep_req_una(r)))))
 		mark_lost(r, s, why);
+}
+
+/* Go back N: every outstanding packet not yet declared lost is, oldest first. */
+static void go_back(struct mrc_req *r, int reason)
+{
+	while (r->ohead >= 0)
+		mark_lost(r, &r->ring[r->ohead], reason);
+}
+
+/* An RC ACK or NAK (AETH, IBTA 9.7.5.1): an ACK acknowledges every PSN up to its BTH PSN; a
+ * NAK sequence error every PSN before it, and the requestor resends from it (go-back-N). */
+void mrcep_req_on_ack(struct mrc_req *r, const uint8_t *buf, int64_t now)
+{
+	const struct mrc_bth *b = (const struct mrc_bth *)buf;
+	const struct mrc_aeth *a = (const struct mrc_aeth *)(buf + MRC_BTH_LEN);
+	int nak = a->syndrome == MRC_AETH_NAK_PSN_SEQ_ERROR;
+	int64_t psn, acked = 0;
+	struct slot *sl;
+
+	if (r->failed)
+		return;
+	psn = mrcep_unwrap(mrcep_get24(b->psn), mrcep_req_una(r));
+	if (nak) {
+		r->stats.seq_naks++;
+		/* A NAK overtaken by a later ACK (replies reordered or duplicated) names a PSN
+		 * acknowledged already: going back for it would resend acknowledged data. */
+		if (psn < r->una || psn > r->next_psn)
+			return;
+		psn--;
+	} else {
+		r->stats.acks++;
+	}
+	while (r->una < r->next_psn) {
+		if (!(sl = slot_at(r, r->una))) {
+			r->una++;
+			continue;
+		}
+		if (sl->psn > psn)
+			break;
+		acked += ack(r, sl, now);
+	}
+	if (acked)
+		r->retries = 0;
+	if (nak)
+		go_back(r, MRCEP_RTX_NAK_SEQ);
+	complete(r);
 }
 
 void mrcep_req_on_reply(struct mrc_req *r, const uint8_t *buf, uint32_t n, int64_t now)
@@ -611,6 +669,8 @@ void mrcep_req_on_reply(struct mrc_req *r, const uint8_t *buf, uint32_t n, int64
 		mrcep_req_on_sack(r, buf, now);
 	else if (buf[0] == MRC_OP_NACK && n >= MRC_BTH_LEN + MRC_NETH_LEN + MRC_ICRC_LEN)
 		mrcep_req_on_nack(r, buf, now);
+	else if (buf[0] == MRC_OP_ACK && r->cfg.rc && n >= MRC_BTH_LEN + MRC_AETH_LEN + MRC_ICRC_LEN)
+		mrcep_req_on_ack(r, buf, now);
 	else
 		r->stats.malformed++;
 }
@@ -632,6 +692,10 @@ int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now)
 		snprintf(msg, sizeof(msg), "retry counter exceeded: %u timeouts without progress", r->retries - 1);
 		mrcep_req_fail(r, msg);
 		return -1;
+	}
+	if (r->cfg.rc) {
+		go_back(r, MRCEP_RTX_RTO);
+		return now + rto_ns(r);
 	}
 	mrc_cc_on_timeout(&r->cc);
 	while (r->ohead >= 0) {

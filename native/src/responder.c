@@ -2,7 +2,12 @@
 /* The responder of controller/mrckit/endpoint/responder.py in C (design 6; reference 2.5, 2.6
  * and 4): placement by RETH in any order, a PSN ring of MPR slots, SACK coalescing, NACKs,
  * and the WRITE_WITH_IMM barrier. The prescribed response to each kind of input is the table
- * in responder.py's docstring; this file follows it branch for branch. */
+ * in responder.py's docstring; this file follows it branch for branch.
+ *
+ * An RC baseline QP (mrcep_resp_set_rc) answers as a RoCEv2 RC responder instead: it places
+ * only the expected PSN, acknowledges with coalesced AETH ACKs (cumulative, no SACK), sends
+ * one NAK sequence error per gap and discards what follows the gap until the expected PSN
+ * arrives (docs/endpoint.md "The RC baseline"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +36,8 @@ struct rqp {
 	uint64_t sack_bytes, rcvd_bytes;
 	uint32_t ooo_count;
 	struct mrc_map ev_ce;
+	int rc, naked;  /* RC baseline; a NAK sequence error is owed no more until the gap fills */
+	uint32_t msn;   /* RC: messages completed, the AETH MSN */
 };
 
 struct mr {
@@ -127,6 +134,15 @@ int mrcep_resp_set_remote_qpn(struct mrc_resp *r, uint32_t qpn, uint32_t remote_
 	if (!q)
 		return -1;
 	q->remote_qpn = remote_qpn;
+	return 0;
+}
+
+int mrcep_resp_set_rc(struct mrc_resp *r, uint32_t qpn, int rc)
+{
+	struct rqp *q = qp_get(r, qpn);
+	if (!q)
+		return -1;
+	q->rc = rc != 0;
 	return 0;
 }
 
@@ -270,6 +286,29 @@ static void send_sack(struct mrc_resp *r, struct rqp *q, const uint8_t peer[16],
 	emit(r, o, peer);
 }
 
+/* An RC ACK (syndrome ACK, BTH PSN = the last PSN in order) or NAK sequence error (BTH
+ * PSN = the expected PSN), IBTA 9.7.5.1. */
+static void send_aeth(struct mrc_resp *r, struct rqp *q, const uint8_t peer[16], int nak)
+{
+	struct mrc_out_pkt *o = mrcep_outbox_push(r->out);
+	struct mrc_aeth *a;
+	int64_t psn = nak ? q->epsn : q->epsn - 1;
+	if (!o)
+		return;
+	mrcep_pack_bth(o->data, MRC_OP_ACK, 0, q->remote_qpn, (uint32_t)(((psn % MRC_PSN_MOD) + MRC_PSN_MOD) % MRC_PSN_MOD));
+	a = (struct mrc_aeth *)(o->data + MRC_BTH_LEN);
+	a->syndrome = nak ? MRC_AETH_NAK_PSN_SEQ_ERROR : MRC_AETH_ACK;
+	mrcep_put24(a->msn, q->msn & 0xffffff);
+	o->len = MRC_BTH_LEN + MRC_AETH_LEN;
+	if (nak)
+		r->stats.seq_naks++;
+	else
+		r->stats.acks++;
+	q->sack_bytes = 0;
+	undirty(r, q);
+	emit(r, o, peer);
+}
+
 void mrcep_resp_flush(struct mrc_resp *r)
 {
 	uint32_t n = r->ndirty;
@@ -285,7 +324,9 @@ void mrcep_resp_flush(struct mrc_resp *r)
 	r->ndirty = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct rqp *q = list[i];
-		if (q->sack_bytes && q->has_trigger)
+		if (q->sack_bytes && q->has_trigger && q->rc)
+			send_aeth(r, q, q->dpeer, 0);
+		else if (q->sack_bytes && q->has_trigger)
 			send_sack(r, q, q->dpeer, q->trig_psn, q->trig_ev, q->trig_ts, q->trig_ce, 0);
 	}
 	free(list);
@@ -383,7 +424,9 @@ static void after_arrival(struct mrc_resp *r, struct rqp *q, const uint8_t peer[
 	q->trig_ts = ts;
 	q->trig_ce = ce;
 	q->sack_bytes += size > MRCEP_SACK_MIN_PACKET_BYTES ? size : MRCEP_SACK_MIN_PACKET_BYTES;
-	if (ce || (flags & (MRC_BTH_FLAG_RTX | MRC_BTH_FLAG_ACKREQ)) || q->sack_bytes >= r->coalesce) {
+	if (q->rc && ((flags & MRC_BTH_FLAG_ACKREQ) || q->sack_bytes >= r->coalesce)) {
+		send_aeth(r, q, peer, 0);  /* RC: no ECN echo (no DCQCN), a coalesced ACK */
+	} else if (!q->rc && (ce || (flags & (MRC_BTH_FLAG_RTX | MRC_BTH_FLAG_ACKREQ)) || q->sack_bytes >= r->coalesce)) {
 		send_sack(r, q, peer, psn, ev, ts, ce, 0);
 	} else {
 		memcpy(q->dpeer, peer, 16);
@@ -442,6 +485,15 @@ static void data(struct mrc_resp *r, struct rqp *q, const uint8_t *buf, uint32_t
 		return fail(r, q, peer, why, psn24, ev);
 	}
 	psn = mrcep_unwrap(psn24, q->epsn);
+	if (q->rc && psn > q->epsn) {
+		/* RC: a gap. One NAK sequence error, then silence until the expected PSN comes. */
+		r->stats.out_of_sequence++;
+		if (!q->naked) {
+			q->naked = 1;
+			send_aeth(r, q, peer, 1);
+		}
+		return;
+	}
 	if (psn >= q->epsn + q->mpr)
 		return nack(r, q, peer, MRC_NACK_PSN_OOR_WINDOW, psn, ev, ts);
 	if (ce)
@@ -464,6 +516,12 @@ static void data(struct mrc_resp *r, struct rqp *q, const uint8_t *buf, uint32_t
 		}
 		r->stats.placed_packets++;
 		r->stats.placed_bytes += size;
+		if (q->rc) {
+			q->naked = 0;
+			if (op == MRC_OP_WRITE_LAST || op == MRC_OP_WRITE_LAST_IMM || op == MRC_OP_WRITE_ONLY ||
+			    op == MRC_OP_WRITE_ONLY_IMM)
+				q->msn++;
+		}
 		mark(r, q, psn, size, op, imm, ntohs(meth->rqmsn));
 	}
 	after_arrival(r, q, peer, psn, ev, ts, ce, size, flags);
@@ -493,6 +551,8 @@ void mrcep_resp_handle(struct mrc_resp *r, const uint8_t *buf, uint32_t n, uint8
 	if (dscp == MRC_DSCP_TRIMMED || dscp == MRC_DSCP_TRIMMED_LASTHOP) {
 		/* A trimmed packet keeps its headers but loses payload and ICRC (design 3.1, 4). */
 		r->stats.trimmed++;
+		if (q->rc)  /* a RoCE NIC knows no trimming: the packet is lost, the gap shows it */
+			return;
 		nack(r, q, peer, dscp == MRC_DSCP_TRIMMED ? MRC_NACK_TRIMMED : MRC_NACK_TRIMMED_LASTHOP,
 		     mrcep_unwrap(psn24, q->epsn), ev, 0);
 		return;

@@ -114,6 +114,10 @@ const bit<8> MRC_NACK_NO_RESOURCE = 0xa;
 const bit<8> MRC_NACK_PSN_OOR_WINDOW = 0xb;
 const bit<8> MRC_NACK_UNEXP_EVENT = 0x19;
 
+/* AETH syndromes (the RC baseline's ACK) */
+const bit<8> MRC_AETH_ACK = 0x1f;  /* AETH syndrome */
+const bit<8> MRC_AETH_NAK_PSN_SEQ_ERROR = 0x60;
+
 /* SETH M field */
 const bit<2> MRC_M_NONE = 0;  /* SETH M(6..5) */
 const bit<2> MRC_M_SKIP_ONCE = 1;

@@ -83,7 +83,7 @@ class Link:
     def __init__(self, size: int, *, faults: Faults | None = None, mtu: int = 2048, mpr: int = 1024,
                  retry: RetryConfig | None = None, evs=(0x10000001, 0x10100002, 0x20000003, 0x20100004),
                  coalesce: int = 8192, reply_faults: Faults | None = None, impl: str = "python",
-                 resp_impl: str | None = None, initial_psn: int = 0):
+                 resp_impl: str | None = None, initial_psn: int = 0, rc: bool = False):
         self.faults = faults or Faults()
         self.reply_faults = reply_faults or Faults()
         self.memory = MemoryTable()
@@ -92,11 +92,14 @@ class Link:
         resp_cls = NativeResponder if (resp_impl or impl) == "native" else Responder
         self.resp = resp_cls(B, self.memory, lambda pkt, peer: self.replies.append(pkt), sack_coalesce_bytes=coalesce)
         self.rqp = self.resp.add_qp(ResponderQp(QPN_B, QPN_A, mpr, mtu, initial_psn))
+        if rc:  # the RC baseline: native only (docs/endpoint.md)
+            self.rqp.set_rc()
         self.wire: list = []
         self.evs, self.k = list(evs), 0
         req_cls = NativeRequestorQp if impl == "native" else RequestorQp
         self.req = req_cls(QPN_A, QPN_B, A, B, self._send, mtu=mtu, mpr=mpr, initial_psn=initial_psn,
-                           retry=retry or RetryConfig(timeout_exp=12, linear_retries=7, exp_retries=7))
+                           retry=retry or RetryConfig(timeout_exp=12, linear_retries=7, exp_retries=7),
+                           **(dict(rc=True) if rc else {}))
         self.sent: list = []  # every (packet, tclass, ev) the requestor sent, for golden tests
         self.answered: list = []  # every reply that reached the requestor
         self.now = 1_000_000

@@ -21,6 +21,7 @@ import time
 
 import click
 
+from ..endpoint.choices import ENDPOINTS, TRANSPORTS, check_transport
 from ..errors import MrcError
 from .params import INT
 
@@ -41,8 +42,23 @@ def parse_size(text: str) -> int:
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
-ENDPOINTS = ("python", "native")
-"""``--endpoint`` choices: the Python reference, or the C endpoint (docs/endpoint.md)."""
+TRANSPORT_HELP = ("What the QPs speak: mrc, or rc (the RC baseline: RoCEv2 RC's go-back-N on one path; "
+                  "native endpoint only; on a fabric, bring it up with `mrc fabric up --transport rc` so "
+                  "each QP keeps one EV).")
+
+
+def transport_option(fn):
+    """``--transport mrc|rc`` (default mrc), for every command that runs endpoints."""
+    return click.option("--transport", type=click.Choice(TRANSPORTS), default="mrc", show_default=True,
+                        help=TRANSPORT_HELP)(fn)
+
+
+def check_transport_option(transport: str, impl: str) -> None:
+    """MrcError (one line) for ``--transport rc`` with an endpoint that lacks it."""
+    try:
+        check_transport(transport, impl)
+    except ValueError as exc:
+        raise MrcError(f"--transport {transport}: {exc}") from None
 
 
 def _endpoint(addr: str, ns: str | None = None, impl: str = "python", **kw):
@@ -162,8 +178,9 @@ def _counter(c) -> str:
               help="Which MRC endpoint runs: the Python reference or the native (C) one.")
 @click.option("--busy-poll", is_flag=True, help="Native endpoint only: its thread spins on the socket "
               "instead of sleeping (lower latency, one core kept busy).")
+@transport_option
 def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp, linear_retries, exp_retries,
-              timeout, fabric, impl, busy_poll):
+              timeout, fabric, impl, busy_poll, transport):
     """Write SIZE random bytes (e.g. 64M) from SRC into the region of the MRC listener at DST,
     as one WRITE_WITH_IMM, and print a summary. SRC and DST are NIC addresses
     (2001:db8:100:L::H; SRC must be on this namespace) or host names of a running fabric
@@ -175,6 +192,7 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
     nbytes = parse_size(size)
     if timeout <= 0:
         raise MrcError(f"--timeout {timeout}: must be a positive number of seconds")
+    check_transport_option(transport, impl)
     src, ns, src_fabric = _host(src, fabric, "SRC")
     dst, _, _ = _host(dst, fabric or src_fabric, "DST")
     _check_nic(dst, "DST")  # before binding SRC: a wrong DST is the user's mistake to hear first
@@ -182,7 +200,7 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
         from ..endpoint.native import NATIVE_TIMEOUT_EXP
 
         rto_exp = NATIVE_TIMEOUT_EXP if impl == "native" else RetryConfig().timeout_exp
-    config = QpConfig(mtu=mtu, mpr=mpr, retry=RetryConfig(rto_exp, linear_retries, exp_retries))
+    config = QpConfig(mtu=mtu, mpr=mpr, retry=RetryConfig(rto_exp, linear_retries, exp_retries), transport=transport)
     data = _allocate(size, nbytes, os.urandom)
     console = Console(stderr=True)
     ep = _endpoint(src, ns, impl, **_busy_poll(impl, busy_poll))
@@ -210,6 +228,7 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
         ("bytes", f"{nbytes}"), ("duration", f"{seconds:.3f} s"), ("goodput", _goodput(nbytes, seconds)),
         ("packets sent", f"{stats.packets}"), ("retransmits", _counter(stats.retransmits)),
         ("NACKs received", _counter(stats.nacks)), ("SACKs received", f"{stats.sacks} ({stats.ecn_sacks} with ECN)"),
+        *((("RC ACKs received", f"{stats.acks} ({stats.seq_naks} NAK sequence errors)"),) if transport == "rc" else ()),
         ("timeouts", f"{stats.timeouts}"), ("final cwnd", f"{cwnd / 1024:.0f} KiB")))
     click.echo(f"sha256 {hashlib.sha256(data).hexdigest()}")
 
@@ -230,7 +249,8 @@ def write_cmd(src, dst, size, qpn, remote_qpn, rkey, va, imm, mtu, mpr, rto_exp,
               help="Which MRC endpoint runs: the Python reference or the native (C) one.")
 @click.option("--busy-poll", is_flag=True, help="Native endpoint only: its thread spins on the socket "
               "instead of sleeping (lower latency, one core kept busy).")
-def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabric, impl, busy_poll):
+@transport_option
+def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabric, impl, busy_poll, transport):
     """Run an MRC responder on ADDR with one memory region, until COUNT WRITE_WITH_IMM
     completions arrive; print a summary with the region's SHA-256. ADDR is a NIC address of
     this namespace, or a host name of a running fabric (h1-0: it listens inside its namespace)."""
@@ -241,6 +261,7 @@ def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabr
         raise MrcError(f"--count {count}: must be at least 1")
     if timeout is not None and timeout <= 0:
         raise MrcError(f"--timeout {timeout}: must be a positive number of seconds")
+    check_transport_option(transport, impl)
     addr, ns, _ = _host(addr, fabric, "ADDR")
     if peer != "::":
         peer, _, _ = _host(peer, fabric, "--peer")
@@ -249,7 +270,9 @@ def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabr
     got = []
     try:
         mr = _allocate(size, nbytes, lambda n: ep.register_mr(n, base_va=va, rkey=rkey))
-        ep.create_qp(peer, qpn=qpn, remote_qpn=remote_qpn)
+        from ..endpoint import QpConfig
+
+        ep.create_qp(peer, qpn=qpn, remote_qpn=remote_qpn, config=QpConfig(transport=transport))
         console.print(f"listening on [{ep.nic_addr}]:4791 QP {qpn:#x} rkey {rkey:#x} VA {va:#x} size {nbytes}")
         t_start = None
         with _progress(console) as bar:
@@ -274,7 +297,10 @@ def listen_cmd(addr, size, peer, qpn, remote_qpn, rkey, va, count, timeout, fabr
         ("goodput", _goodput(st.placed_bytes, seconds)), ("packets", f"{st.packets}"),
         ("duplicates", f"{st.duplicates}"), ("trimmed arrivals", f"{st.trimmed}"),
         ("bad ICRC", f"{st.bad_icrc} of {st.icrc_checked} checked"), ("SACKs sent", f"{st.sacks}"),
-        ("NACKs sent", _counter(st.nacks)), ("immediates", ", ".join(f"{c.imm:#x}" for c, _ in got))))
+        ("NACKs sent", _counter(st.nacks)),
+        *((("RC ACKs sent", f"{st.acks} ({st.seq_naks} NAK sequence errors, {st.out_of_sequence} "
+                              "packets discarded past a gap)"),) if transport == "rc" else ()),
+        ("immediates", ", ".join(f"{c.imm:#x}" for c, _ in got))))
     click.echo(f"sha256 {mr.sha256()}")
 
 

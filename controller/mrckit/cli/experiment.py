@@ -125,6 +125,49 @@ def flaps_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir,
     _emit(record, out_dir)
 
 
+@experiment.command("random-loss")
+@_fabric_options(planes=2, spines=2, leaves=2, hosts=1, link_speed=5000)
+@click.option("--evs", type=click.IntRange(1, 256), default=128, show_default=True, help="EVs per MRC QP.")
+@click.option("--loss-percents", default="1", show_default=True,
+              help="Random loss on every link, percent, comma-separated (e.g. 0.1,0.5,1,2,5): one write per "
+              "transport each, after a loss-free one.")
+@click.option("--write-bytes", default="4M", show_default=True, help="Bytes of each write.")
+@click.option("--name", default="exprloss", show_default=True, help="The fabrics' name.")
+def random_loss_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir, evs, loss_percents,
+                    write_bytes, name) -> None:
+    """Random loss on every link: one MRC QP and one RC baseline QP (go-back-N, one path), each
+    as a fraction of its own loss-free goodput."""
+    from ..apps.experiments.demo_fault import FabricSize
+    from ..apps.experiments.random_loss import RandomLossOptions, parse_percents, run_random_loss
+
+    opts = RandomLossOptions(size=FabricSize(planes, spines, leaves, hosts_per_leaf), evs=evs,
+                             link_speed_pps=link_speed, loss_percents=parse_percents(loss_percents),
+                             write_bytes=parse_size(write_bytes), seed=seed, name=name)
+    record = run_random_loss(opts, _say, plot=_plot_path(out_dir, "random-loss"))
+    _emit(record, out_dir)
+
+
+@experiment.command("load-balance")
+@_fabric_options(planes=2, spines=2, leaves=2, hosts=2, link_speed=2500)
+@click.option("--evs", type=click.IntRange(1, 256), default=256, show_default=True, help="EVs per QP.")
+@click.option("--rc-qps", default="1,2,4,8,16", show_default=True,
+              help="RC baseline QPs per host pair, comma-separated: one run each.")
+@click.option("--write-bytes", default="4M", show_default=True, help="Bytes each host pair writes per run.")
+@click.option("--name", default="explb", show_default=True, help="The fabrics' name.")
+def load_balance_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir, evs, rc_qps, write_bytes,
+                     name) -> None:
+    """EV-hash mode: 1 MRC QP per host pair over 256 EVs against 1, 2, 4, 8 and 16 single-path
+    RC QPs; aggregate goodput and the load spread over the T0-T1 links."""
+    from ..apps.experiments.demo_fault import FabricSize
+    from ..apps.experiments.load_balance import LoadBalanceOptions, parse_counts, run_load_balance
+
+    opts = LoadBalanceOptions(size=FabricSize(planes, spines, leaves, hosts_per_leaf), evs=evs,
+                              link_speed_pps=link_speed, rc_qps=parse_counts(rc_qps),
+                              write_bytes=parse_size(write_bytes), seed=seed, name=name)
+    record = run_load_balance(opts, _say, plot=_plot_path(out_dir, "load-balance"))
+    _emit(record, out_dir)
+
+
 @experiment.command("table")
 @click.option("--results", type=click.Path(file_okay=False), default=DEFAULT_RESULTS, show_default=True,
               help="The folder of the experiments' JSON records.")

@@ -9,6 +9,8 @@ import sys
 
 import click
 
+from ..endpoint.choices import TRANSPORTS
+
 DEFAULT_NAME = "default"
 
 
@@ -35,7 +37,11 @@ def fabric() -> None:
 @click.option("--rto-us", type=click.IntRange(min=1), metavar="US",
               help="Host agents' RTO in microseconds  [default: 50000, i.e. 50 ms].")
 @click.option("--foreground", "-f", is_flag=True, help="Stay until Ctrl-C or SIGTERM, then tear down.")
-def up(topology, name, target, mode, p4runtime_port, no_controller, p4info, device_config, rto_us, foreground) -> None:
+@click.option("--transport", type=click.Choice(TRANSPORTS), default="mrc", show_default=True,
+              help="rc: the host agents run in pinned-EV mode, each QP on one fixed EV, for the RC baseline "
+              "(`--transport rc` on mrc write/listen/traffic); mrc: they spray every QP over its EVs.")
+def up(topology, name, target, mode, p4runtime_port, no_controller, p4info, device_config, rto_us, foreground,
+       transport) -> None:
     """Build the fabric of TOPOLOGY (YAML; default: the small fabric, 2 planes, 2 spines and
     3 leaves per plane, 2 hosts per leaf), start its switches, host agents and controller.
     """
@@ -44,6 +50,10 @@ def up(topology, name, target, mode, p4runtime_port, no_controller, p4info, devi
 
     topo = load_topology(topology) if topology else generate_clos()
     settings = fabric_settings(rto_us * 1000 if rto_us else None, target)
+    if transport == "rc":
+        import dataclasses
+
+        settings = dataclasses.replace(settings, pinned_ev=True)
     extra = (("--p4info", p4info) if p4info else ()) + (("--device-config", device_config) if device_config else ())
     with _progress_bar() as progress:
         fab = Fabric.up(topo, name=name, target=target, mode=mode, settings=settings,

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .endpoint import ENDPOINTS, parse_size
+from .endpoint import ENDPOINTS, check_transport_option, parse_size, transport_option
 from .params import INT
 
 PATTERNS = ("all-to-all", "ring", "incast", "permutation")
@@ -31,22 +31,25 @@ does not import numpy just to start)."""
               help="The writers' RTO is 1.024 us x 2^N (default: 8 native, 16 python).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the report as JSON here.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG plot here.")
+@transport_option
 def traffic_cmd(pattern, fabric_name, size, k, dst, hosts, seed, timeout, impl, timeout_exp, json_path,
-                plot_path) -> None:
+                plot_path, transport) -> None:
     """Run PATTERN between the hosts of a running fabric, one QP per flow, all at once; print
     each QP's completion time and goodput (median, p99) and verify every byte. Exit 1 unless
     every flow completed and verified."""
     from ..apps.traffic import make_flows, run_traffic
     from ..fabric.fabric import Fabric
 
+    check_transport_option(transport, impl)
     fab = Fabric.open(fabric_name)
     names = [h.strip() for h in hosts.split(",") if h.strip()] if hosts else fab.hosts()
     for name in names:
         fab.host(name)  # an unknown host: one error line before anything starts
     flows = make_flows(pattern, names, parse_size(size), k=k, dst=dst, seed=seed)
     click.echo(f"{pattern}: {len(flows)} QPs of {flows[0].size} B among {len(names)} hosts of fabric {fab.name}, "
-               f"{impl} endpoint")
-    report = run_traffic(fab, pattern, flows, endpoint=impl, seed=seed, timeout=timeout, timeout_exp=timeout_exp)
+               f"{impl} endpoint, {transport} transport")
+    report = run_traffic(fab, pattern, flows, endpoint=impl, seed=seed, timeout=timeout, timeout_exp=timeout_exp,
+                         transport=transport)
     for line in report.lines():
         click.echo(line)
     if json_path:

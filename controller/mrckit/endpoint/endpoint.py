@@ -24,6 +24,7 @@ from mrckit.wire.constants import (
 from mrckit.wire.headers import parse_bth
 
 from .cc import NsccConfig
+from .choices import RC_NEEDS_NATIVE, TRANSPORTS
 from .memory import MemoryRegion, MemoryTable
 from .requestor import Completion, RequestorQp, RetryConfig, TCLASS_CONTROL
 from .responder import RecvCompletion, Responder, ResponderQp, SACK_COALESCE_BYTES
@@ -37,7 +38,8 @@ IDLE_POLL_MS = 50
 @dataclass
 class QpConfig:
     """Per-QP transport settings: payload bytes per packet, MPR in PSNs (multiple of 128),
-    initial PSNs (send and receive), timers and congestion window."""
+    initial PSNs (send and receive), timers, congestion window, and ``transport``: ``mrc``
+    or ``rc`` (the RC baseline, native endpoint only; docs/endpoint.md)."""
 
     mtu: int = DEFAULT_PAYLOAD_LEN
     mpr: int = 1024
@@ -45,8 +47,11 @@ class QpConfig:
     remote_initial_psn: int = 0
     retry: RetryConfig | None = None
     cc: NsccConfig | None = None
+    transport: str = "mrc"
 
     def __post_init__(self):
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"transport {self.transport!r}: use {' or '.join(TRANSPORTS)}")
         if not 0 < self.mtu <= 4096:
             raise ValueError(f"path MTU payload must be within 1..4096 B, got {self.mtu}")
         if self.mpr < MPR_UNIT_PSNS or self.mpr % MPR_UNIT_PSNS or self.mpr > 255 * MPR_UNIT_PSNS:
@@ -83,7 +88,10 @@ def _norm(addr: str) -> str:
 class QpSetup:
     """Creating and connecting QPs, shared by :class:`Endpoint` and the native endpoint. The
     host class provides ``qps``, ``_next_qpn``, ``responder``, ``_guard()`` (the context that
-    holds its lock) and ``_add_requestor(qp, remote_qpn)`` (its kind of requestor)."""
+    holds its lock) and ``_add_requestor(qp, remote_qpn)`` (its kind of requestor);
+    ``SUPPORTS_RC`` says whether its QPs can be RC baseline QPs (``QpConfig.transport``)."""
+
+    SUPPORTS_RC = False
 
     def create_qp(self, peer: str, *, qpn: int | None = None, remote_qpn: int | None = None,
                   config: QpConfig | None = None) -> QueuePair:
@@ -92,9 +100,12 @@ class QpSetup:
         ``remote_qpn`` is given here).
 
         Raises:
-            ValueError: bad address, a QP number in use or outside 1..2**24-1 (0x2 is reserved).
+            ValueError: bad address, a QP number in use or outside 1..2**24-1 (0x2 is reserved),
+                or the rc transport on an endpoint without it.
         """
         config = config or QpConfig()
+        if config.transport == "rc" and not self.SUPPORTS_RC:
+            raise ValueError(RC_NEEDS_NATIVE)
         peer = _norm(peer)
         if remote_qpn is not None and not 0 < remote_qpn < 1 << 24:
             raise ValueError(f"remote QP number {remote_qpn} is outside 1..2**24-1")
@@ -109,6 +120,8 @@ class QpSetup:
             qp.responder = self.responder.add_qp(ResponderQp(
                 qpn, remote_qpn or 0, config.mpr, config.mtu, config.remote_initial_psn,
                 peer=None if peer == "::" else peer))
+            if config.transport == "rc":
+                qp.responder.set_rc()
             self.qps[qpn] = qp
             if remote_qpn is not None:
                 self._connect_locked(qp, remote_qpn)

@@ -24,6 +24,12 @@ class ResponderStats:
     sacks: int = 0
     nacks: Counter = field(default_factory=Counter)
     imm_completions: int = 0
+    acks: int = 0
+    """RC baseline QPs: AETH ACKs sent (they send no SACK)."""
+    seq_naks: int = 0
+    """RC baseline QPs: NAK sequence errors sent, one per gap."""
+    out_of_sequence: int = 0
+    """RC baseline QPs: data packets past the expected PSN, discarded (go-back-N resends them)."""
 
 
 @dataclass
@@ -44,3 +50,7 @@ class RequestorStats:
     malformed: int = 0
     """Replies with a good ICRC that are too short for their opcode, or no SACK or NACK."""
     completions: int = 0
+    acks: int = 0
+    """RC baseline QPs: AETH ACKs received."""
+    seq_naks: int = 0
+    """RC baseline QPs: NAK sequence errors received (each a go-back-N)."""

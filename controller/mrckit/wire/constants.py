@@ -131,6 +131,15 @@ class NackReason(IntEnum):
     UNEXP_EVENT = 0x19
 
 
+class AethSyndrome(IntEnum):
+    """AETH syndrome byte of the RC baseline transport's ACK (IBTA 9.7.5.1, as RoCEv2 sends it):
+    a positive ACK with the credit field "invalid" (RoCE NICs send no end-to-end credits), and
+    the NAK for a PSN sequence error (a gap: the requestor goes back to the ACK's PSN)."""
+
+    ACK = 0x1F
+    NAK_PSN_SEQ_ERROR = 0x60
+
+
 class MultipathState(IntEnum):
     """The SETH M field (2 bits) [M: EMU, MANI]."""
 

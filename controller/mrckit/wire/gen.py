@@ -97,6 +97,7 @@ def _build() -> list[tuple[str, list[Const]]]:
         ("DSCP classes (build-time constants)", _enum("DSCP", k.Dscp, 6, "6-bit DSCP")),
         ("ECN codepoints", _enum("ECN", k.Ecn, 2, "RFC 3168")),
         ("NACK reasons", _enum("NACK", k.NackReason, 8, "NETH nack_reason", True)),
+        ("AETH syndromes (the RC baseline's ACK)", _enum("AETH", k.AethSyndrome, 8, "AETH syndrome", True)),
         ("SETH M field", _enum("M", k.MultipathState, 2, "SETH M(6..5)")),
         ("Endpoint operations", _enum("EP_OP", k.EpOp, 2, "ERTH/EETH op(7..6)")
          + _enum("EP_STATUS", k.EpStatus, 2, "EETH status(5..4)")),

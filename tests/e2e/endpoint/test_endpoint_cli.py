@@ -59,6 +59,13 @@ def test_listen_and_write_busy_polling(netns_pair):
     _listen_and_write(netns_pair, "native", "native", "--busy-poll")
 
 
+@_NATIVE
+def test_listen_and_write_with_the_rc_baseline(netns_pair):
+    w_out, l_out = _listen_and_write(netns_pair, "native", "native", "--transport", "rc")
+    assert re.search(r"SACKs received[\s│]+0 ", w_out) and re.search(r"RC ACKs received[\s│]+[1-9]", w_out)
+    assert re.search(r"SACKs sent[\s│]+0\b", l_out) and re.search(r"RC ACKs sent[\s│]+[1-9]", l_out)
+
+
 @pytest.mark.parametrize("args,message", [
     (["write", ADDR_A, ADDR_B, "12X"], "size '12X'"),
     (["write", ADDR_A, "not-an-address", "1M"], "not an IPv6 NIC address"),
@@ -67,7 +74,9 @@ def test_listen_and_write_busy_polling(netns_pair):
     (["listen", ADDR_A, "--size", "1T"], "size 1T (1099511627776 B) does not fit in this machine's memory"),
     (["listen", ADDR_A, "--count", "0"], "--count 0: must be at least 1"),
     (["write", ADDR_A, ADDR_B, "1M", "--timeout", "0"], "--timeout 0.0: must be a positive number"),
-    (["write", ADDR_A, ADDR_B, "1M", "--endpoint", "rust"], "'rust' is not one of 'python', 'native'"),
+    (["write", ADDR_A, ADDR_B, "1M", "--endpoint", "rust"], "'rust' is not one of 'native', 'python'"),
+    (["write", ADDR_A, ADDR_B, "1M", "--transport", "rc"], "--transport rc: the rc transport runs on the native endpoint only"),
+    (["listen", ADDR_A, "--transport", "roce"], "'roce' is not one of 'mrc', 'rc'"),
     (["listen", "2001:db8:ffff::1", "--endpoint", "native"], "cannot bind"),
     (["write", ADDR_A, ADDR_B, "1M", "--busy-poll"], "--busy-poll: only the native endpoint busy-polls"),
     (["listen", ADDR_A, "--busy-poll"], "--busy-poll: only the native endpoint busy-polls"),

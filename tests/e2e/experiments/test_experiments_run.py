@@ -57,3 +57,29 @@ def test_flaps_flap_the_link_at_each_rate_and_lose_no_byte(need_root, tmp_path):
     (rate,) = record["details"]["rates"]
     assert rate["per_minute"] == 120 and rate["flaps"] > 0 and rate["link_packets_lost"] > 0
     assert record["checks"]["the link flapped at every rate, by the switch counters and its down transitions"]
+
+
+def test_random_loss_runs_mrc_and_rc_each_against_its_loss_free_run(need_root, tmp_path):
+    proc, record = _run(tmp_path, "random-loss", "--loss-percents", "2", "--write-bytes", "1M")
+    _common(proc, record, tmp_path, "random-loss")
+    runs = record["details"]["runs"]
+    assert {(r["transport"], r["loss_percent"]) for r in runs} == {("mrc", 0), ("mrc", 2), ("rc", 0), ("rc", 2)}
+    assert all(r["verified"] and r["bytes_per_qp"] == 1 << 20 for r in runs)
+    assert record["checks"]["RC really on one path (the sender's per-EV counters)"]
+    assert all(r["evs_used"] == 1 for r in runs if r["transport"] == "rc")
+    assert all(r["evs_used"] > 1 for r in runs if r["transport"] == "mrc")
+    assert all(r["fault_dropped"] > 0 for r in runs if r["loss_percent"])
+    assert set(record["details"]["fraction_of_loss_free"]) == {"mrc", "rc"}
+
+
+def test_load_balance_runs_one_mrc_qp_and_pinned_rc_qps_on_an_ecmp_fabric(need_root, tmp_path):
+    proc, record = _run(tmp_path, "load-balance", "--rc-qps", "1,4", "--write-bytes", "1M", "--link-speed", "5000")
+    _common(proc, record, tmp_path, "load-balance")
+    runs = record["details"]["runs"]
+    assert [(r["transport"], r["qps"]) for r in runs] == [("mrc", 1), ("rc", 1), ("rc", 4)]
+    assert all(r["verified"] and len(r["pairs"]) == 2 for r in runs)
+    assert record["checks"]["RC really single-path: each QP on one EV (the senders' per-EV counters)"]
+    assert [r["evs_per_pair"] for r in runs if r["transport"] == "rc" and r["qps"] == 1] == [[1, 1]]
+    assert all(e > 4 for e in runs[0]["evs_per_pair"])
+    assert all(sum(r["links"].values()) > 0 and len(r["links"]) == 4 for r in runs)  # 2 planes x 2 spines
+    assert record["setting"]["mode"] == "ecmp"

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...endpoint.choices import ENDPOINTS
 from ...errors import MrcError
 from ...host.config import Settings
 from ...topology import Role, generate_clos
@@ -37,7 +38,6 @@ DEFAULT_DURATION_S = 8.0
 """How long the write should last by default; the size follows from the endpoint's rate. Longer
 than the few seconds the phases need, because applying the fault and reading the switch counters
 before it take up to seconds on this loaded machine, and a write that ends first proves nothing."""
-ENDPOINTS = ("native", "python")
 RATE_ESTIMATE = {"native": 32 << 20, "python": 16 << 20}
 """Bytes per second the demo expects across the default fabric on this 2-core machine, per
 endpoint, at the low end of what it measured (JSON ``goodput_gbps``): native 34-42 MB/s at load

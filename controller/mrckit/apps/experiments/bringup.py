@@ -5,6 +5,7 @@ the end, on error and Ctrl-C too."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 
 from ...host.config import Settings
@@ -12,11 +13,19 @@ from ...topology import Role, Topology
 from .linkspeed import set_link_speed, shape_nics
 
 
+def transport_settings(settings: Settings, transport: str) -> Settings:
+    """The host agents' ``settings`` for QPs of ``transport`` (``mrckit.endpoint.choices``):
+    for ``rc`` the pinned-EV mode, one fixed EV per QP (docs/host.md "EV set policy")."""
+    return dataclasses.replace(settings, pinned_ev=transport == "rc")
+
+
 @contextlib.contextmanager
 def experiment_fabric(topology: Topology, name: str, settings: Settings, link_speed_pps: int,
-                      say: Callable[[str], None] = lambda _: None) -> Iterator:
-    """Bring up ``topology`` as fabric ``name`` (eBPF target, SRv6 mode, host agents with
-    ``settings``, the controller with the committed pipeline), set every switch port and every
+                      say: Callable[[str], None] = lambda _: None, *, mode: str = "srv6",
+                      transport: str = "mrc") -> Iterator:
+    """Bring up ``topology`` as fabric ``name`` (eBPF target, forwarding ``mode`` ``srv6`` or
+    ``ecmp``, host agents with ``settings`` as :func:`transport_settings` makes them for
+    ``transport``, the controller with the committed pipeline), set every switch port and every
     host NIC port to ``link_speed_pps`` (:func:`set_link_speed`, :func:`shape_nics`), yield the running
     :class:`mrckit.fabric.Fabric`, and tear it down on leaving.
 
@@ -29,8 +38,8 @@ def experiment_fabric(topology: Topology, name: str, settings: Settings, link_sp
     p4info, device_config = pipeline_files("ebpf")
     t1 = sum(1 for s in topology.switches if s.role == Role.T1)
     say(f"bringing up fabric {name}: {topology.planes} planes, {len(topology.switches)} switches "
-        f"({t1} T1), {len(topology.hosts)} hosts, the controller")
-    fab = Fabric.up(topology, name=name, settings=settings,
+        f"({t1} T1), {len(topology.hosts)} hosts, the controller; {mode} mode, host agents for {transport}")
+    fab = Fabric.up(topology, name=name, settings=transport_settings(settings, transport), mode=mode,
                     controller_args=("--name", name, "--p4info", str(p4info), "--device-config", str(device_config)))
     try:
         ports = set_link_speed(fab, link_speed_pps)

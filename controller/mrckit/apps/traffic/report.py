@@ -72,6 +72,7 @@ class TrafficReport(JsonFile):
     pattern: str
     fabric: str
     endpoint: str = "python"
+    transport: str = "mrc"
     seed: int
     started_ns: int
     finished_ns: int

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 
+from ...endpoint.choices import check_transport
 from ...errors import MrcError
 from ..common import JsonLinesProcess
 from .patterns import Flow
@@ -15,7 +16,6 @@ from .worker import MODULE
 READY_TIMEOUT_S = 180.0
 """How long a worker may take to start and create its QPs and regions (a loaded machine
 starts 16 Python processes slowly)."""
-ENDPOINTS = ("native", "python")
 
 
 def default_timeout_exp(endpoint: str) -> int:
@@ -29,11 +29,11 @@ def default_timeout_exp(endpoint: str) -> int:
 
 
 def _plans(fabric, flows: list[Flow], endpoint: str, seed: int, timeout: float,
-           timeout_exp: int) -> dict[str, dict]:
+           timeout_exp: int, transport: str = "mrc") -> dict[str, dict]:
     """Host name -> its worker's plan (see ``worker``)."""
     nic = {name: fabric.host(name).nic_address for name in {f.src for f in flows} | {f.dst for f in flows}}
     plans = {name: {"nic": addr, "endpoint": endpoint, "seed": seed, "timeout": timeout, "timeout_exp": timeout_exp,
-                    "send": [], "recv": []} for name, addr in nic.items()}
+                    "transport": transport, "send": [], "recv": []} for name, addr in nic.items()}
     for f in flows:
         plans[f.src]["send"].append([f.id, nic[f.dst], f.size])
         plans[f.dst]["recv"].append([f.id, nic[f.src], f.size])
@@ -58,22 +58,26 @@ def _results(flows: list[Flow], sent: dict[str, dict], recvs: dict[str, dict]) -
 
 
 def run_traffic(fabric, pattern: str, flows: list[Flow], *, endpoint: str = "native", seed: int = 0,
-                timeout: float = 300.0, timeout_exp: int | None = None) -> TrafficReport:
+                timeout: float = 300.0, timeout_exp: int | None = None, transport: str = "mrc") -> TrafficReport:
     """Move every flow of ``flows`` across ``fabric`` (a running :class:`mrckit.fabric.Fabric`)
     at once, each as one WRITE_WITH_IMM on its own QP of ``endpoint`` (``native`` or
     ``python``), and verify every byte. ``timeout`` is the seconds the whole run may take once
     started; ``timeout_exp`` sets the writers' RTO, 1.024 us × 2^N (None: the endpoint's
-    default, :func:`default_timeout_exp`).
+    default, :func:`default_timeout_exp`); ``transport`` what every QP speaks, ``mrc`` or ``rc``
+    (the RC baseline, native only: each QP stays on one EV when the fabric's host agents run
+    in pinned-EV mode, ``mrc fabric up --transport rc``).
 
     Raises:
-        MrcError: an unknown endpoint, or a worker did not start or died (naming the host);
+        MrcError: an unknown endpoint or transport, rc with the Python endpoint, or a worker did not start or died (naming the host);
             flows that fail or time out are reported in the returned report, not raised.
     """
-    if endpoint not in ENDPOINTS:
-        raise MrcError(f"endpoint {endpoint!r}: use {' or '.join(ENDPOINTS)}")
+    try:
+        check_transport(transport, endpoint)
+    except ValueError as exc:
+        raise MrcError(str(exc)) from None
     if timeout_exp is None:
         timeout_exp = default_timeout_exp(endpoint)
-    plans = _plans(fabric, flows, endpoint, seed, timeout, timeout_exp)
+    plans = _plans(fabric, flows, endpoint, seed, timeout, timeout_exp, transport)
     workers: dict[str, JsonLinesProcess] = {}
     try:
         for name, plan in plans.items():
@@ -92,5 +96,5 @@ def run_traffic(fabric, pattern: str, flows: list[Flow], *, endpoint: str = "nat
     finally:
         for w in workers.values():
             w.close()
-    return TrafficReport(pattern=pattern, fabric=fabric.name, endpoint=endpoint, seed=seed, started_ns=started, finished_ns=finished,
+    return TrafficReport(pattern=pattern, fabric=fabric.name, endpoint=endpoint, transport=transport, seed=seed, started_ns=started, finished_ns=finished,
                          flows=_results(flows, sent, done))

@@ -4,7 +4,7 @@ endpoint with every QP of that host, the QPs it writes on and the QPs it is writ
 It reads one JSON line on stdin, the plan::
 
     {"nic": ADDR, "endpoint": "python"|"native", "seed": S, "timeout": SECONDS, "timeout_exp": N,
-     "send": [[FLOW, PEER_NIC, SIZE], ...], "recv": [[FLOW, PEER_NIC, SIZE], ...]}
+     "transport": "mrc"|"rc", "send": [[FLOW, PEER_NIC, SIZE], ...], "recv": [[FLOW, PEER_NIC, SIZE], ...]}
 
 and answers in JSON lines on stdout: ``{"ready": true}`` once every QP and memory region
 exists; after the line ``go`` it posts one WRITE_WITH_IMM per send flow (all at once, the
@@ -130,7 +130,8 @@ def run(plan: dict) -> int:
     try:
         # A QP never gives up by itself: a busy machine may starve an endpoint for longer than
         # its retries last, and the run's timeout bounds every flow anyway.
-        config = QpConfig(retry=RetryConfig(timeout_exp=plan["timeout_exp"], exp_retries=INFINITE_RETRIES))
+        config = QpConfig(retry=RetryConfig(timeout_exp=plan["timeout_exp"], exp_retries=INFINITE_RETRIES),
+                          transport=plan.get("transport", "mrc"))
         regions, qps = {}, {}
         for flow, peer, size in plan["recv"]:
             regions[flow] = ep.register_mr(size, rkey=RKEY_BASE + flow)

@@ -8,7 +8,7 @@ import pathlib
 
 LIB_PATH = pathlib.Path(__file__).with_name("libmrcep.so")
 RTX_REASONS = ("", "nack_trimmed", "nack_trimmed_lasthop", "nack_resource", "nack_psn_oor_window",
-               "sack_gap", "rto")
+               "sack_gap", "rto", "nak_seq")
 """enum mrc_rtx_reason, index -> the Python endpoint's retransmit-reason key."""
 
 
@@ -36,21 +36,22 @@ class ReqCfg(C.Structure):
     _fields_ = [("qpn", C.c_uint32), ("remote_qpn", C.c_uint32), ("local", C.c_uint8 * 16),
                 ("peer", C.c_uint8 * 16), ("mtu", C.c_uint32), ("mpr", C.c_uint32),
                 ("initial_psn", C.c_uint32), ("timeout_exp", C.c_uint32), ("linear_retries", C.c_uint32),
-                ("exp_retries", C.c_uint32), ("reorder_packets", C.c_uint32), ("cc", CcCfg)]
+                ("exp_retries", C.c_uint32), ("reorder_packets", C.c_uint32), ("cc", CcCfg), ("rc", C.c_uint32)]
 
 
 class ReqStats(C.Structure):
     _fields_ = [(n, C.c_uint64) for n in ("packets", "payload_bytes", "acked_bytes", "sacks", "ecn_sacks",
                                           "timeouts", "probes", "icrc_checked", "bad_icrc", "completions",
                                           "malformed")] + \
-               [("retransmits", C.c_uint64 * len(RTX_REASONS)), ("nacks", C.c_uint64 * 256)]
+               [("retransmits", C.c_uint64 * len(RTX_REASONS)), ("nacks", C.c_uint64 * 256)] + \
+               [(n, C.c_uint64) for n in ("acks", "seq_naks")]
 
 
 class RespStats(C.Structure):
     _fields_ = [(n, C.c_uint64) for n in ("packets", "icrc_checked", "bad_icrc", "malformed", "unknown_qp",
                                           "duplicates", "placed_packets", "placed_bytes", "ce_marked",
                                           "trimmed", "probes", "sacks", "imm_completions")] + \
-               [("nacks", C.c_uint64 * 256)]
+               [("nacks", C.c_uint64 * 256)] + [(n, C.c_uint64) for n in ("acks", "seq_naks", "out_of_sequence")]
 
 
 class Completion(C.Structure):
@@ -97,6 +98,7 @@ _SIGNATURES = {
     "mrcep_req_on_reply": (None, [_P, C.c_char_p, C.c_uint32, C.c_int64]),
     "mrcep_req_on_sack": (None, [_P, C.c_char_p, C.c_int64]),
     "mrcep_req_on_nack": (None, [_P, C.c_char_p, C.c_int64]),
+    "mrcep_req_on_ack": (None, [_P, C.c_char_p, C.c_int64]),
     "mrcep_req_on_timer": (C.c_int64, [_P, C.c_int64]),
     "mrcep_req_send_probe": (None, [_P, C.c_int64]),
     "mrcep_req_busy": (C.c_int, [_P]),
@@ -112,6 +114,7 @@ _SIGNATURES = {
     "mrcep_resp_free": (None, [_P]),
     "mrcep_resp_add_qp": (C.c_int, [_P, C.c_uint32, C.c_uint32, C.c_uint32, C.c_uint32, C.c_uint32, C.c_char_p]),
     "mrcep_resp_set_remote_qpn": (C.c_int, [_P, C.c_uint32, C.c_uint32]),
+    "mrcep_resp_set_rc": (C.c_int, [_P, C.c_uint32, C.c_int]),
     "mrcep_resp_mr_add": (C.c_int, [_P, C.c_uint32, C.c_uint64, _P, C.c_uint64]),
     "mrcep_resp_mr_del": (C.c_int, [_P, C.c_uint32]),
     "mrcep_resp_mr_placed": (C.c_uint64, [_P, C.c_uint32]),

@@ -42,6 +42,8 @@ class NativeEndpoint(QpSetup):
         mrckit.endpoint.native.NativeUnavailable: the library is not built.
     """
 
+    SUPPORTS_RC = True
+
     def __init__(self, nic_addr: str, *, port: int = UDP_PORT_ROCEV2, peer_port: int = UDP_PORT_ROCEV2,
                  sack_coalesce_bytes: int = SACK_COALESCE_BYTES, start: bool = True, busy_poll: bool = False):
         self.lib = _lib.lib()
@@ -93,7 +95,8 @@ class NativeEndpoint(QpSetup):
     def _add_requestor(self, qp: QueuePair, remote_qpn: int) -> None:
         c = qp.config
         qp.requestor = NativeRequestorQp(qp.qpn, remote_qpn, self.nic_addr, qp.peer, mtu=c.mtu, mpr=c.mpr,
-                                         initial_psn=c.initial_psn, retry=c.retry, cc=c.cc, outbox=self.outbox)
+                                         initial_psn=c.initial_psn, retry=c.retry, cc=c.cc, outbox=self.outbox,
+                                         rc=c.transport == "rc")
         self.lib.mrcep_ep_add_req(self.ptr, qp.qpn, qp.requestor.ptr)
 
     # --- data path API ------------------------------------------------------------------

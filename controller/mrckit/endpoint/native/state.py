@@ -113,7 +113,8 @@ class _Outstanding:
 class NativeRequestorQp:
     """The C requestor of one QP, with :class:`mrckit.endpoint.RequestorQp`'s constructor and
     methods (post, busy, pump, on_sack, on_nack, on_timer, send_probe, fail, una). SACKs and
-    NACKs may also be handed over raw with :meth:`on_reply` (ICRC checked there).
+    NACKs may also be handed over raw with :meth:`on_reply` (ICRC checked there). With
+    ``rc=True`` it is an RC baseline requestor (AETH ACK/NAK, go-back-N; docs/endpoint.md).
     ``send(buffers, tclass)`` receives each packet; ``outbox`` shares one with an endpoint
     instead (then ``send`` is unused and the caller drains it).
 
@@ -125,7 +126,7 @@ class NativeRequestorQp:
     def __init__(self, qpn: int, remote_qpn: int, local_addr, peer, send=None, *,
                  mtu: int = DEFAULT_PAYLOAD_LEN, mpr: int = 1024, initial_psn: int = 0,
                  retry: RetryConfig | None = None, cc: NsccConfig | None = None,
-                 reorder_packets: int = REORDER_PACKETS, outbox: Outbox | None = None):
+                 reorder_packets: int = REORDER_PACKETS, outbox: Outbox | None = None, rc: bool = False):
         self.lib = _lib.lib()
         if not 0 < mtu <= 4096:
             raise ValueError(f"path MTU payload must be within 1..4096 B, got {mtu}")
@@ -139,7 +140,7 @@ class NativeRequestorQp:
                           timeout_exp=self.retry.timeout_exp, linear_retries=self.retry.linear_retries,
                           exp_retries=self.retry.exp_retries, reorder_packets=reorder_packets,
                           cc=_lib.CcCfg(ccfg.mtu, ccfg.initial_cwnd, ccfg.max_cwnd, ccfg.target_qdelay,
-                                        ccfg.eta, ccfg.fi, ccfg.gamma, ccfg.max_md))
+                                        ccfg.eta, ccfg.fi, ccfg.gamma, ccfg.max_md), rc=int(rc))
         cfg.local[:] = packed(local_addr)
         cfg.peer[:] = packed(peer)
         self._own_outbox = outbox is None
@@ -271,7 +272,8 @@ class NativeRequestorQp:
         s = self.lib.mrcep_req_stats(self.ptr).contents
         out = RequestorStats(**{n: getattr(s, n) for n in ("packets", "payload_bytes", "acked_bytes", "sacks",
                                                            "ecn_sacks", "timeouts", "probes", "icrc_checked",
-                                                           "bad_icrc", "completions", "malformed")})
+                                                           "bad_icrc", "completions", "malformed",
+                                                           "acks", "seq_naks")})
         for i, name in enumerate(_lib.RTX_REASONS):
             if name and s.retransmits[i]:
                 out.retransmits[name] = s.retransmits[i]
@@ -329,6 +331,11 @@ class NativeResponderQp:
     def remote_qpn(self, value: int) -> None:
         self._remote_qpn = value
         self._resp.lib.mrcep_resp_set_remote_qpn(self._resp.ptr, self.qpn, value)
+
+    def set_rc(self) -> None:
+        """Make this QP an RC baseline QP: in-order placement only, AETH ACKs, one NAK
+        sequence error per gap (docs/endpoint.md "The RC baseline")."""
+        self._resp.lib.mrcep_resp_set_rc(self._resp.ptr, self.qpn, 1)
 
     @property
     def epsn(self) -> int:
@@ -456,7 +463,8 @@ class NativeResponder:
         s = self.lib.mrcep_resp_stats(self.ptr).contents
         out = ResponderStats(**{n: getattr(s, n) for n in (
             "packets", "icrc_checked", "bad_icrc", "malformed", "unknown_qp", "duplicates", "placed_packets",
-            "placed_bytes", "ce_marked", "trimmed", "probes", "sacks", "imm_completions")})
+            "placed_bytes", "ce_marked", "trimmed", "probes", "sacks", "imm_completions", "acks", "seq_naks",
+            "out_of_sequence")})
         out.nacks.update(_nack_names(s.nacks))
         self._last_stats = out
         return out
