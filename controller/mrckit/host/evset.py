@@ -41,12 +41,11 @@ def build_template(t1_counts: dict[int, int], count: int = 128, backups_per_plan
     Within a plane, EV k uses T1 ``k % t1_count`` so every spine carries an equal share; the
     backups continue the same round-robin, so a replacement keeps the spread even.
 
-    With ``t1_draws`` N > 0, the plane's active EVs go round-robin over N T1s drawn uniformly at
-    random, with replacement (seeded by ``draw_seed``, None: random), instead of over every T1:
-    a host whose every peer set is a copy of this template then reaches a given T1 of the plane
-    with probability 1 - (1 - 1/S)^N (S T1s), as a NIC whose N EVs per plane each land on a
-    random T1 would (the T1 failure experiment). Backups keep the round-robin over every T1:
-    a replacement is a fresh EV, whichever T1 it lands on.
+    With ``t1_draws`` N > 0, the plane's EVs and backups go round-robin over N T1s drawn
+    uniformly at random, with replacement (seeded by ``draw_seed``, None: random), instead of
+    over every T1: a host whose every peer set is a copy of this template then crosses a given
+    T1 of the plane with probability 1 - (1 - 1/S)^N (S T1s), as a NIC whose N EVs per plane
+    each land on a random T1 would (the T1 failure experiment), and no replacement widens that.
 
     With ``opaque`` (EV-hash mode) the switches hash the whole EV, so below the plane
     bits (31..28) every EV is 28 random bits, unique within the host: no T1 field, and the
@@ -83,8 +82,9 @@ def build_template(t1_counts: dict[int, int], count: int = 128, backups_per_plan
     for plane in sorted(t1_counts):
         n_t1 = t1_counts[plane]
         t1s = sorted(draws.randrange(n_t1) for _ in range(t1_draws)) or list(range(n_t1))
-        active += [ev_pack(plane, t1s[k % len(t1s)], next(salts)) for k in range(per_plane)]
-        backups[plane] = [ev_pack(plane, k % n_t1, next(salts)) for k in range(per_plane, per_plane + backups_per_plane)]
+        evs = [ev_pack(plane, t1s[k % len(t1s)], next(salts)) for k in range(per_plane + backups_per_plane)]
+        active += evs[:per_plane]
+        backups[plane] = evs[per_plane:]
     return Template(active, backups)
 
 

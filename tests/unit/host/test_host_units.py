@@ -37,12 +37,12 @@ def test_template_is_equal_per_plane_and_spreads_over_t1():
 
 def test_template_t1_draws_put_each_plane_on_the_drawn_t1s_only():
     """t1_draws N: a plane's active EVs cross only N T1s drawn with replacement (seeded per
-    draw_seed), while the backups still go round-robin over every T1; 0 is the default spread."""
+    draw_seed), and so do their backups; 0 is the default spread."""
     t = build_template({0: 8, 1: 8}, count=128, backups_per_plane=8, seed=1, t1_draws=2, draw_seed="1/h")
     for plane in (0, 1):
         used = {ev_unpack(ev).t1 for ev in t.active if ev_unpack(ev).plane == plane}
         assert 1 <= len(used) <= 2
-        assert {ev_unpack(ev).t1 for ev in t.backups[plane]} == set(range(8))
+        assert {ev_unpack(ev).t1 for ev in t.backups[plane]} <= used
     assert t == build_template({0: 8, 1: 8}, count=128, backups_per_plane=8, seed=1, t1_draws=2, draw_seed="1/h")
     hosts = [build_template({0: 8}, 128, 0, seed=1, t1_draws=1, draw_seed=f"1/h{i}") for i in range(40)]
     assert len({ev_unpack(h.active[0]).t1 for h in hosts}) > 1  # the draws differ per host
