@@ -76,10 +76,21 @@ class DeadT1:
         if self.t_fault_ns is None:
             raise MrcError(f"the traffic ended before {self.switch} could fail; use a longer --duration")
 
+    def times(self) -> tuple[int, int, int]:
+        """(traffic start, fault, restore), CLOCK_MONOTONIC ns, once :meth:`finish` returned.
+
+        Raises:
+            MrcError: the fault did not happen (yet).
+        """
+        if self.t_go_ns is None or self.t_fault_ns is None or self.t_restore_ns is None:
+            raise MrcError(f"the failure of {self.switch} has not happened")
+        return self.t_go_ns, self.t_fault_ns, self.t_restore_ns
+
     def _run(self) -> None:
         try:
             self._go.wait()
-            if self._end.wait(max(self.t_go_ns / 1e9 + self.at_s - time.monotonic(), 0)):
+            go_s = (self.t_go_ns or time.monotonic_ns()) / 1e9
+            if self._end.wait(max(go_s + self.at_s - time.monotonic(), 0)):
                 return
             for a, b in self.links:
                 self.fab.fail_link(a, b, "blackhole")
@@ -141,7 +152,8 @@ class DeadT1:
 
     def sent_on_dead(self, host: str, peer: ipaddress.IPv6Address) -> bool:
         """``host``'s EV set toward ``peer`` sent on an EV across the dead T1 during the fault."""
-        return any(r.last_tx_ns >= self.t_fault_ns for r in self._dead_rows(host, peer))
+        t_fault = self.times()[1]
+        return any(r.last_tx_ns >= t_fault for r in self._dead_rows(host, peer))
 
     def taken_out(self, host: str, peer: ipaddress.IPv6Address, leaves: tuple[int, int]) -> bool:
         """By the restore, ``host`` had taken every EV across the dead T1 toward ``peer`` out
