@@ -14,9 +14,9 @@ from .linkspeed import set_link_speed, shape_nics
 
 @contextlib.contextmanager
 def experiment_fabric(topology: Topology, name: str, settings: Settings, link_speed_pps: int,
-                      say: Callable[[str], None] = lambda _: None) -> Iterator:
+                      say: Callable[[str], None] = lambda _: None, controller_args: tuple[str, ...] = ()) -> Iterator:
     """Bring up ``topology`` as fabric ``name`` (eBPF target, SRv6 mode, host agents with
-    ``settings``, the controller with the committed pipeline), set every switch port and every
+    ``settings``, the controller with the committed pipeline and ``controller_args``), set every switch port and every
     host NIC port to ``link_speed_pps`` (:func:`set_link_speed`, :func:`shape_nics`), yield the running
     :class:`mrckit.fabric.Fabric`, and tear it down on leaving.
 
@@ -31,7 +31,8 @@ def experiment_fabric(topology: Topology, name: str, settings: Settings, link_sp
     say(f"bringing up fabric {name}: {topology.planes} planes, {len(topology.switches)} switches "
         f"({t1} T1), {len(topology.hosts)} hosts, the controller")
     fab = Fabric.up(topology, name=name, settings=settings,
-                    controller_args=("--name", name, "--p4info", str(p4info), "--device-config", str(device_config)))
+                    controller_args=("--name", name, "--p4info", str(p4info), "--device-config", str(device_config),
+                                     *controller_args))
     try:
         ports = set_link_speed(fab, link_speed_pps)
         nics = shape_nics(fab, link_speed_pps)

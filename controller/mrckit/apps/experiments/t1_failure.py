@@ -22,8 +22,9 @@ The paper's claim (mrc-facts.md section 6, "T1 switch failure"): a T1 stopped fo
   left out of the share.
 - **Many QPs on one NIC.** A host's QPs share its NIC port's token bucket (``linkspeed``), whose
   queue holds ``NIC_QUEUE_MS``: each writer's window is capped so that all of a host's QPs
-  together fill at most half of it (:func:`window_cap`), the writers' RTO is at least that
-  queue and the agents' twice it. Without the cap the QPs' initial windows overflow the queue at once, and its drops,
+  together fill at most half of it (:func:`window_cap`), the writers' RTO is at least twice
+  that queue and the agents' four times, and the controller gathers evidence for a second
+  before it denies a link. Without the cap the QPs' initial windows overflow the queue at once, and its drops,
   on the few paths a host uses, look to the hosts and the controller like failed links, as do the retransmissions of packets
   still waiting in it.
 """
@@ -65,11 +66,15 @@ PROGRESS_S = 0.25
 """How often each receiver reports the bytes placed so far."""
 TRAFFIC_TIMEOUT_S = 120.0
 """How long one all-to-all may take before its unfinished QPs are reported failed."""
-AGENT_RTO_NS = 2 * NIC_QUEUE_MS * 1_000_000
-"""The agents' RTO: twice the NIC queue, which a packet may wait in before it leaves."""
-WRITER_TIMEOUT_EXP = math.ceil(math.log2(NIC_QUEUE_MS * 1_000_000 / TIME_UNIT_NS))
-"""The writers' RTO, 1.024 us x 2^N: at least the NIC queue (17: 134 ms), so that a packet
-waiting there is not sent again, which the host dataplane would take for a loss on its path."""
+AGENT_RTO_NS = 4 * NIC_QUEUE_MS * 1_000_000
+"""The agents' RTO: four times the NIC queue, which a packet may wait in before it leaves."""
+WRITER_TIMEOUT_EXP = math.ceil(math.log2(2 * NIC_QUEUE_MS * 1_000_000 / TIME_UNIT_NS))
+"""The writers' RTO, 1.024 us x 2^N: at least twice the NIC queue (18: 268 ms), so that a
+packet waiting there, or a writer the machine's load starves for a while, does not send it
+again, which the host dataplane would take for a loss on its path."""
+SETTLE_MS = 1000
+"""The controller's evidence time before it denies a link (``--settle-ms``): with one T1 per
+plane a host's spurious timeouts name one link alone, and its probes clear it in that time."""
 
 
 def window_cap(planes: int, link_speed_pps: int, writers: int) -> int:
@@ -137,7 +142,8 @@ def run_t1_failure(opts: T1FailureOptions, say: Callable[[str], None] = lambda _
     pairs = make_flows("all-to-all", hosts, size) * opts.qps_per_pair
     flows = [Flow(i, f.src, f.dst, size) for i, f in enumerate(pairs)]
     cap = window_cap(opts.size.planes, opts.link_speed_pps, per_host)
-    with experiment_fabric(topo, opts.name, settings, opts.link_speed_pps, say) as fab:
+    with experiment_fabric(topo, opts.name, settings, opts.link_speed_pps, say,
+                           controller_args=("--settle-ms", str(SETTLE_MS))) as fab:
         say(f"baseline: all-to-all, {len(flows)} QPs of {size} B (windows of {cap} packets), no fault")
         base = _traffic(fab, flows, opts.seed, cap, None)
         say(f"the same with {dead.name} failed from {opts.duration_s / 3:.1f} s to {2 * opts.duration_s / 3:.1f} s")
