@@ -19,7 +19,9 @@ The paper's claim (mrc-facts.md section 6, "T1 switch failure"): a T1 stopped fo
   packet on an EV whose path crosses the dead T1 while the fault held: an EV of that plane and
   T1 with ``last_tx_ns`` at or after the fault's start, in the writer's EV table read before the
   restore. Every such packet was dropped. QPs between hosts of one leaf cross no T1 and are
-  left out of the share.
+  left out of the share. A QP is *exposed* when that set holds an EV across the T1 at all, in
+  any state (the event the formula gives the chance of): an exposed QP escapes when its EVs
+  there were out of service, or a link of the T1 denied, already when the fault came.
 - **Many QPs on one NIC.** A host's QPs share its NIC port's token bucket (``linkspeed``), whose
   queue holds ``NIC_QUEUE_MS``: each writer's window is capped so that all of a host's QPs
   together fill at most half of it (:func:`window_cap`), the writers' RTO is at least twice
@@ -177,6 +179,7 @@ def t1_failure_record(opts: T1FailureOptions, base, faulty, fault: DeadT1, topo)
     leaf = {h.name: h.leaf for h in topo.hosts}
     nic = {h.name: ipaddress.IPv6Address(h.nic_address) for h in topo.hosts}
     crossing = [f for f in faulty.flows if leaf[f.src] != leaf[f.dst]]
+    exposed = [f for f in crossing if fault.exposed(f.src, nic[f.dst])]
     affected = [f for f in crossing if fault.sent_on_dead(f.src, nic[f.dst])]
     out = [f for f in affected if fault.taken_out(f.src, nic[f.dst], (leaf[f.src], leaf[f.dst]))]
     share = len(affected) / len(crossing) if crossing else None
@@ -198,7 +201,7 @@ def t1_failure_record(opts: T1FailureOptions, base, faulty, fault: DeadT1, topo)
     writers = len({f.src for f in crossing})
     hit = len({f.src for f in affected})
     ours = (f"{len(affected)} of {len(crossing)} QPs across a T1 affected ({_pct(share)}, the QPs of {hit} of "
-            f"{writers} writers; formula "
+            f"{writers} writers; {len(exposed)} had EVs across it at all; formula "
             f"{_pct(formula)} for S = {opts.size.spines}, E = {opts.t1_draws}); {fault.drops} packets dropped "
             f"at the dead T1; aggregate goodput during the fault {ratio} of the same window without it")
     return ExperimentRecord(
@@ -215,7 +218,8 @@ def t1_failure_record(opts: T1FailureOptions, base, faulty, fault: DeadT1, topo)
         details=dict(writers=writers, writers_affected=hit, failed_qps=[f"{f.src}->{f.dst} ({name}): {f.error or 'not verified'}" for name, r in
                                  (("baseline", base), ("fault", faulty)) for f in r.flows if not f.ok][:20],
                      qps=len(faulty.flows), qps_across_t1=len(crossing), qps_affected=len(affected),
-                     affected_taken_out=len(out), affected=sorted(f"{f.src}->{f.dst}" for f in affected),
+                     qps_exposed=len(exposed), affected_taken_out=len(out),
+                     denied_at_restore=sorted(set().union(*fault.denied.values())), affected=sorted(f"{f.src}->{f.dst}" for f in affected),
                      formula=formula, fault_program_drops=fault.drops, t1_tx_during=fault.t1_tx_during,
                      t_fault_s=round(win[0] / 1e9, 3), t_restore_s=round(win[1] / 1e9, 3),
                      goodput_before_gbps=before, goodput_during_gbps=during, baseline_during_gbps=base_during,

@@ -150,6 +150,11 @@ class DeadT1:
     def _dead_rows(self, host: str, peer: ipaddress.IPv6Address) -> list[EvRow]:
         return [r for r in self.rows.get(host, []) if r.peer == peer and (r.plane, r.t1) == (self.plane, self.index)]
 
+    def exposed(self, host: str, peer: ipaddress.IPv6Address) -> bool:
+        """``host``'s EV set toward ``peer`` holds an EV across the dead T1, in any state: the
+        event whose chance is 1 - (1 - 1/S)^E."""
+        return bool(self._dead_rows(host, peer))
+
     def sent_on_dead(self, host: str, peer: ipaddress.IPv6Address) -> bool:
         """``host``'s EV set toward ``peer`` sent on an EV across the dead T1 during the fault."""
         t_fault = self.times()[1]
