@@ -110,7 +110,7 @@ def lossy_ev_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_d
 @click.option("--evs", type=click.IntRange(1, 256), default=128, show_default=True, help="EVs per QP.")
 @click.option("--per-minute", "per_minute", default="14,120", show_default=True,
               help="Flap rates of the T0-T1 link, flaps per minute, comma-separated: one write each.")
-@click.option("--duration", type=click.FloatRange(1, 60), default=15.0, show_default=True,
+@click.option("--duration", type=click.FloatRange(1, 60), default=9.0, show_default=True,
               help="Seconds each write should last; the link flaps during its middle third.")
 @click.option("--name", default="expflaps", show_default=True, help="The fabric's name.")
 def flaps_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir, evs, per_minute, duration,
@@ -165,6 +165,31 @@ def load_balance_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, o
                               link_speed_pps=link_speed, rc_qps=parse_counts(rc_qps),
                               write_bytes=parse_size(write_bytes), seed=seed, name=name)
     record = run_load_balance(opts, _say, plot=_plot_path(out_dir, "load-balance"))
+    _emit(record, out_dir)
+
+
+@experiment.command("t1-failure")
+@_fabric_options(planes=2, spines=4, leaves=4, hosts=1, link_speed=1000)
+@click.option("--qps-per-pair", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="QPs each host writes to each other host (all-to-all).")
+@click.option("--evs", type=click.IntRange(128, 256), default=128, show_default=True, help="EVs per QP.")
+@click.option("--t1-draws", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="E: T1s each host draws per plane for its EVs; a QP crosses a given T1 with "
+                   "probability 1 - (1 - 1/spines)^E.")
+@click.option("--duration", type=click.FloatRange(3, 60), default=9.0, show_default=True,
+              help="Seconds the all-to-all lasts at line rate; the T1 fails during its middle third.")
+@click.option("--name", default="expt1", show_default=True, help="The fabric's name.")
+def t1_failure_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir, qps_per_pair, evs, t1_draws,
+                   duration, name) -> None:
+    """One T1 stops forwarding under an all-to-all of many QPs: the share of QPs affected beside
+    1 - (1 - 1/S)^E, and the aggregate goodput against the same traffic without the fault."""
+    from ..apps.experiments.demo_fault import FabricSize
+    from ..apps.experiments.t1_failure import T1FailureOptions, run_t1_failure
+
+    opts = T1FailureOptions(size=FabricSize(planes, spines, leaves, hosts_per_leaf), qps_per_pair=qps_per_pair,
+                            evs=evs, t1_draws=t1_draws,
+                            link_speed_pps=link_speed, duration_s=duration, seed=seed, name=name)
+    record = run_t1_failure(opts, _say, plot=_plot_path(out_dir, "t1-failure"))
     _emit(record, out_dir)
 
 

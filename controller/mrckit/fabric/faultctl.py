@@ -46,6 +46,7 @@ from ..errors import MrcError
 from ..switch.ebpf_target import EbpfSwitch
 from . import faults, linkstate, procs
 from .flap import GREETING as FLAP_GREETING
+from .flap import STOP_TIMEOUT_S as FLAP_STOP_S
 from .state import FabricState, now_iso
 
 log = logging.getLogger(__name__)
@@ -210,7 +211,7 @@ def restore_link(state: FabricState, a: str, b: str) -> str:
             faults.detach(ns, ifname)
     else:
         if key in state.flappers:
-            procs.stop(state.flappers.pop(key))
+            procs.stop(state.flappers.pop(key), timeout=FLAP_STOP_S)
         if fault.get("armed"):  # before the carrier comes back, so nothing drops after
             for ns, ifname in ends:
                 faults.detach(ns, ifname)

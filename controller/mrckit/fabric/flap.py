@@ -49,6 +49,12 @@ class FlapWindow:
 
 
 STOPPED = "stopped after"
+REPORT_TIMEOUT_S = 3.0
+"""How long one report to the controller may take; the flapping goes on without it."""
+STOP_TIMEOUT_S = 20.0
+"""How long a stopper waits for this process to exit after SIGTERM before SIGKILL (which
+loses the ``stopped after`` line): one report in flight (:data:`REPORT_TIMEOUT_S`), then the
+final ``ip link set`` of both ends, each seconds on a busy machine."""
 
 
 def read_window(log_text: str) -> FlapWindow | None:
@@ -74,7 +80,8 @@ def flap(ends: list[tuple[str, str]], hz: float, stop: threading.Event, report=N
         window.first_down_ns = window.first_down_ns or time.monotonic_ns()
         report(False)
         next_t += half
-        stop.wait(max(next_t - time.monotonic(), 0))
+        if stop.wait(max(next_t - time.monotonic(), 0)):
+            break  # the restore reports the link up itself: no report on the way out
         _set(ends, up=True)
         report(True)
         next_t += half
@@ -88,7 +95,7 @@ def _reporter(controller: str, link: str):
     """``report(up)`` telling controller ``controller`` that ``link`` went down or came up."""
     from ..control.client import ControllerClient
 
-    client = ControllerClient.named(controller, timeout_s=10.0)
+    client = ControllerClient.named(controller, timeout_s=REPORT_TIMEOUT_S)
 
     def report(up: bool) -> None:
         try:

@@ -128,8 +128,10 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
     def _setup(self, cfg: AgentConfig) -> ConfigureResult:
         s = cfg.settings
         self._rng = random.Random(s.seed or None)
+        # The T1 draws differ per host (its NIC address) but repeat with the seed.
         self.template = build_template(cfg.t1_counts(), s.ev_count, s.backups_per_plane,
-                                       seed=s.seed or None, opaque=cfg.opaque_evs)
+                                       seed=s.seed or None, opaque=cfg.opaque_evs, t1_draws=s.t1_draws,
+                                       draw_seed=f"{s.seed}/{cfg.nic_address}" if s.seed else None)
         self._ifindex = {p.plane: _ifindex(p.ifname, cfg.name) for p in cfg.ports}
         _ifindex(cfg.nic_device, cfg.name)
         dp = self.dp = HostDataplane(cfg.mode, cfg.locator)  # both fixed at load: Configure reloads

@@ -14,7 +14,7 @@ from ..proto import host_agent_pb2 as pb
 from ..wire.addressing import parse_nic_address, parse_port_address
 from ..wire.constants import AGENT_UDP_PORT
 from ..wire.usid import DEFAULT_LOCATOR
-from .evset import MAX_EVS, MIN_EVS
+from .evset import MAX_EVS, MAX_T1_DRAWS, MIN_EVS
 
 XDP_MODES = ("native", "generic", "auto")
 RETIREMENTS = ("path", "ev")
@@ -55,6 +55,7 @@ class Settings:
     retirement: str = "path"
     ev_min_active: int = 0  # 0: ev_count // 4
     pinned_ev: bool = False
+    t1_draws: int = 0  # 0: each plane's EVs round-robin over every T1 (evset.build_template)
 
     @property
     def min_active(self) -> int:
@@ -101,7 +102,7 @@ class AgentConfig:
                 plane without a T1 count, duplicate planes, a bad port address or MAC, an EV
                 count outside 128..256 or not a multiple of the planes, a bad XDP mode, a
                 mode other than srv6/ecmp, a retirement other than path/ev, an ev_min_active
-                above the EV count.
+                above the EV count, a t1_draws outside 0..256.
         """
         if self.mode not in MODES:
             raise MrcError(f"host {self.name}: mode {self.mode!r}: use {' or '.join(MODES)}")
@@ -142,6 +143,9 @@ class AgentConfig:
         if not 0 <= s.ev_min_active <= s.ev_count:
             raise MrcError(f"host {self.name}: settings.ev_min_active {s.ev_min_active} must be "
                            f"0..{s.ev_count} (the EV count; 0 = a quarter of it)")
+        if not 0 <= s.t1_draws <= MAX_T1_DRAWS:
+            raise MrcError(f"host {self.name}: settings.t1_draws {s.t1_draws} must be 0..{MAX_T1_DRAWS} "
+                           "(0 = every T1 of the plane)")
         if s.probe_successes < 1 or s.rto_ns <= 0:
             raise MrcError(f"host {self.name}: settings.probe_successes and rto_ns must be positive")
 
@@ -191,7 +195,8 @@ def to_proto(cfg: AgentConfig) -> pb.ConfigureRequest:
                                   probe_successes=s.probe_successes, agent_port=s.agent_port,
                                   xdp_mode=s.xdp_mode, max_probes_per_sweep=s.max_probes_per_sweep,
                                   seed=s.seed, min_unacked=s.min_unacked, retirement=s.retirement,
-                                  ev_min_active=s.ev_min_active, pinned_ev=s.pinned_ev))
+                                  ev_min_active=s.ev_min_active, pinned_ev=s.pinned_ev,
+                                  t1_draws=s.t1_draws))
 
 
 def _address(host: str, field: str, text: str) -> ipaddress.IPv6Address:
@@ -220,6 +225,6 @@ def from_proto(req: pb.ConfigureRequest) -> AgentConfig:
         agent_port=s.agent_port or d.agent_port, xdp_mode=s.xdp_mode or d.xdp_mode,
         max_probes_per_sweep=s.max_probes_per_sweep or d.max_probes_per_sweep, seed=s.seed,
         min_unacked=s.min_unacked or d.min_unacked, retirement=s.retirement or d.retirement,
-        ev_min_active=s.ev_min_active, pinned_ev=s.pinned_ev)
+        ev_min_active=s.ev_min_active, pinned_ev=s.pinned_ev, t1_draws=s.t1_draws)
     return AgentConfig(h.name, nic, h.leaf, h.downlink, h.nic_device, ports,
                        tuple(h.t1_per_plane), h.locator or DEFAULT_LOCATOR, settings, h.mode or "srv6")

@@ -1,4 +1,4 @@
-"""`mrc experiment failover` and `flaps` for real, on their small default fabric with short
+"""`mrc experiment failover`, `flaps` and `t1-failure` for real, on small fabrics with short
 writes: invariants only (docs/experiments.md): every byte verified, the fault shown by the
 dataplane's counters, the record written with the machine and commit, and its row in the
 table. No timing assertion: the figures depend on the machine's load."""
@@ -19,7 +19,7 @@ def _mrc(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
 
 
 def _run(tmp_path, name: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
-    proc = _mrc("experiment", name, "--out", str(tmp_path), "--name", f"te{os.getpid() % 10000}{name[:4]}", *extra)
+    proc = _mrc("experiment", name, "--out", str(tmp_path), "--name", f"te{os.getpid() % 10000}{name.replace('-', '')[:4]}", *extra)
     path = tmp_path / f"{name}.json"
     assert path.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, json.loads(path.read_text())
@@ -83,3 +83,25 @@ def test_load_balance_runs_one_mrc_qp_and_pinned_rc_qps_on_an_ecmp_fabric(need_r
     assert all(e > 4 for e in runs[0]["evs_per_pair"])
     assert all(sum(r["links"].values()) > 0 and len(r["links"]) == 4 for r in runs)  # 2 planes x 2 spines
     assert record["setting"]["mode"] == "ecmp"
+
+
+def test_t1_failure_drops_at_the_dead_t1_and_loses_no_byte(need_root, tmp_path):
+    proc, record = _run(tmp_path, "t1-failure", "--planes", "1", "--spines", "2", "--leaves", "2",
+                        "--hosts-per-leaf", "1", "--qps-per-pair", "2", "--duration", "4")
+    assert record["checks"]["every byte verified, with and without the fault"], proc.stdout[-2000:]
+    assert record["checks"]["the T1 dropped packets, by its links' fault-program counters"]
+    assert record["checks"]["the T1 forwarded nothing during the fault, by its tx_port counters"]
+    d = record["details"]
+    assert d["fault_program_drops"] > 0 and d["t1_tx_during"] == 0
+    assert d["qps"] == d["qps_across_t1"] == 4 and d["writers"] == 2
+    assert d["qps_affected"] in (0, 2, 4)  # a pair's QPs share one EV set: affected together
+    assert d["formula"] == 0.5 and record["setting"]["dead_t1"].startswith("p0-t1-")
+    assert d["series_fault"]["gbps"] and d["series_baseline"]["gbps"]
+    assert (tmp_path / record["plot"]).read_bytes()[:4] == b"\x89PNG"
+    bench = [json.loads(ln[6:]) for ln in proc.stdout.splitlines() if ln.startswith("BENCH ")]
+    assert [b["measure"] for b in bench] == [f"experiment t1-failure: {f['measure']}" for f in record["figures"]]
+    assert bench[0]["baseline_value"] == 0.5
+    assert proc.returncode == 0
+    table = _mrc("experiment", "table", "--results", str(tmp_path), "--out", str(tmp_path / "experiments.md"))
+    assert table.returncode == 0, table.stderr[-2000:]
+    assert "| [t1-failure](#t1-failure) |" in (tmp_path / "experiments.md").read_text()

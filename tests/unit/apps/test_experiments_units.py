@@ -110,3 +110,65 @@ def test_demo_fault_checks_the_fabric_and_evs():
 def test_machine_now_reads_this_machine():
     m = Machine.now()
     assert m.cores >= 1 and m.load_end is None
+
+
+def test_t1_failure_formula_window_cap_and_bad_options():
+    from mrckit.apps.experiments.t1_failure import T1FailureOptions, window_cap
+
+    assert T1FailureOptions().formula() == 0.25  # the default fabric: S = 4, E = 1
+    assert abs(T1FailureOptions(size=FabricSize(spines=8), t1_draws=2).formula() - 0.234375) < 1e-12
+    assert window_cap(2, 1000, 12) == 8 and window_cap(1, 10, 100) == 2
+    for opts, message in ((T1FailureOptions(size=FabricSize(spines=1)), "2 spines and 2 leaves"),
+                          (T1FailureOptions(t1_draws=0), "--t1-draws 0"),
+                          (T1FailureOptions(qps_per_pair=0), "--qps-per-pair 0"),
+                          (T1FailureOptions(evs=130, size=FabricSize(planes=4)), "--evs 130")):
+        with pytest.raises(MrcError, match=message):
+            opts.check()
+
+
+def test_t1_failure_goodput_from_the_receivers_placed_bytes():
+    from mrckit.apps.experiments.t1_observe import aggregate_series, window_gbps
+    from mrckit.apps.traffic.report import TrafficReport
+
+    s = 1_000_000_000
+    report = TrafficReport(pattern="all-to-all", fabric="f", seed=1, started_ns=0, finished_ns=4 * s, flows=[],
+                           placed={"a": [[0, 0], [2 * s, 250_000_000]], "b": [[0, 0], [4 * s, 500_000_000]]})
+    assert window_gbps(report, 0, 2 * s) == (250e6 + 250e6) * 8 / 2e9
+    assert window_gbps(report, 2 * s, 4 * s) == 250e6 * 8 / 2e9  # "a" is done: interpolation holds its total
+    assert window_gbps(report, s, s) is None
+    series = aggregate_series(report, bin_s=1.0)
+    assert series["t_s"] == [0.5, 1.5, 2.5, 3.5] and series["gbps"] == [2.0, 2.0, 1.0, 1.0]
+
+
+def test_t1_failure_affected_exposed_and_taken_out_from_ev_rows():
+    import ipaddress
+
+    from mrckit.apps.experiments.t1_observe import DeadT1, EvRow
+
+    peer, other = ipaddress.IPv6Address("2001:db8:100:1::1"), ipaddress.IPv6Address("2001:db8:100:2::1")
+    dead = DeadT1.__new__(DeadT1)
+    dead.switch, dead.plane, dead.index = "p0-t1-3", 0, 3
+    dead.t_go_ns, dead.t_fault_ns, dead.t_restore_ns = 0, 100, 200
+    dead.rows = {"h0": [EvRow(peer, 0, 3, "ASSUMED_BAD", 150, False), EvRow(peer, 1, 3, "GOOD", 190, False),
+                        EvRow(other, 0, 3, "GOOD", 50, False), EvRow(other, 0, 1, "GOOD", 190, False)]}
+    dead.denied = {"h0": set()}
+    assert dead.sent_on_dead("h0", peer) and dead.taken_out("h0", peer, (0, 1))
+    assert dead.exposed("h0", other) and not dead.sent_on_dead("h0", other)  # it sent there before the fault only
+    assert not dead.taken_out("h0", other, (0, 2))
+    dead.denied["h0"] = {"p0/t0-2/t1-3"}
+    assert dead.taken_out("h0", other, (0, 2))
+    assert not dead.exposed("h1", peer)
+
+
+def test_lossy_ev_counts_a_link_denied_before_the_loss_as_taken_out():
+    from types import SimpleNamespace
+
+    from mrckit.apps.experiments.lossy_ev import _taken_out
+
+    def report(dead, out, denied):
+        return SimpleNamespace(failover=SimpleNamespace(dead_evs=dead, dead_evs_out=out),
+                               fault_effect=SimpleNamespace(link_denied_at_fault=denied))
+
+    assert _taken_out(report(8, 8, False)) and not _taken_out(report(8, 3, False))
+    assert not _taken_out(report(0, 0, None))
+    assert _taken_out(report(8, 0, True))

@@ -35,6 +35,23 @@ def test_template_is_equal_per_plane_and_spreads_over_t1():
     assert len(set(every)) == len(every) and all(ev_unpack(ev).plane == 1 for ev in t.backups[1])
 
 
+def test_template_t1_draws_put_each_plane_on_the_drawn_t1s_only():
+    """t1_draws N: a plane's active EVs cross only N T1s drawn with replacement (seeded per
+    draw_seed), and so do their backups; 0 is the default spread."""
+    t = build_template({0: 8, 1: 8}, count=128, backups_per_plane=8, seed=1, t1_draws=2, draw_seed="1/h")
+    for plane in (0, 1):
+        used = {ev_unpack(ev).t1 for ev in t.active if ev_unpack(ev).plane == plane}
+        assert 1 <= len(used) <= 2
+        assert {ev_unpack(ev).t1 for ev in t.backups[plane]} <= used
+    assert t == build_template({0: 8, 1: 8}, count=128, backups_per_plane=8, seed=1, t1_draws=2, draw_seed="1/h")
+    hosts = [build_template({0: 8}, 128, 0, seed=1, t1_draws=1, draw_seed=f"1/h{i}") for i in range(40)]
+    assert len({ev_unpack(h.active[0]).t1 for h in hosts}) > 1  # the draws differ per host
+    every = build_template({0: 8}, 128, 0, seed=1)
+    assert build_template({0: 8}, 128, 0, seed=1, t1_draws=0, draw_seed="x") == every
+    with pytest.raises(ValueError, match="t1_draws 257"):
+        build_template({0: 8}, 128, 0, t1_draws=257)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(t1_counts={0: 4}, count=100), "outside 128..256"),
     (dict(t1_counts={0: 4, 1: 4, 2: 4}, count=128), "not a multiple of the 3 planes"),
@@ -64,6 +81,7 @@ def _config(**over) -> AgentConfig:
     (dict(settings=Settings(xdp_mode="fast")), "settings.xdp_mode 'fast'"),
     (dict(settings=Settings(retirement="spine")), "settings.retirement 'spine': use path or ev"),
     (dict(settings=Settings(ev_min_active=129)), "settings.ev_min_active 129 must be 0..128"),
+    (dict(settings=Settings(t1_draws=300)), "settings.t1_draws 300 must be 0..256"),
 ])
 def test_config_errors_name_the_field(over, message):
     with pytest.raises(MrcError, match=message):
@@ -85,7 +103,7 @@ def test_proto_round_trip_and_defaults():
     req = to_proto(_config())
     req.settings.Clear()
     assert from_proto(req).settings == Settings()
-    policy = _config(settings=Settings(retirement="ev", ev_min_active=40, pinned_ev=True))
+    policy = _config(settings=Settings(retirement="ev", ev_min_active=40, pinned_ev=True, t1_draws=2))
     assert from_proto(to_proto(policy)) == policy
 
 

@@ -259,11 +259,16 @@ class FaultEffect(BaseModel):
             restore or the end of the write; None for other kinds.
         fault_program_drops: ``loss``/``blackhole``: packets the fault program dropped at both
             ends of the link (``mrckit.fabric.faults.read_stats``); None if unread.
+        link_denied_at_fault: the sender's agent denied the link already when the fault came
+            (the write waits for it to be allowed before it starts, but a busy machine's
+            spurious timeouts can make the controller deny it again meanwhile): its EVs then
+            carried nothing for the fault to hit. None: not read.
     """
 
     down_transitions: int | None = None
     dead_link_packets_after: int | None = None
     fault_program_drops: int | None = None
+    link_denied_at_fault: bool | None = None
 
 
 class Check(BaseModel):

@@ -78,6 +78,8 @@ PHASE_POLL_S = 0.01
 WRITE_TIMEOUT_S = 600.0
 LIFT_WAIT_S = 3.0
 """After the write, how long to wait for the controller to lift its DENY (for the report)."""
+ALLOW_WAIT_S = 10.0
+"""Before the write, how long to wait for the fault's link to be allowed again on the sender."""
 QPN_SENDER, QPN_RECEIVER, RKEY, IMM = 0x100, 0x200, 0x1000, 0xD3E0
 PYTHON_AGENT_SETTINGS = Settings(rto_ns=50_000_000, probe_interval_ns=20_000_000, backups_per_plane=8, min_unacked=4,
                           seed=10)
@@ -280,6 +282,7 @@ class _Run:
         self.fault_log: list[tuple[int, str]] = []
         self.dead_evs: frozenset[int] = frozenset()
         self.fault_drops: int | None = None
+        self.denied_at_fault: bool | None = None
         self.first_drop_ns: int | None = None
         self.flap = None  # a flap fault's FlapWindow, read once it is restored
         self.size = opts.size
@@ -348,6 +351,7 @@ class _Run:
         self.say(f"RDMA WRITE of {size} B ({self.opts.endpoint} endpoint) from {SENDER} [{self.a.nic_address}] to {RECEIVER} "
                  f"[{self.b.nic_address}], sprayed over every plane and spine")
         self._snapshot(sampler)  # the first read opens libbpf's handles: not at the fault
+        self._wait_allowed()
         tx.send("go")
         marks = dict(t_fault=None, t_restore=None, fault_rows=[], restore_rows=[])
         try:
@@ -387,7 +391,8 @@ class _Run:
             t_first_drop_ns=self.first_drop_ns, agent_rto_ns=self.opts.agent_settings().rto_ns,
             writer_rto_ns=TIME_UNIT_NS << self._timeout_exp(), t_restored_ns=marks.get("t_restored"), flap=self.flap,
             packets_sent=rq["packets"] + rq["probes"], packets_received=rx.state["stats"]["packets"],
-            link_packets_lost=link_lost, dead_evs=self.dead_evs, fault_program_drops=self.fault_drops)
+            link_packets_lost=link_lost, dead_evs=self.dead_evs, fault_program_drops=self.fault_drops,
+            link_denied_at_fault=self.denied_at_fault)
 
     def _timeout_exp(self) -> int:
         from .worker import timeout_exp
@@ -428,6 +433,7 @@ class _Run:
         if action == "fail":
             self.link_before = self._link_counts()
             marks["fault_rows"] = rows
+            self.denied_at_fault = self._denied()
             down_before = self._links_down()
             marks["t_fault"] = time.monotonic_ns()
             line = self._fail()
@@ -521,6 +527,27 @@ class _Run:
         marks["t_restored"] = time.monotonic_ns()
         if self.opts.fail == "flap":
             self.flap = self.fab.flap_window(*self._link_nodes())
+
+    def _denied(self) -> bool | None:
+        """Whether the sender's agent denies the fault's link now (None: unread, or the fault
+        names no link)."""
+        if not self.fault.link:
+            return None
+        try:
+            return self.fault.link in self.a.stats().denied_links
+        except MrcError:
+            return None
+
+    def _wait_allowed(self) -> None:
+        """Before the write: wait up to ``ALLOW_WAIT_S`` until the sender's agent no longer
+        denies the fault's link (an earlier write's spurious timeouts on a busy machine can
+        have had the controller deny it; its probes lift the denial), so the fault meets a
+        link in use."""
+        end = time.monotonic() + ALLOW_WAIT_S
+        while self._denied() and time.monotonic() < end:
+            time.sleep(0.1)
+        if self._denied():
+            self.say(f"{self.fault.link} is still denied after {ALLOW_WAIT_S:g} s; the write starts anyway")
 
     def _wait_lift(self, t_restore: int | None) -> None:
         """Give the controller a moment to lift its DENY, so the report can show it."""

@@ -116,7 +116,8 @@ class RunRecord:
     totals, ``link_packets_lost`` the failed link's switch counters' figure. ``dead_evs``: the
     sender's EVs in use at fault time whose path crossed the failed link (SRv6: the EV's path;
     EV-hash mode: the sender T0's group at fault time, ``ecmp_paths.group_path``).
-    ``fault_program_drops``: what the loss/blackhole program dropped (None: not read)."""
+    ``fault_program_drops``: what the loss/blackhole program dropped (None: not read).
+    ``link_denied_at_fault``: the sender denied the link when the fault came (None: not read)."""
 
     target: str
     topology: dict[str, int]
@@ -145,6 +146,7 @@ class RunRecord:
     link_packets_lost: int | None = None
     dead_evs: frozenset[int] = frozenset()
     fault_program_drops: int | None = None
+    link_denied_at_fault: bool | None = None
     endpoint_name: str = "python"
     t_fault_injected_ns: int | None = None
     t_first_drop_ns: int | None = None
@@ -208,7 +210,7 @@ def _dead_link_figures(run: RunRecord, loss) -> None:
 def _fault_effect(run: RunRecord) -> FaultEffect:
     """Evidence that the fault hit the write (see ``FaultEffect``)."""
     if run.fault.kind in ("loss", "blackhole"):
-        return FaultEffect(fault_program_drops=run.fault_program_drops)
+        return FaultEffect(fault_program_drops=run.fault_program_drops, link_denied_at_fault=run.link_denied_at_fault)
     end = min(run.t_restore_ns, run.t_end_ns)
     if run.fault.kind == "down":
         downs = [run.t_fault_ns]  # set down synchronously by the demo itself

@@ -22,10 +22,10 @@ def transport_settings(settings: Settings, transport: str) -> Settings:
 @contextlib.contextmanager
 def experiment_fabric(topology: Topology, name: str, settings: Settings, link_speed_pps: int,
                       say: Callable[[str], None] = lambda _: None, *, mode: str = "srv6",
-                      transport: str = "mrc") -> Iterator:
+                      transport: str = "mrc", controller_args: tuple[str, ...] = ()) -> Iterator:
     """Bring up ``topology`` as fabric ``name`` (eBPF target, forwarding ``mode`` ``srv6`` or
     ``ecmp``, host agents with ``settings`` as :func:`transport_settings` makes them for
-    ``transport``, the controller with the committed pipeline), set every switch port and every
+    ``transport``, the controller with the committed pipeline and ``controller_args``), set every switch port and every
     host NIC port to ``link_speed_pps`` (:func:`set_link_speed`, :func:`shape_nics`), yield the running
     :class:`mrckit.fabric.Fabric`, and tear it down on leaving.
 
@@ -40,7 +40,8 @@ def experiment_fabric(topology: Topology, name: str, settings: Settings, link_sp
     say(f"bringing up fabric {name}: {topology.planes} planes, {len(topology.switches)} switches "
         f"({t1} T1), {len(topology.hosts)} hosts, the controller; {mode} mode, host agents for {transport}")
     fab = Fabric.up(topology, name=name, settings=transport_settings(settings, transport), mode=mode,
-                    controller_args=("--name", name, "--p4info", str(p4info), "--device-config", str(device_config)))
+                    controller_args=("--name", name, "--p4info", str(p4info), "--device-config", str(device_config),
+                                     *controller_args))
     try:
         ports = set_link_speed(fab, link_speed_pps)
         nics = shape_nics(fab, link_speed_pps)

@@ -90,14 +90,19 @@ def run_demo_faults(run: DemoFault, faults: list[DemoFault], say: Callable[[str]
                     ) -> list[DemoReport]:
     """Bring up ``run``'s fabric at its link speed and run one demo write per element of
     ``faults`` on it, one after another (each with its own fault settings; the fabric, EVs and
-    link speed are ``run``'s); returns their reports. The fabric is torn down at the end.
+    link speed are ``run``'s); returns their reports. The first write is sized by its warm-up
+    write, the later ones take its size (the same fabric, one warm-up). The fabric is torn
+    down at the end.
 
     Raises:
         MrcError: a bad option, the fabric did not come up, or a write failed.
     """
     opts = [f.demo_options() for f in faults]
     with experiment_fabric(run.size.topology(), run.name, opts[0].agent_settings(), run.link_speed_pps, say) as fab:
-        return [run_on_fabric(fab, o, _Say(say)) for o in opts]
+        reports = [run_on_fabric(fab, opts[0], _Say(say))]
+        for o in opts[1:]:
+            reports.append(run_on_fabric(fab, dataclasses.replace(o, size=o.size or reports[0].bytes.sent), _Say(say)))
+        return reports
 
 
 def goodput_dip(report: DemoReport, window_s: float = 1.0) -> float | None:

@@ -56,7 +56,7 @@ class FlapsOptions:
     evs: int = 128
     link_speed_pps: int = 5000
     per_minute: tuple[float, ...] = (14.0, 120.0)
-    duration_s: float = 15.0
+    duration_s: float = 9.0
     seed: int = 1
     name: str = "expflaps"
 

@@ -77,6 +77,9 @@ class TrafficReport(JsonFile):
     started_ns: int
     finished_ns: int
     flows: list[FlowResult]
+    placed: dict[str, list[list[int]]] = {}
+    """host -> ``[t_ns, bytes placed so far]`` samples of its receiving worker (with
+    ``progress_s``; empty otherwise)."""
 
     @property
     def passed(self) -> bool:

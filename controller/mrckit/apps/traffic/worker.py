@@ -12,6 +12,9 @@ immediate is the flow id) and prints ``{"sent": {FLOW: [start_ns, end_ns, error]
 they all ended. It prints ``{"done": true, "recvs": {FLOW: [t_ns, sha256_ok]}}`` once every
 flow to it completed, the timeout passed, or the line ``stop`` came (every writer has ended:
 what has not arrived will not). It keeps answering its peers until stdin closes, then exits.
+With ``"progress_s": P`` in the plan, it also prints ``{"placed": BYTES, "t_ns": T}`` every P
+seconds from ``go`` until ``done``: the bytes placed so far in all its receive regions. With
+``"max_cwnd": W``, every writer's window is capped at W full packets.
 
 Flow f uses QP number ``QPN_BASE + f`` at both ends and rkey ``RKEY_BASE + f``; its data is
 :func:`flow_data`, which both ends and the report derive. Times are CLOCK_MONOTONIC ns, which
@@ -30,9 +33,10 @@ import time
 QPN_BASE = 0x10000
 RKEY_BASE = 0x10000
 MODULE = "mrckit.apps.traffic.worker"
-STOP_DRAIN_S = 2.0
+STOP_DRAIN_S = 10.0
 """After ``stop``, how long the receiver keeps polling for completions already queued (several
-QPs often complete together as the last writer ends)."""
+QPs often complete together as the last writer ends, and at a load average of 30 the last
+ones arrive seconds after their writers reported)."""
 
 
 def flow_data(seed: int, flow: int, size: int) -> bytes:
@@ -51,18 +55,15 @@ def _say(**msg) -> None:
         sys.stdout.flush()
 
 
-def _post(ep, qps, plan) -> dict:
-    """Post every send flow; returns flow -> Completion."""
-    comps = {}
-    for flow, _peer, size in plan["send"]:
-        comps[flow] = ep.write(qps[flow], flow_data(plan["seed"], flow, size), 0, RKEY_BASE + flow, imm=flow)
-    return comps
+def _post(ep, qps, data: dict) -> dict:
+    """Post every send flow of ``data`` (flow -> its bytes); returns flow -> Completion."""
+    return {flow: ep.write(qps[flow], payload, 0, RKEY_BASE + flow, imm=flow) for flow, payload in data.items()}
 
 
-def _receive(ep, regions, plan, deadline: float, stop: threading.Event) -> dict:
-    """Wait for every recv flow's WRITE_WITH_IMM completion and check its region's bytes,
-    until ``deadline`` or ``stop``; returns flow -> [t_ns, sha256_ok]."""
-    want = {flow: size for flow, _peer, size in plan["recv"]}
+def _receive(ep, regions, want: dict, deadline: float, stop: threading.Event) -> dict:
+    """Wait for every recv flow's WRITE_WITH_IMM completion and check its region's bytes
+    against ``want`` (flow -> SHA-256 hex of its data), until ``deadline`` or ``stop``;
+    returns flow -> [t_ns, sha256_ok]."""
     got: dict = {}
     stopped = None
     while len(got) < len(want) and time.monotonic() < deadline:
@@ -77,8 +78,7 @@ def _receive(ep, regions, plan, deadline: float, stop: threading.Event) -> dict:
             continue
         flow = comp.qpn - QPN_BASE
         if flow in want and flow not in got and comp.imm == flow:
-            expected = hashlib.sha256(flow_data(plan["seed"], flow, want[flow])).hexdigest()
-            got[flow] = [time.monotonic_ns(), regions[flow].sha256() == expected]
+            got[flow] = [time.monotonic_ns(), regions[flow].sha256() == want[flow]]
     return got
 
 
@@ -92,6 +92,24 @@ def _sends(comps: dict, deadline: float) -> dict:
         except Exception as exc:  # QpError or TimeoutError: reported per flow, never a crash
             out[flow] = [comp.started_ns, None, str(exc) or type(exc).__name__]
     return out
+
+
+def _progress(regions: dict, every_s: float, until: threading.Event) -> None:
+    """Print the bytes placed in ``regions`` so far every ``every_s`` s until ``until``."""
+    while True:
+        _say(placed=sum(mr.placed_bytes for mr in regions.values()), t_ns=time.monotonic_ns())
+        if until.wait(every_s):
+            return
+
+
+def _window(packets: int):
+    """The congestion settings of a window capped at ``packets`` full packets (None: no cap)."""
+    from ...endpoint.cc import NsccConfig
+    from ...wire.constants import DEFAULT_PAYLOAD_LEN
+
+    if not packets:
+        return None
+    return NsccConfig(initial_cwnd=packets * DEFAULT_PAYLOAD_LEN, max_cwnd=packets * DEFAULT_PAYLOAD_LEN)
 
 
 def _stdin_lines() -> queue.Queue:
@@ -131,23 +149,33 @@ def run(plan: dict) -> int:
         # A QP never gives up by itself: a busy machine may starve an endpoint for longer than
         # its retries last, and the run's timeout bounds every flow anyway.
         config = QpConfig(retry=RetryConfig(timeout_exp=plan["timeout_exp"], exp_retries=INFINITE_RETRIES),
-                          transport=plan.get("transport", "mrc"))
+                          cc=_window(plan.get("max_cwnd", 0)), transport=plan.get("transport", "mrc"))
         regions, qps = {}, {}
         for flow, peer, size in plan["recv"]:
             regions[flow] = ep.register_mr(size, rkey=RKEY_BASE + flow)
             ep.create_qp(peer, qpn=QPN_BASE + flow, remote_qpn=QPN_BASE + flow, config=config)
         for flow, peer, _size in plan["send"]:
             qps[flow] = ep.create_qp(peer, qpn=QPN_BASE + flow, remote_qpn=QPN_BASE + flow, config=config)
+        # The data and the expected hashes before "ready": on a busy machine, making them
+        # after "go" would hold the writes back by seconds.
+        data = {flow: flow_data(plan["seed"], flow, size) for flow, _peer, size in plan["send"]}
+        want = {flow: hashlib.sha256(flow_data(plan["seed"], flow, size)).hexdigest()
+                for flow, _peer, size in plan["recv"]}
         _say(ready=True)
         lines = _stdin_lines()
         if lines.get() != "go":
             return 1
         deadline = time.monotonic() + plan["timeout"]
-        comps = _post(ep, qps, plan)
+        comps = _post(ep, qps, data)
         stop, closed = threading.Event(), threading.Event()
         threading.Thread(target=_follow, args=(lines, stop, closed), daemon=True).start()
         threading.Thread(target=lambda: _say(sent=_sends(comps, deadline)), daemon=True).start()
-        _say(done=True, recvs=_receive(ep, regions, plan, deadline, stop))
+        received = threading.Event()
+        if plan.get("progress_s"):
+            threading.Thread(target=_progress, args=(regions, plan["progress_s"], received), daemon=True).start()
+        recvs = _receive(ep, regions, want, deadline, stop)
+        received.set()
+        _say(done=True, recvs=recvs)
         closed.wait()  # keep answering the peers until the run is over
     finally:
         ep.close()
