@@ -116,6 +116,7 @@ experiments: setup
 	-$(VENV)/bin/mrc experiment failover --out $(EXP_OUT)
 	-$(VENV)/bin/mrc experiment lossy-ev --out $(EXP_OUT)
 	-$(VENV)/bin/mrc experiment flaps --out $(EXP_OUT)
+	-$(VENV)/bin/mrc experiment incast --out $(EXP_OUT)
 	-$(VENV)/bin/mrc experiment chaos --duration 30 --out $(EXP_OUT)
 	$(VENV)/bin/mrc experiment table --results $(EXP_OUT) --out docs/experiments.md
 

@@ -5,7 +5,9 @@ builds for itself, at an emulated link speed, every byte verified (docs/experime
 - ``linkspeed``: the link speed (switch queue drain rate, host NIC token bucket);
 - ``bringup``: an experiment's fabric, up at its link speed and down at the end;
 - ``demo_fault``: the demo's one-QP write with a link fault, on such a fabric;
-- ``failover``, ``flaps``: the experiments; ``chaos``: the chaos soak's record;
+- ``failover``, ``flaps``, ``lossy_ev``, ``incast`` (its plot in ``incast_plot``): the
+  experiments; ``congestion``: their switch queue settings and counters; ``chaos``: the chaos
+  soak's record;
 - ``table``: the results table written from the records.
 """
 

@@ -16,8 +16,9 @@ from ...wire import pipeline as P
 from ...wire.constants import DropReason
 
 SwitchCounts = dict[str, dict[str, int]]
-"""switch name -> {"trimmed", "ecn_marked", "congestion_drops", "drops": packets}; ``drops``
-counts every reason (a failed link's too)."""
+"""switch name -> {"trimmed", "ecn_marked", "congestion_drops", "drops", "trimmed_to_hosts",
+"dropped_to_hosts": packets}; ``drops`` counts every reason (a failed link's too); the
+``_to_hosts`` counts are those of its host-facing ports (a T0's last hop)."""
 
 
 def _each_switch(fab, fn) -> dict:
@@ -80,13 +81,16 @@ def set_queue_capacity(fab, packets: int) -> int:
 def switch_counts(fab) -> SwitchCounts:
     """Every switch's trims, ECN marks, congestion drops and drops for any reason so far
     (packets, summed over ports and CPUs)."""
-    def one(tables, _sw) -> dict[str, int]:
+    def one(tables, sw) -> dict[str, int]:
         c = tables.counters
-        reasons = c.nonzero("drop_reason")
-        return dict(trimmed=sum(p for p, _ in c.nonzero("trim_port").values()),
+        reasons, trims, drops = c.nonzero("drop_reason"), c.nonzero("trim_port"), c.nonzero("drop_port")
+        to_hosts = {p.number for p in sw.ports if p.faces_host}
+        return dict(trimmed=sum(p for p, _ in trims.values()),
                     ecn_marked=sum(p for p, _ in c.nonzero("ecn_port").values()),
                     congestion_drops=reasons.get(int(DropReason.CONGESTION), (0, 0))[0],
-                    drops=sum(p for p, _ in reasons.values()))
+                    drops=sum(p for p, _ in reasons.values()),
+                    trimmed_to_hosts=sum(p for port, (p, _) in trims.items() if port in to_hosts),
+                    dropped_to_hosts=sum(p for port, (p, _) in drops.items() if port in to_hosts))
 
     return _each_switch(fab, one)
 

@@ -35,13 +35,17 @@ from .demo_fault import FabricSize
 from .record import ExperimentRecord, Figure, Machine
 
 NAME = "incast"
-CLAIM = ("7-to-1 incast plus a victim flow: with MRC, no victim impact (DCQCN with 1 QP: about 25 % loss to "
-         "the victim; PFC only: the victim at 30-100 Gb/s of 400)")
-DIFFERS = ("The paper's victim runs at 400G beside a hardware incast; here every link drains a few thousand "
-           "packets/s (the eBPF switch's virtual queue), the senders' NICs are token buckets at the same rate, and "
-           "the victim's small writes are posted one after another by a Python worker on 2 shared cores, so its "
-           "completion times include that worker's delays in every run, the baseline too. The switch's queue "
-           "model delays nothing: congestion shows as trims, ECN marks and drops, not as queueing delay.")
+CLAIM = ("7-to-1 incast plus a victim flow: MRC, no victim impact; DCQCN with 1 QP: about 25 % loss to the "
+         "victim; PFC only: the victim at 30-100 Gb/s")
+DIFFERS = ("The paper's hardware NICs and switches run at line rate; here every link drains a few thousand "
+           "packets/s (the eBPF switch's virtual queue), each NIC is a token bucket at the same rate, and the "
+           "victim's small writes are posted one after another by a Python worker on 2 cores shared with the "
+           "other hosts' endpoints, so its completion times carry that worker's delays in every run, the baseline "
+           "too, and vary with the machine's load. The queue model delays nothing: congestion shows as trims, ECN "
+           "marks and drops, not as queueing delay, so the senders' windows (the native endpoint's NSCC-style "
+           "window) see it only through trims and ECN. Where the victim is hurt, the per-switch counters show "
+           "where: trims and marks on the T1 ports toward the receiver's leaf and on the senders' T0 uplinks "
+           "(links the victim shares), not only at the receiver's last hop.")
 TRANSPORTS = {"mrc": "native"}
 """Transport -> the ``mrc traffic`` endpoint that runs it. The RC baseline is added here (and
 gets a run with trimming off in :func:`_runs`) once the native endpoint has that mode."""
@@ -204,7 +208,8 @@ def incast_record(opts: IncastOptions, results: dict) -> ExperimentRecord:
     vid = opts.senders
     runs = {label: dict(victim=victim_figures(r["report"], vid), incast_fct_s=incast_fct(r["report"], vid),
                         trimmed=total(r["counts"], "trimmed"), congestion_drops=total(r["counts"], "congestion_drops"),
-                        drops=total(r["counts"], "drops"),
+                        drops=total(r["counts"], "drops"), trimmed_last_hop=total(r["counts"], "trimmed_to_hosts"),
+                        dropped_last_hop=total(r["counts"], "dropped_to_hosts"),
                         ecn_marked=total(r["counts"], "ecn_marked"), per_switch=r["counts"],
                         trim_thresholds=r["thresholds"], transport=r["run"].transport,
                         flows_verified=sum(f.ok for f in r["report"].flows), flows=len(r["report"].flows))
@@ -253,5 +258,6 @@ def _ours(alone: dict, on: dict, off: dict) -> str:
         v = run["victim"]["fct_p99_s"]
         return "-" if v is None else f"{v * 1e3:.1f} ms"
 
-    return (f"victim goodput {ratio(on)} of alone with trimming on ({on['trimmed']} trims), {ratio(off)} with "
-            f"trimming off ({off['congestion_drops']} drops); p99 write {p99(on)} / {p99(off)} vs {p99(alone)} alone")
+    return (f"victim goodput {ratio(on)} of alone with trimming on ({on['trimmed']} trims, {on['trimmed_last_hop']} "
+            f"at last hops), {ratio(off)} with trimming off ({off['congestion_drops']} drops, {off['dropped_last_hop']} "
+            f"at last hops); p99 write {p99(on)} / {p99(off)} vs {p99(alone)} alone")
