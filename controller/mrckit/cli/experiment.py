@@ -126,7 +126,7 @@ def flaps_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir,
 
 
 @experiment.command("incast")
-@_fabric_options(planes=2, spines=2, leaves=3, hosts=4, link_speed=2000)
+@_fabric_options(planes=2, spines=3, leaves=4, hosts=3, link_speed=2000)
 @click.option("--senders", type=click.IntRange(1, 64), default=7, show_default=True,
               help="Hosts that write to the receiver at once.")
 @click.option("--incast-size", default="2M", show_default=True, help="Bytes each incast sender writes.")

@@ -66,15 +66,15 @@ def test_the_record_checks_trims_with_trimming_on_and_none_with_it_off():
     off_counts = {"p0-t0-0": dict(trimmed=0, ecn_marked=0, congestion_drops=3, drops=3, trimmed_to_hosts=0,
                                   dropped_to_hosts=3)}
     results = {"victim alone": dict(run=Run("victim alone", "mrc", True, False), report=_report(writes, []),
-                                    counts={}, thresholds=[64]),
+                                    counts={}, nic_drops={}, thresholds=[64]),
                "trimming on": dict(run=Run("trimming on", "mrc", True, True), report=_report(writes, [3 * MS] * 2),
-                                   counts=on_counts, thresholds=[64]),
+                                   counts=on_counts, nic_drops={}, thresholds=[64]),
                "trimming off": dict(run=Run("trimming off", "mrc", False, True),
-                                    report=_report(writes, [3 * MS] * 2), counts=off_counts,
+                                    report=_report(writes, [3 * MS] * 2), counts=off_counts, nic_drops={"h1-0": 2},
                                     thresholds=[THRESHOLD_NONE])}
     record = incast_record(opts, results)
     assert record.passed and len(record.figures) == 7
-    assert "5 trims, 4 at last hops" in record.ours and "3 drops, 3 at last hops" in record.ours
+    assert "5 trims, 4 at last hops" in record.ours and "3 drops, 3 at last hops, 2 at host NICs" in record.ours
     results["trimming off"]["counts"] = on_counts
     assert not incast_record(opts, results).passed
 

@@ -10,6 +10,8 @@ so a threshold set here holds for the run; :func:`trim_thresholds` reads it back
 
 from __future__ import annotations
 
+import json
+
 from ...errors import MrcError
 from ...topology.entries import TableEntry
 from ...wire import pipeline as P
@@ -93,6 +95,25 @@ def switch_counts(fab) -> SwitchCounts:
                     dropped_to_hosts=sum(p for port, (p, _) in drops.items() if port in to_hosts))
 
     return _each_switch(fab, one)
+
+
+def nic_drops(fab) -> dict[str, int]:
+    """Packets each host's NIC ports dropped so far: the token buckets of the link speed
+    (``linkspeed.shape_nics``) drop what waits longer than their queue allows, which the
+    switch counters do not see. Host name -> packets, summed over its ports.
+
+    Raises:
+        MrcError: ``tc`` refused, or printed no JSON.
+    """
+    out = {}
+    for name in fab.hosts():
+        proc = fab.host(name).run(["tc", "-s", "-j", "qdisc", "show"])
+        try:
+            qdiscs = json.loads(proc.stdout or b"[]")
+        except ValueError:
+            raise MrcError(f"host {name}: tc -s -j qdisc show printed no JSON") from None
+        out[name] = sum(q.get("drops", 0) for q in qdiscs if q.get("kind") == "tbf")
+    return out
 
 
 def counts_since(before: SwitchCounts, after: SwitchCounts) -> SwitchCounts:

@@ -30,22 +30,26 @@ from ...topology.model import DEFAULT_TRIM_THRESHOLD
 from ...wire.pipeline import THRESHOLD_NONE
 from ..traffic import Flow, TrafficReport, make_flows, run_traffic
 from .bringup import experiment_fabric
-from .congestion import counts_since, set_queue_capacity, set_trim_threshold, switch_counts, total, trim_thresholds
+from .congestion import (counts_since, nic_drops, set_queue_capacity, set_trim_threshold, switch_counts, total,
+                         trim_thresholds)
 from .demo_fault import FabricSize
 from .record import ExperimentRecord, Figure, Machine
 
 NAME = "incast"
 CLAIM = ("7-to-1 incast plus a victim flow: MRC, no victim impact; DCQCN with 1 QP: about 25 % loss to the "
          "victim; PFC only: the victim at 30-100 Gb/s")
-DIFFERS = ("The paper's hardware NICs and switches run at line rate; here every link drains a few thousand "
-           "packets/s (the eBPF switch's virtual queue), each NIC is a token bucket at the same rate, and the "
-           "victim's small writes are posted one after another by a Python worker on 2 cores shared with the "
-           "other hosts' endpoints, so its completion times carry that worker's delays in every run, the baseline "
-           "too, and vary with the machine's load. The queue model delays nothing: congestion shows as trims, ECN "
-           "marks and drops, not as queueing delay, so the senders' windows (the native endpoint's NSCC-style "
-           "window) see it only through trims and ECN. Where the victim is hurt, the per-switch counters show "
-           "where: trims and marks on the T1 ports toward the receiver's leaf and on the senders' T0 uplinks "
-           "(links the victim shares), not only at the receiver's last hop.")
+DIFFERS = ("The paper's NICs and switches are hardware at line rate; here every link drains a few thousand "
+           "packets/s (the eBPF switch's virtual queue), each NIC port is a token bucket at the same rate, and "
+           "the victim's small writes are posted one after another by a Python worker on 2 cores shared with "
+           "every host's endpoint, so its completion times carry that worker's delays in every run, the baseline "
+           "too, and vary with the machine's load (the record holds it). The queue model delays nothing, so the "
+           "senders' NSCC-style windows (native endpoint) never see queueing delay in the switches: they shrink "
+           "on trims and ECN marks only (at most once per RTT) and grow on every ACK whose RTT stays below the "
+           "target, so without trims they grow until the senders' own NIC queues overflow (counted as NIC drops). "
+           "Where the victim is hurt, the per-switch counters say where: trims, marks and drops on the T1 ports "
+           "toward the receiver's leaf (links the victim shares), not only at the receiver's last hop.")
+
+
 TRANSPORTS = {"mrc": "native"}
 """Transport -> the ``mrc traffic`` endpoint that runs it. The RC baseline is added here (and
 gets a run with trimming off in :func:`_runs`) once the native endpoint has that mode."""
@@ -65,13 +69,14 @@ class Run:
 
 @dataclass(frozen=True)
 class IncastOptions:
-    """The experiment's settings: the fabric ``size``, ``senders`` of the incast, each writing
+    """The experiment's settings: the fabric ``size`` (by default full bisection, as many
+    spines as hosts per leaf, so no leaf's uplinks are oversubscribed), ``senders`` of the incast, each writing
     ``incast_bytes``; the victim's ``victim_writes`` writes of ``victim_write_bytes`` each;
     the ``link_speed_pps``, the ``trim_threshold`` and the queues' ``capacity`` (packets; by
     default equal, so a trimming port trims where a port without trimming drops); the
     ``transports`` to run, ``seed`` and fabric ``name``."""
 
-    size: FabricSize = FabricSize(planes=2, spines=2, leaves=3, hosts_per_leaf=4)
+    size: FabricSize = FabricSize(planes=2, spines=3, leaves=4, hosts_per_leaf=3)
     senders: int = 7
     incast_bytes: int = 2 << 20
     victim_write_bytes: int = 32 << 10
@@ -162,17 +167,19 @@ def run_incast(opts: IncastOptions, say: Callable[[str], None] = lambda _: None,
 
 def _one_run(fab, opts: IncastOptions, run: Run, say: Callable[[str], None]) -> dict:
     """One run on ``fab``: thresholds set, traffic moved, counters read; returns the traffic
-    report, the switch counts of the run and the thresholds read back after it."""
+    report, the switch counts and the hosts' NIC drops of the run, and the thresholds read
+    back after it."""
     set_trim_threshold(fab, opts.trim_threshold if run.trimming else THRESHOLD_NONE)
     fl = flows(opts, run.incast)
     say(f"{run.label}: {len(fl) - 1} incast flows of {opts.incast_bytes} B, the victim's {opts.victim_writes} "
         f"writes of {opts.victim_write_bytes} B, transport {run.transport}")
-    before = switch_counts(fab)
+    before, nic_before = switch_counts(fab), nic_drops(fab)
     report = run_traffic(fab, "incast", fl, endpoint=TRANSPORTS[run.transport], seed=opts.seed, timeout=120.0)
     counts = counts_since(before, switch_counts(fab))
+    nic = {h: n - nic_before.get(h, 0) for h, n in nic_drops(fab).items() if n - nic_before.get(h, 0)}
     say(f"{run.label}: {sum(f.ok for f in report.flows)} of {len(fl)} flows verified; trimmed "
         f"{total(counts, 'trimmed')}, congestion drops {total(counts, 'congestion_drops')}")
-    return dict(run=run, report=report, counts=counts, thresholds=sorted(trim_thresholds(fab)))
+    return dict(run=run, report=report, counts=counts, nic_drops=nic, thresholds=sorted(trim_thresholds(fab)))
 
 
 def victim_figures(report: TrafficReport, victim_id: int) -> dict:
@@ -209,7 +216,8 @@ def incast_record(opts: IncastOptions, results: dict) -> ExperimentRecord:
     runs = {label: dict(victim=victim_figures(r["report"], vid), incast_fct_s=incast_fct(r["report"], vid),
                         trimmed=total(r["counts"], "trimmed"), congestion_drops=total(r["counts"], "congestion_drops"),
                         drops=total(r["counts"], "drops"), trimmed_last_hop=total(r["counts"], "trimmed_to_hosts"),
-                        dropped_last_hop=total(r["counts"], "dropped_to_hosts"),
+                        dropped_last_hop=total(r["counts"], "dropped_to_hosts"), nic_drops=sum(r["nic_drops"].values()),
+                        nic_drops_per_host=r["nic_drops"],
                         ecn_marked=total(r["counts"], "ecn_marked"), per_switch=r["counts"],
                         trim_thresholds=r["thresholds"], transport=r["run"].transport,
                         flows_verified=sum(f.ok for f in r["report"].flows), flows=len(r["report"].flows))
@@ -260,4 +268,5 @@ def _ours(alone: dict, on: dict, off: dict) -> str:
 
     return (f"victim goodput {ratio(on)} of alone with trimming on ({on['trimmed']} trims, {on['trimmed_last_hop']} "
             f"at last hops), {ratio(off)} with trimming off ({off['congestion_drops']} drops, {off['dropped_last_hop']} "
-            f"at last hops); p99 write {p99(on)} / {p99(off)} vs {p99(alone)} alone")
+            f"at last hops, {off['nic_drops']} at host NICs); p99 write {p99(on)} / {p99(off)} vs "
+            f"{p99(alone)} alone")
