@@ -126,12 +126,12 @@ def flaps_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir,
 
 
 @experiment.command("incast")
-@_fabric_options(planes=2, spines=3, leaves=4, hosts=3, link_speed=2000)
+@_fabric_options(planes=2, spines=3, leaves=4, hosts=3, link_speed=1000)
 @click.option("--senders", type=click.IntRange(1, 64), default=7, show_default=True,
               help="Hosts that write to the receiver at once.")
-@click.option("--incast-size", default="2M", show_default=True, help="Bytes each incast sender writes.")
+@click.option("--incast-size", default="1M", show_default=True, help="Bytes each incast sender writes.")
 @click.option("--victim-write", default="32K", show_default=True, help="Bytes of each of the victim's writes.")
-@click.option("--victim-writes", type=click.IntRange(1, 100_000), default=128, show_default=True,
+@click.option("--victim-writes", type=click.IntRange(1, 100_000), default=64, show_default=True,
               help="The victim's writes, one after another.")
 @click.option("--trim-threshold", type=click.IntRange(1, 1 << 20), default=64, show_default=True,
               help="Queue depth (packets) at which every switch port trims, with trimming on.")

@@ -79,7 +79,7 @@ def test_incast_trims_with_trimming_on_not_off_and_loses_no_byte(need_root, tmp_
     assert runs["victim alone"]["victim"]["writes"] == 32 and on["victim"]["writes"] >= 1
     assert record["details"]["placement"] == {"receiver": "h0-0", "senders": ["h1-0", "h1-1"], "victim_src": "h1-2",
                                               "victim_dst": "h0-1"}
-    assert record["link_speed_pps"] == 2000 and record["commit"] and record["machine"]["load_end"]
+    assert record["link_speed_pps"] == 1000 and record["commit"] and record["machine"]["load_end"]
     assert (tmp_path / record["plot"]).read_bytes()[:4] == b"\x89PNG"
     bench = [json.loads(ln[6:]) for ln in proc.stdout.splitlines() if ln.startswith("BENCH ")]
     assert len(bench) == len(record["figures"]) == 7

@@ -11,7 +11,9 @@ bounded (``--capacity``); three runs on it, each verifying every byte:
 - the incast and the victim, trimming on (``--trim-threshold``);
 - the same with trimming off (threshold ``THRESHOLD_NONE``): the full queues drop.
 
-The victim's figures count only the writes it posted while the incast ran. The transport is
+The link speed is low (1000 packets/s per port by default) so that 7 senders still overrun the
+receiver's last hop when the machine is loaded: a starved endpoint sends below it, and then
+nothing congests. The victim's figures count only the writes it posted while the incast ran. The transport is
 a parameter (:data:`TRANSPORTS`): MRC now; the RC baseline joins as a run with trimming off
 once the native endpoint has that mode.
 """
@@ -45,7 +47,7 @@ DIFFERS = ("The paper's NICs and switches are hardware at line rate; here every 
            "too, and vary with the machine's load (the record holds it). The queue model delays nothing, so the "
            "senders' NSCC-style windows (native endpoint) never see queueing delay in the switches: they shrink "
            "on trims and ECN marks only (at most once per RTT) and grow on every ACK whose RTT stays below the "
-           "target, so without trims they grow until the senders' own NIC queues overflow (counted as NIC drops). "
+           "target; without trims only ECN marks (never on a last hop) and losses shrink them. "
            "Where the victim is hurt, the per-switch counters say where: trims, marks and drops on the T1 ports "
            "toward the receiver's leaf (links the victim shares), not only at the receiver's last hop.")
 
@@ -78,10 +80,10 @@ class IncastOptions:
 
     size: FabricSize = FabricSize(planes=2, spines=3, leaves=4, hosts_per_leaf=3)
     senders: int = 7
-    incast_bytes: int = 2 << 20
+    incast_bytes: int = 1 << 20
     victim_write_bytes: int = 32 << 10
-    victim_writes: int = 128
-    link_speed_pps: int = 2000
+    victim_writes: int = 64
+    link_speed_pps: int = 1000
     trim_threshold: int = DEFAULT_TRIM_THRESHOLD
     capacity: int = DEFAULT_TRIM_THRESHOLD
     transports: tuple[str, ...] = ("mrc",)
