@@ -56,6 +56,9 @@ TRANSPORTS = {"mrc": "native"}
 """Transport -> the ``mrc traffic`` endpoint that runs it. The RC baseline is added here (and
 gets a run with trimming off in :func:`_runs`) once the native endpoint has that mode."""
 RC_TRANSPORT = "rc"
+RUN_TIMEOUT_S = 60.0
+"""How long one run's flows may take once started; a flow still running then is reported as
+not completed (its bytes unverified)."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,7 @@ def _one_run(fab, opts: IncastOptions, run: Run, say: Callable[[str], None]) -> 
     say(f"{run.label}: {len(fl) - 1} incast flows of {opts.incast_bytes} B, the victim's {opts.victim_writes} "
         f"writes of {opts.victim_write_bytes} B, transport {run.transport}")
     before, nic_before = switch_counts(fab), nic_drops(fab)
-    report = run_traffic(fab, "incast", fl, endpoint=TRANSPORTS[run.transport], seed=opts.seed, timeout=120.0)
+    report = run_traffic(fab, "incast", fl, endpoint=TRANSPORTS[run.transport], seed=opts.seed, timeout=RUN_TIMEOUT_S)
     counts = counts_since(before, switch_counts(fab))
     nic = {h: n - nic_before.get(h, 0) for h, n in nic_drops(fab).items() if n - nic_before.get(h, 0)}
     say(f"{run.label}: {sum(f.ok for f in report.flows)} of {len(fl)} flows verified; trimmed "
@@ -222,7 +225,9 @@ def incast_record(opts: IncastOptions, results: dict) -> ExperimentRecord:
                         nic_drops_per_host=r["nic_drops"],
                         ecn_marked=total(r["counts"], "ecn_marked"), per_switch=r["counts"],
                         trim_thresholds=r["thresholds"], transport=r["run"].transport,
-                        flows_verified=sum(f.ok for f in r["report"].flows), flows=len(r["report"].flows))
+                        flows_verified=sum(f.ok for f in r["report"].flows), flows=len(r["report"].flows),
+                        failed=[f"flow {f.id} {f.src}->{f.dst}: {f.error or 'not verified'}"
+                                for f in r["report"].flows if not f.ok])
             for label, r in results.items()}
     alone, on, off = runs["victim alone"], runs["trimming on"], runs["trimming off"]
     figures = []
