@@ -39,11 +39,11 @@ def test_bad_options_are_named(change, words):
 
 
 def _report(victim_writes, incast_ends, victim_id=2):
-    flows = [FlowResult(id=i, src="s", dst="r", size=100, start_ns=0, end_ns=end, verified=True)
+    flows = [FlowResult(id=i, src="s", dst="r", size=100, start_ns=0, end_ns=end, arrived=True, verified=True)
              for i, end in enumerate(incast_ends)]
     flows.append(FlowResult(id=victim_id, src="v", dst="w", size=10 * len(victim_writes),
                             writes=len(victim_writes), start_ns=victim_writes[0][0], end_ns=victim_writes[-1][1],
-                            writes_ns=victim_writes, verified=True))
+                            writes_ns=victim_writes, arrived=True, verified=True))
     return TrafficReport(pattern="incast", fabric="f", seed=1, started_ns=0, finished_ns=10 * MS, flows=flows)
 
 
@@ -75,6 +75,17 @@ def test_the_record_checks_trims_with_trimming_on_and_none_with_it_off():
     record = incast_record(opts, results)
     assert record.passed and len(record.figures) == 7
     assert "5 trims, 4 at last hops" in record.ours and "3 drops, 3 at last hops, 2 at host NICs" in record.ours
+    stalled = _report(writes, [3 * MS] * 2)
+    stalled.flows[0] = FlowResult(id=0, src="s", dst="r", size=100, start_ns=0, end_ns=None, verified=False,
+                                  error="not complete")
+    results["trimming off"]["report"] = stalled
+    record = incast_record(opts, results)
+    assert record.passed and "1 flows not complete in 60 s with trimming off" in record.ours
+    assert record.figures[4].value is None and record.figures[4].note == "1 flows not complete in 60 s"
+    stalled.flows[1] = FlowResult(id=1, src="s", dst="r", size=100, start_ns=0, end_ns=3 * MS, arrived=True,
+                                  verified=False, error="the bytes placed at the receiver differ")
+    assert not incast_record(opts, results).passed  # a wrong byte fails the run, whatever the setting
+    results["trimming off"]["report"] = _report(writes, [3 * MS] * 2)
     results["trimming off"]["counts"] = on_counts
     assert not incast_record(opts, results).passed
 

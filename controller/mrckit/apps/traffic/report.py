@@ -20,8 +20,9 @@ SCHEMA_VERSION = 1
 class FlowResult(BaseModel):
     """One flow: its QP's id, hosts, size and number of writes; when the writer posted its
     first write and completed its last (ns, None if it did not complete), and for a flow of
-    several writes each completed write's [post, completion] (ns); whether the receiver's
-    bytes match; the error if any."""
+    several writes each completed write's [post, completion] (ns); whether the receiver saw
+    its last write (``arrived``) and whether its bytes then matched (``verified``); the error
+    if any."""
 
     id: int
     src: str
@@ -31,6 +32,7 @@ class FlowResult(BaseModel):
     start_ns: int | None
     end_ns: int | None
     writes_ns: list[tuple[int, int]] = []
+    arrived: bool = False
     verified: bool
     error: str | None = None
 

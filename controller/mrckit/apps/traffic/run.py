@@ -53,7 +53,8 @@ def _results(flows: list[Flow], sent: dict[str, dict], recvs: dict[str, dict]) -
         elif error is None and not verified:
             error = "the bytes placed at the receiver differ from the bytes written"
         out.append(FlowResult(id=f.id, src=f.src, dst=f.dst, size=f.size, writes=f.writes, start_ns=start,
-                              end_ns=end, writes_ns=times[0] if times else [], verified=verified, error=error))
+                              end_ns=end, writes_ns=times[0] if times else [], arrived=recv is not None,
+                              verified=verified, error=error))
     return out
 
 
