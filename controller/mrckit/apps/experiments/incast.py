@@ -44,18 +44,21 @@ DIFFERS = ("The paper's NICs and switches are hardware at line rate; here every 
            "packets/s (the eBPF switch's virtual queue), each NIC port is a token bucket at the same rate, and "
            "the victim's small writes are posted one after another by a Python worker on 2 cores shared with "
            "every host's endpoint, so its completion times carry that worker's delays in every run, the baseline "
-           "too, and vary with the machine's load (the record holds it). The queue model delays nothing, so the "
-           "senders' NSCC-style windows (native endpoint) never see queueing delay in the switches: they shrink "
-           "on trims and ECN marks only (at most once per RTT) and grow on every ACK whose RTT stays below the "
-           "target; without trims only ECN marks (never on a last hop) and losses shrink them. "
-           "Where the victim is hurt, the per-switch counters say where: trims, marks and drops on the T1 ports "
-           "toward the receiver's leaf (links the victim shares), not only at the receiver's last hop.")
+           "too, and vary much with the machine's load (the record holds it). The queue model delays nothing, so "
+           "the senders' NSCC-style windows (native endpoint) never see queueing delay in the switches: they "
+           "shrink on trims and ECN marks only (at most once per RTT) and grow on every ACK whose RTT stays below "
+           "the target. Where the victim is hurt, the per-switch counters say where: trims, marks and drops on "
+           "the T1 ports toward the receiver's leaf (links the victim shares), not only at the receiver's last "
+           "hop; and the record lists the links the controller denied during each run, on the hosts' evidence of "
+           "trims and losses that congestion, not a failure, caused.")
 
 
 TRANSPORTS = {"mrc": "native"}
 """Transport -> the ``mrc traffic`` endpoint that runs it. The RC baseline is added here (and
 gets a run with trimming off in :func:`_runs`) once the native endpoint has that mode."""
 RC_TRANSPORT = "rc"
+SETTLE_S = 15.0
+"""How long a run waits for the last run's denials to be lifted before it starts."""
 RUN_TIMEOUT_S = 60.0
 """How long one run's flows may take once started; a flow still running then is reported as
 not completed (its bytes unverified)."""
@@ -175,6 +178,9 @@ def _one_run(fab, opts: IncastOptions, run: Run, say: Callable[[str], None]) -> 
     report, the switch counts, the hosts' NIC drops and the controller's denials of the run,
     and the thresholds read back after it."""
     set_trim_threshold(fab, opts.trim_threshold if run.trimming else THRESHOLD_NONE)
+    denied_at_start = wait_denials_lifted(fab, SETTLE_S)
+    if denied_at_start:
+        say(f"{run.label}: still denied after {SETTLE_S:g} s: {', '.join(denied_at_start)}")
     fl = flows(opts, run.incast)
     say(f"{run.label}: {len(fl) - 1} incast flows of {opts.incast_bytes} B, the victim's {opts.victim_writes} "
         f"writes of {opts.victim_write_bytes} B, transport {run.transport}")
@@ -185,7 +191,25 @@ def _one_run(fab, opts: IncastOptions, run: Run, say: Callable[[str], None]) -> 
     say(f"{run.label}: {sum(f.ok for f in report.flows)} of {len(fl)} flows verified; trimmed "
         f"{total(counts, 'trimmed')}, congestion drops {total(counts, 'congestion_drops')}")
     return dict(run=run, report=report, counts=counts, nic_drops=nic, thresholds=sorted(trim_thresholds(fab)),
-                denials=controller_denials(fab, t_wall))
+                denials=controller_denials(fab, t_wall), denied_at_start=denied_at_start)
+
+
+def wait_denials_lifted(fab, timeout_s: float) -> list[str]:
+    """Wait up to ``timeout_s`` for the controller to lift every denial (its probes lift a link
+    denied on congestion evidence once they cross it), so that a run does not start with the
+    last run's denials; returns the links still denied (empty if the controller does not
+    answer)."""
+    from ...control.client import read_status
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            denied = sorted(read_status(fab.name).get("denials", {}))
+        except MrcError:
+            return []
+        if not denied or time.monotonic() >= deadline:
+            return denied
+        time.sleep(0.5)
 
 
 def controller_denials(fab, since_ns: int) -> list[str]:
@@ -238,6 +262,7 @@ def incast_record(opts: IncastOptions, results: dict) -> ExperimentRecord:
                         drops=total(r["counts"], "drops"), trimmed_last_hop=total(r["counts"], "trimmed_to_hosts"),
                         dropped_last_hop=total(r["counts"], "dropped_to_hosts"), nic_drops=sum(r["nic_drops"].values()),
                         nic_drops_per_host=r["nic_drops"], controller_denials=r.get("denials", []),
+                        denied_at_start=r.get("denied_at_start", []),
                         ecn_marked=total(r["counts"], "ecn_marked"), per_switch=r["counts"],
                         trim_thresholds=r["thresholds"], transport=r["run"].transport,
                         flows_verified=sum(f.ok for f in r["report"].flows), flows=len(r["report"].flows),
@@ -293,7 +318,8 @@ def _ours(alone: dict, on: dict, off: dict) -> str:
         return "-" if v is None else f"{v * 1e3:.1f} ms"
 
     stalled = f"; {len(off['failed'])} flows not complete in {RUN_TIMEOUT_S:g} s with trimming off" if off["failed"] else ""
-    return (f"victim goodput {ratio(on)} of alone with trimming on ({on['trimmed']} trims, {on['trimmed_last_hop']} "
-            f"at last hops), {ratio(off)} with trimming off ({off['congestion_drops']} drops, {off['dropped_last_hop']} "
-            f"at last hops, {off['nic_drops']} at host NICs, {len(off['controller_denials'])} links denied); p99 "
-            f"write {p99(on)} / {p99(off)} vs {p99(alone)} alone{stalled}")
+    return (f"victim goodput {ratio(on)} of alone with trimming on ({on['trimmed']} trims, "
+            f"{on['trimmed_last_hop']} at last hops, {len(on['controller_denials'])} links denied), {ratio(off)} "
+            f"with trimming off ({off['congestion_drops']} drops, {off['dropped_last_hop']} at last hops, "
+            f"{off['nic_drops']} at host NICs, {len(off['controller_denials'])} links denied); p99 write "
+            f"{p99(on)} / {p99(off)} vs {p99(alone)} alone{stalled}")

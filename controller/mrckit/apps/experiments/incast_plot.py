@@ -1,5 +1,6 @@
 """The plot of ``mrc experiment incast``: the victim's write completion times in each run (a
-CDF), and each switch's trims and congestion drops with trimming on and off."""
+CDF), and each switch's trims and congestion drops with trimming on, and its congestion drops
+with trimming off (where it cannot trim)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def plot_incast(record, results: dict, path: str) -> None:
     cdf.legend(fontsize=8)
     switches = sorted({s for r in results.values() for s in r["counts"]})
     x = np.arange(len(switches))
-    shown = [(label, key) for label in ("trimming on", "trimming off") for key in ("trimmed", "congestion_drops")]
+    shown = [("trimming on", "trimmed"), ("trimming on", "congestion_drops"), ("trimming off", "congestion_drops")]
     width = 0.8 / len(shown)
     for i, (label, key) in enumerate(shown):
         counts = results[label]["counts"]
