@@ -49,8 +49,8 @@ DIFFERS = ("The paper's NICs and switches are hardware at line rate; here every 
            "shrink on trims and ECN marks only (at most once per RTT) and grow on every ACK whose RTT stays below "
            "the target. Where the victim is hurt, the per-switch counters say where: trims, marks and drops on "
            "the T1 ports toward the receiver's leaf (links the victim shares), not only at the receiver's last "
-           "hop; and the record lists the links the controller denied during each run, on the hosts' evidence of "
-           "trims and losses that congestion, not a failure, caused.")
+           "hop. The record also lists the links the controller denied during each run on the hosts' evidence of "
+           "loss, which here comes from congestion and from endpoints starved of CPU, not from failures.")
 
 
 TRANSPORTS = {"mrc": "native"}
@@ -156,7 +156,7 @@ def run_incast(opts: IncastOptions, say: Callable[[str], None] = lambda _: None,
     from ..demo.run import AGENT_SETTINGS
 
     opts.check()
-    t0, machine = time.monotonic(), Machine.now()
+    t0, machine, started = time.monotonic(), Machine.now(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     settings = dataclasses.replace(AGENT_SETTINGS, seed=opts.seed)
     results = {}
     with experiment_fabric(opts.size.topology(), opts.name, settings, opts.link_speed_pps, say) as fab:
@@ -164,7 +164,7 @@ def run_incast(opts: IncastOptions, say: Callable[[str], None] = lambda _: None,
         for run in _runs(opts):
             results[run.label] = _one_run(fab, opts, run, say)
     record = incast_record(opts, results)
-    record.machine = machine  # the load when the run started, not when its record was made
+    record.machine, record.started_utc = machine, started  # when the run started, not its record
     if plot:
         from .incast_plot import plot_incast
 
