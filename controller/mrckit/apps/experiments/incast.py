@@ -49,7 +49,9 @@ DIFFERS = ("The paper's NICs and switches are hardware at line rate; here every 
            "shrink on trims and ECN marks only (at most once per RTT) and grow on every ACK whose RTT stays below "
            "the target. Where the victim is hurt, the per-switch counters say where: trims, marks and drops on "
            "the T1 ports toward the receiver's leaf (links the victim shares), not only at the receiver's last "
-           "hop. The record also lists the links the controller denied during each run on the hosts' evidence of "
+           "hop. With trimming off a congestion drop is a loss to MRC: the senders' host dataplanes retire the "
+           "EVs that lost packets (ASSUMED_BAD, counted per run), and a QP whose EVs are all out waits for "
+           "probes to bring them back, which can outlast a run. The record also lists the links the controller denied during each run on the hosts' evidence of "
            "loss, which here comes from congestion and from endpoints starved of CPU, not from failures.")
 
 
@@ -191,7 +193,27 @@ def _one_run(fab, opts: IncastOptions, run: Run, say: Callable[[str], None]) -> 
     say(f"{run.label}: {sum(f.ok for f in report.flows)} of {len(fl)} flows verified; trimmed "
         f"{total(counts, 'trimmed')}, congestion drops {total(counts, 'congestion_drops')}")
     return dict(run=run, report=report, counts=counts, nic_drops=nic, thresholds=sorted(trim_thresholds(fab)),
-                denials=controller_denials(fab, t_wall), denied_at_start=denied_at_start)
+                denials=controller_denials(fab, t_wall), denied_at_start=denied_at_start,
+                sender_evs=sender_evs(fab, fl))
+
+
+def sender_evs(fab, fl: list[Flow]) -> dict[str, dict[str, int]]:
+    """Each sender's EVs toward its flow's receiver after the run, summed over planes: how
+    many are GOOD and how many ASSUMED_BAD (a loss, a congestion drop too, retires an EV at
+    once); from its agent (``GetStats``). A host whose agent does not answer is left out."""
+    import grpc
+
+    out = {}
+    for f in fl:
+        try:
+            st = fab.host(f.src).stats(peer=fab.host(f.dst).nic_address)
+        except grpc.RpcError:
+            continue
+        planes = [p for p in st.planes if p.peer]
+        out[f.src] = dict(evs=sum(p.evs for p in planes), good=sum(p.good for p in planes),
+                          assumed_bad=sum(p.assumed_bad for p in planes),
+                          planes_without_good=sum(1 for p in planes if p.good == 0))
+    return out
 
 
 def wait_denials_lifted(fab, timeout_s: float) -> list[str]:
@@ -262,7 +284,8 @@ def incast_record(opts: IncastOptions, results: dict) -> ExperimentRecord:
                         drops=total(r["counts"], "drops"), trimmed_last_hop=total(r["counts"], "trimmed_to_hosts"),
                         dropped_last_hop=total(r["counts"], "dropped_to_hosts"), nic_drops=sum(r["nic_drops"].values()),
                         nic_drops_per_host=r["nic_drops"], controller_denials=r.get("denials", []),
-                        denied_at_start=r.get("denied_at_start", []),
+                        denied_at_start=r.get("denied_at_start", []), sender_evs=r.get("sender_evs", {}),
+                        assumed_bad_evs=sum(e["assumed_bad"] for e in r.get("sender_evs", {}).values()),
                         ecn_marked=total(r["counts"], "ecn_marked"), per_switch=r["counts"],
                         trim_thresholds=r["thresholds"], transport=r["run"].transport,
                         flows_verified=sum(f.ok for f in r["report"].flows), flows=len(r["report"].flows),
@@ -321,5 +344,6 @@ def _ours(alone: dict, on: dict, off: dict) -> str:
     return (f"victim goodput {ratio(on)} of alone with trimming on ({on['trimmed']} trims, "
             f"{on['trimmed_last_hop']} at last hops, {len(on['controller_denials'])} links denied), {ratio(off)} "
             f"with trimming off ({off['congestion_drops']} drops, {off['dropped_last_hop']} at last hops, "
-            f"{off['nic_drops']} at host NICs, {len(off['controller_denials'])} links denied); p99 write "
+            f"{off['nic_drops']} at host NICs, {len(off['controller_denials'])} links denied, "
+            f"{off['assumed_bad_evs']} senders' EVs left ASSUMED_BAD vs {on['assumed_bad_evs']} with trimming on); p99 write "
             f"{p99(on)} / {p99(off)} vs {p99(alone)} alone{stalled}")
