@@ -76,6 +76,7 @@ def test_incast_trims_with_trimming_on_not_off_and_loses_no_byte(need_root, tmp_
     assert on["trimmed"] > 0 and on["trim_thresholds"] == [16]  # the switches' own counters
     assert sum(c["trimmed"] for c in on["per_switch"].values()) == on["trimmed"]
     assert off["trimmed"] == 0 and off["trim_thresholds"] == [0xFFFFFFFF]
+    assert set(off["sender_evs"]) <= {"h1-0", "h1-1", "h1-2"} and all(e["evs"] > 0 for e in off["sender_evs"].values())
     assert record["checks"]["the incast with trimming on trimmed, by the switch counters"]
     assert record["checks"]["with trimming off (threshold never on every port) no switch trimmed"]
     assert runs["victim alone"]["victim"]["writes"] == 32 and on["victim"]["writes"] >= 1

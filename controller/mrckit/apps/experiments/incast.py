@@ -50,8 +50,9 @@ DIFFERS = ("The paper's NICs and switches are hardware at line rate; here every 
            "the target. Where the victim is hurt, the per-switch counters say where: trims, marks and drops on "
            "the T1 ports toward the receiver's leaf (links the victim shares), not only at the receiver's last "
            "hop. With trimming off a congestion drop is a loss to MRC: the senders' host dataplanes retire the "
-           "EVs that lost packets (ASSUMED_BAD, counted per run), and a QP whose EVs are all out waits for "
-           "probes to bring them back, which can outlast a run. The record also lists the links the controller denied during each run on the hosts' evidence of "
+           "EVs that lost packets (ASSUMED_BAD, counted per run), and QPs then stalled, past the run's time limit, "
+           "in some of our runs: each had no GOOD EV left toward the receiver in one plane, while the other "
+           "plane still had some. The record also lists the links the controller denied during each run on the hosts' evidence of "
            "loss, which here comes from congestion and from endpoints starved of CPU, not from failures.")
 
 
