@@ -67,10 +67,11 @@ struct vqueue {
 	__u64 backlog;       /* packets, for a rate of 0 */
 };
 
-/* The drain rate of a port's virtual queue; the manager writes both fields. */
+/* The drain rate and capacity of a port's virtual queue; the manager writes every field. */
 struct queue_rate {
 	__u64 rate_pps;   /* packets/s; 0 = never drains */
 	__u64 service_ns; /* 1e9 / rate_pps, at least 1; 0 when rate_pps is 0 */
+	__u64 capacity;   /* packets the data queue holds; 0 = unbounded */
 };
 
 struct ifindex_slot {
@@ -299,25 +300,34 @@ static __always_inline void vqueue_enqueue(struct vqueue *q, __u64 service_ns, _
 		__sync_fetch_and_add(&q->busy_until_ns, service_ns);
 }
 
-/* Step 5's congestion of the egress port, for a port whose thresholds are not both MRC_THRESHOLD_NONE:
- * sets *trim and *ecn, and returns the queue to enqueue into (NULL only if a map is missing).
+/* Step 5's congestion of the egress port: sets *trim, *ecn and *full (the data queue holds
+ * its capacity: a whole data packet is tail-dropped, as a switch without trimming does), and
+ * returns the queue to enqueue into, or NULL for a port that is never congested (both
+ * thresholds MRC_THRESHOLD_NONE and no capacity), which skips the queue and its clock.
  * The clock is read only for a draining queue (rate > 0): a rate of 0 counts packets, and
  * the queue then needs no time at all. bpf_ktime_get_coarse_ns() would be cheaper, but it
  * lags by up to a tick (4 ms at HZ=250): an idle queue restarted at that time would look up
  * to tick/service packets shorter than it is, so thresholds would no longer mean packets. */
-static __always_inline struct vqueue *queue_check(__u32 port, const struct port_config *pc,
-						  __u64 *service_ns, __u64 *now, int *trim, int *ecn)
+static __always_inline struct vqueue *queue_check(__u32 port, const struct port_config *pc, __u64 *service_ns,
+						  __u64 *now, int *trim, int *ecn, int *full)
 {
-	struct vqueue *q = bpf_map_lookup_elem(&vqueue, &port);
 	struct queue_rate *rate = bpf_map_lookup_elem(&queue_rate, &port);
+	struct vqueue *q;
 
-	if (!q || !rate)
+	if (!rate || (pc->trim_threshold == MRC_THRESHOLD_NONE && pc->ecn_threshold == MRC_THRESHOLD_NONE &&
+		      !rate->capacity))
+		return 0;
+	q = bpf_map_lookup_elem(&vqueue, &port);
+	if (!q)
 		return 0;
 	*service_ns = rate->service_ns;
 	if (*service_ns)
 		*now = bpf_ktime_get_ns();
 	*trim = vqueue_reaches(q, *service_ns, *now, pc->trim_threshold);
 	*ecn = vqueue_reaches(q, *service_ns, *now, pc->ecn_threshold);
+	/* The capacity is at most MRC_THRESHOLD_NONE - 1 (the manager checks): counting this
+	 * packet, a full queue reaches capacity + 1. */
+	*full = rate->capacity && vqueue_reaches(q, *service_ns, *now, (__u32)rate->capacity + 1);
 	return q;
 }
 
@@ -533,7 +543,7 @@ int mrc_switch(struct xdp_md *ctx)
 	__u64 now = 0, service_ns = 0;
 	__u8 tclass, dscp, ecn;
 	struct vqueue *q = 0;
-	int known, egress, fib, trim_congested = 0, ecn_congested = 0;
+	int known, egress, fib, trim_congested = 0, ecn_congested = 0, full = 0;
 
 	in_port = ingress_port(ctx, &known);
 	if (!known)
@@ -578,12 +588,8 @@ int mrc_switch(struct xdp_md *ctx)
 		__builtin_memcpy(eth->h_dest, pc->dst_mac, ETH_ALEN);
 	}
 
-	/* A port without finite thresholds is never congested: skip the queue and its clock. */
-	if (pc && pc->valid && (pc->trim_threshold != MRC_THRESHOLD_NONE || pc->ecn_threshold != MRC_THRESHOLD_NONE)) {
-		q = queue_check(out_port, pc, &service_ns, &now, &trim_congested, &ecn_congested);
-		if (!q)
-			return drop(out_port, MRC_DROP_MALFORMED, len); /* unreachable: arrays */
-	}
+	if (pc && pc->valid)
+		q = queue_check(out_port, pc, &service_ns, &now, &trim_congested, &ecn_congested, &full);
 
 	tclass = mrc_ipv6_tclass(ip6);
 	dscp = tclass >> 2;
@@ -598,6 +604,11 @@ int mrc_switch(struct xdp_md *ctx)
 			return drop(out_port, MRC_DROP_CONGESTION, len);
 		dscp = pc->faces_host ? MRC_DSCP_TRIMMED_LASTHOP : MRC_DSCP_TRIMMED;
 	}
+	/* A whole data packet that finds its queue full is lost, as at a switch without trimming
+	 * (trim threshold MRC_THRESHOLD_NONE); priority-class packets do not occupy the queue. */
+	if (full && !trim_len && dscp != MRC_DSCP_CONTROL && dscp != MRC_DSCP_TRIMMED &&
+	    dscp != MRC_DSCP_TRIMMED_LASTHOP)
+		return drop(out_port, MRC_DROP_CONGESTION, len);
 	/* Checked on the frame as it would leave: a trim may make it fit. */
 	if (oversize(ctx, out_port, trim_len ? trim_len : len))
 		return drop(out_port, MRC_DROP_OVERSIZE, len);

@@ -4,6 +4,7 @@ import pytest
 
 from mrckit.apps.traffic import PATTERNS, make_flows
 from mrckit.apps.traffic.report import FlowResult, TrafficReport
+from mrckit.apps.traffic.patterns import chunks
 from mrckit.cli import traffic as cli_traffic
 from mrckit.errors import MrcError
 
@@ -74,3 +75,10 @@ def test_the_report_round_trips_through_json(tmp_path):
     report = TrafficReport(pattern="ring", fabric="f", seed=3, started_ns=1, finished_ns=2, flows=[_flow(0, 10)])
     report.write_json(tmp_path / "r.json")
     assert TrafficReport.read_json(tmp_path / "r.json") == report
+
+
+@pytest.mark.parametrize("size,writes,want", [
+    (10, 1, [(0, 10)]), (10, 2, [(0, 5), (5, 5)]), (10, 3, [(0, 4), (4, 4), (8, 2)]), (3, 3, [(0, 1), (1, 1), (2, 1)])])
+def test_chunks_cover_the_flow_once_in_order(size, writes, want):
+    assert chunks(size, writes) == want
+    assert sum(n for _, n in chunks(size, writes)) == size

@@ -193,6 +193,37 @@ def t1_failure_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out
     _emit(record, out_dir)
 
 
+@experiment.command("incast")
+@_fabric_options(planes=2, spines=3, leaves=4, hosts=3, link_speed=1000)
+@click.option("--senders", type=click.IntRange(1, 64), default=7, show_default=True,
+              help="Hosts that write to the receiver at once.")
+@click.option("--incast-size", default="1M", show_default=True, help="Bytes each incast sender writes.")
+@click.option("--victim-write", default="32K", show_default=True, help="Bytes of each of the victim's writes.")
+@click.option("--victim-writes", type=click.IntRange(1, 100_000), default=64, show_default=True,
+              help="The victim's writes, one after another.")
+@click.option("--trim-threshold", type=click.IntRange(1, 1 << 20), default=64, show_default=True,
+              help="Queue depth (packets) at which every switch port trims, with trimming on.")
+@click.option("--capacity", type=click.IntRange(1, 1 << 20), default=64, show_default=True,
+              help="Packets every switch port's data queue holds; a whole data packet that finds it full is dropped.")
+@click.option("--transport", "transports", multiple=True, default=("mrc",), show_default=True,
+              help="Transports to run the incast with (mrc; the RC baseline is not built yet).")
+@click.option("--name", default="expincast", show_default=True, help="The fabric's name.")
+def incast_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir, senders, incast_size, victim_write,
+               victim_writes, trim_threshold, capacity, transports, name) -> None:
+    """7 senders write to 1 receiver while a victim flow that shares their T0-T1 links makes
+    small writes: the victim's goodput and p99 completion time with trimming on and off,
+    against the victim alone; the incast's completion time; trims and drops per switch."""
+    from ..apps.experiments.demo_fault import FabricSize
+    from ..apps.experiments.incast import IncastOptions, run_incast
+
+    opts = IncastOptions(size=FabricSize(planes, spines, leaves, hosts_per_leaf), senders=senders,
+                         incast_bytes=parse_size(incast_size), victim_write_bytes=parse_size(victim_write),
+                         victim_writes=victim_writes, link_speed_pps=link_speed, trim_threshold=trim_threshold,
+                         capacity=capacity, transports=tuple(transports), seed=seed, name=name)
+    record = run_incast(opts, _say, plot=_plot_path(out_dir, "incast"))
+    _emit(record, out_dir)
+
+
 @experiment.command("table")
 @click.option("--results", type=click.Path(file_okay=False), default=DEFAULT_RESULTS, show_default=True,
               help="The folder of the experiments' JSON records.")

@@ -61,14 +61,15 @@ class VQueue(ctypes.Structure):
 
 
 class QueueRate(ctypes.Structure):
-    """C ``struct queue_rate``: drain rate (packets/s, 0 = never drains) and its service time
-    per packet (ns, 1e9 / rate, at least 1; 0 for rate 0)."""
+    """C ``struct queue_rate``: drain rate (packets/s, 0 = never drains), its service time
+    per packet (ns, 1e9 / rate, at least 1; 0 for rate 0) and the data queue's capacity
+    (packets, 0 = unbounded)."""
 
-    _fields_ = [("rate_pps", ctypes.c_uint64), ("service_ns", ctypes.c_uint64)]
+    _fields_ = [("rate_pps", ctypes.c_uint64), ("service_ns", ctypes.c_uint64), ("capacity", ctypes.c_uint64)]
 
     @classmethod
-    def of(cls, pps: int) -> "QueueRate":
-        return cls(pps, max(1, 1_000_000_000 // pps) if pps else 0)
+    def of(cls, pps: int, capacity: int = 0) -> "QueueRate":
+        return cls(pps, max(1, 1_000_000_000 // pps) if pps else 0, capacity)
 
 
 class IfindexSlot(ctypes.Structure):

@@ -9,7 +9,7 @@ from support.switch_harness import (DOWN_2, FABRIC_PORT, FABRIC_PORT_2, HOST_POR
                             XDP_DROP, XDP_REDIRECT, expect_counters, leaf, mac)
 from support.switch_frames import container, ipv4_frame, mrc_frame, outer, prefix48
 
-from mrckit.wire.constants import Dscp, Ecn, Opcode
+from mrckit.wire.constants import DropReason, Dscp, Ecn, Opcode
 from mrckit.topology.entries import TableEntry
 
 
@@ -270,6 +270,44 @@ def test_control_never_dropped_when_queue_full(switch):
         assert switch.run(mrc_frame(container(T0_0, T1_5), dscp=Dscp.NO_TRIM))[0] == XDP_DROP
         assert switch.run(mrc_frame(container(T0_0, T1_5), dscp=Dscp.CONTROL,
                                     opcode=Opcode.SACK, payload=0))[0] == XDP_REDIRECT
+
+
+def test_full_queue_drops_whole_data_packets_with_trimming_off(switch):
+    """Trim threshold NONE (trimming off), capacity 2, a queue that never drains: packets 1
+    and 2 pass whole, 3 and 4 find the queue full and are dropped (congestion); CONTROL
+    packets still pass; a trimmed header never occupies the queue. Capacity 0 is unbounded."""
+    leaf(switch)  # both thresholds NONE: only the capacity makes the port congested
+    switch.tables.queues.set_rate(FABRIC_PORT, 0)
+    switch.tables.queues.set_capacity(FABRIC_PORT, 2)
+    assert switch.tables.queues.capacity(FABRIC_PORT) == 2 and switch.tables.queues.rate(FABRIC_PORT) == 0
+    frame = mrc_frame(container(T0_0, T1_5))
+    assert [switch.run(frame)[0] for _ in range(4)] == [XDP_REDIRECT, XDP_REDIRECT, XDP_DROP, XDP_DROP]
+    control = mrc_frame(container(T0_0, T1_5), dscp=Dscp.CONTROL, opcode=Opcode.SACK, payload=0)
+    assert switch.run(control)[0] == XDP_REDIRECT
+    assert switch.tables.queues.depth(FABRIC_PORT) == 2
+    n, c = len(frame), len(control)
+    expect_counters(switch, rx_port={HOST_PORT: (5, 4 * n + c)}, tx_port={FABRIC_PORT: (3, 2 * n + c)},
+                    drop_port={FABRIC_PORT: (2, 2 * n)}, drop_reason={DropReason.CONGESTION: (2, 2 * n)})
+    switch.tables.queues.set_capacity(FABRIC_PORT, 0)
+    assert switch.run(frame)[0] == XDP_REDIRECT
+
+
+def test_trimming_comes_before_the_capacity(switch):
+    """Trim threshold 2 below capacity 3: the queue fills to the threshold and then every data
+    packet is trimmed, never dropped (the trimmed header rides the priority queue)."""
+    leaf(switch, trim=2)
+    switch.tables.queues.set_rate(FABRIC_PORT, 0)
+    switch.tables.queues.set_capacity(FABRIC_PORT, 3)
+    frame = mrc_frame(container(T0_0, T1_5))
+    assert [len(switch.run(frame)[1]) for _ in range(4)] == [len(frame), 134, 134, 134]
+    assert switch.tables.queues.depth(FABRIC_PORT) == 1
+
+
+def test_set_rate_keeps_the_capacity(switch):
+    leaf(switch)
+    switch.tables.queues.set_capacity(FABRIC_PORT, 7)
+    switch.tables.queues.set_rate(FABRIC_PORT, 1000)
+    assert switch.tables.queues.capacity(FABRIC_PORT) == 7 and switch.tables.queues.rate(FABRIC_PORT) == 1000
 
 
 # --- ECN ---------------------------------------------------------------------------------------

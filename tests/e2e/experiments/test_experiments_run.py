@@ -1,4 +1,5 @@
 """`mrc experiment failover`, `flaps` and `t1-failure` for real, on small fabrics with short
+"""`mrc experiment failover`, `flaps` and `incast` for real, on small fabrics with short
 writes: invariants only (docs/experiments.md): every byte verified, the fault shown by the
 dataplane's counters, the record written with the machine and commit, and its row in the
 table. No timing assertion: the figures depend on the machine's load."""
@@ -105,3 +106,38 @@ def test_t1_failure_drops_at_the_dead_t1_and_loses_no_byte(need_root, tmp_path):
     table = _mrc("experiment", "table", "--results", str(tmp_path), "--out", str(tmp_path / "experiments.md"))
     assert table.returncode == 0, table.stderr[-2000:]
     assert "| [t1-failure](#t1-failure) |" in (tmp_path / "experiments.md").read_text()
+
+
+def test_incast_trims_with_trimming_on_not_off_and_loses_no_byte(need_root, tmp_path):
+    """A 2-to-1 incast and its victim on the smallest fabric that has one (1 plane, 2 leaves of
+    3 hosts), a shallow threshold and queue so that the incast surely congests the last hop."""
+    proc, record = _run(tmp_path, "incast", "--planes", "1", "--leaves", "2", "--hosts-per-leaf", "3",
+                        "--senders", "2", "--incast-size", "512K", "--victim-write", "16K", "--victim-writes", "32",
+                        "--trim-threshold", "16", "--capacity", "16")
+    runs = record["details"]["runs"]
+    assert set(runs) == {"victim alone", "trimming on", "trimming off"}
+    assert record["checks"]["every byte that arrived verified (no run placed a wrong byte)"], proc.stdout[-2000:]
+    assert record["checks"]["every flow completed and verified, the victim alone and trimming on"]
+    assert all(r["flows_verified"] == r["flows"] for k, r in runs.items() if k != "trimming off")
+    assert runs["trimming off"]["flows_verified"] + len(runs["trimming off"]["failed"]) == 3
+    assert runs["trimming on"]["flows"] == 3 and runs["victim alone"]["flows"] == 1
+    on, off = runs["trimming on"], runs["trimming off"]
+    assert on["trimmed"] > 0 and on["trim_thresholds"] == [16]  # the switches' own counters
+    assert sum(c["trimmed"] for c in on["per_switch"].values()) == on["trimmed"]
+    assert off["trimmed"] == 0 and off["trim_thresholds"] == [0xFFFFFFFF]
+    assert set(off["sender_evs"]) <= {"h1-0", "h1-1", "h1-2"} and all(e["evs"] > 0 for e in off["sender_evs"].values())
+    assert record["checks"]["the incast with trimming on trimmed, by the switch counters"]
+    assert record["checks"]["with trimming off (threshold never on every port) no switch trimmed"]
+    assert runs["victim alone"]["victim"]["writes"] == 32 and on["victim"]["writes"] >= 1
+    assert record["details"]["placement"] == {"receiver": "h0-0", "senders": ["h1-0", "h1-1"], "victim_src": "h1-2",
+                                              "victim_dst": "h0-1"}
+    assert record["link_speed_pps"] == 1000 and record["commit"] and record["machine"]["load_end"]
+    assert (tmp_path / record["plot"]).read_bytes()[:4] == b"\x89PNG"
+    bench = [json.loads(ln[6:]) for ln in proc.stdout.splitlines() if ln.startswith("BENCH ")]
+    assert len(bench) == len(record["figures"]) == 7
+    assert all(b["measure"].startswith("experiment incast: ") and b["baseline"] for b in bench)
+    assert (proc.returncode == 0) == all(record["checks"].values())
+    table = _mrc("experiment", "table", "--results", str(tmp_path), "--out", str(tmp_path / "experiments.md"))
+    assert table.returncode == 0, table.stderr[-2000:]
+    page = (tmp_path / "experiments.md").read_text()
+    assert "| [incast](#incast) |" in page and record["command"] in page

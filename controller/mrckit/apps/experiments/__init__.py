@@ -7,7 +7,8 @@ builds for itself, at an emulated link speed, every byte verified (docs/experime
 - ``demo_fault``: the demo's one-QP write with a link fault, on such a fabric;
 - ``writes``: QPs of one transport (MRC or the RC baseline) between host pairs, verified;
 - ``failover``, ``lossy_ev``, ``flaps``, ``t1_failure`` (with ``t1_observe``, ``t1_plot``),
-  ``random_loss``, ``load_balance``: the experiments; ``chaos``: the chaos soak's record;
+  ``random_loss``, ``incast`` (its plot in ``incast_plot``), ``load_balance``: the experiments;
+  ``congestion``: their switch queue settings and counters; ``chaos``: the chaos soak's record;
 - ``table``: the results table written from the records.
 """
 

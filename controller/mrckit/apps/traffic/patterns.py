@@ -23,12 +23,21 @@ MAX_FLOWS = 1 << 16
 
 @dataclass(frozen=True)
 class Flow:
-    """One QP of a pattern: ``id`` (0..), ``src`` and ``dst`` host names, ``size`` bytes."""
+    """One QP of a pattern: ``id`` (0..), ``src`` and ``dst`` host names, ``size`` bytes,
+    moved as ``writes`` WRITE_WITH_IMMs of equal size (:func:`chunks`), one after another."""
 
     id: int
     src: str
     dst: str
     size: int
+    writes: int = 1
+
+
+def chunks(size: int, writes: int) -> list[tuple[int, int]]:
+    """The (offset, length) in bytes of each of the ``writes`` writes that move ``size`` bytes:
+    equal lengths, the last one shorter when ``writes`` does not divide ``size``."""
+    step = -(-size // max(1, writes))
+    return [(off, min(step, size - off)) for off in range(0, size, step)]
 
 
 def make_flows(pattern: str, hosts: list[str], size: int, *, k: int = 7, dst: str | None = None,

@@ -18,15 +18,21 @@ SCHEMA_VERSION = 1
 
 
 class FlowResult(BaseModel):
-    """One flow: its QP's id, hosts and size; when the writer posted and completed it (ns,
-    None if it did not complete); whether the receiver's bytes match; the error if any."""
+    """One flow: its QP's id, hosts, size and number of writes; when the writer posted its
+    first write and completed its last (ns, None if it did not complete), and for a flow of
+    several writes each completed write's [post, completion] (ns); whether the receiver saw
+    its last write (``arrived``) and whether its bytes then matched (``verified``); the error
+    if any."""
 
     id: int
     src: str
     dst: str
     size: int
+    writes: int = 1
     start_ns: int | None
     end_ns: int | None
+    writes_ns: list[tuple[int, int]] = []
+    arrived: bool = False
     verified: bool
     error: str | None = None
 
@@ -41,6 +47,11 @@ class FlowResult(BaseModel):
         if self.start_ns is None or self.end_ns is None:
             return None
         return (self.end_ns - self.start_ns) / 1e9
+
+    @property
+    def write_fcts_s(self) -> list[float]:
+        """The completion time of each completed write of a flow of several writes, seconds."""
+        return [(end - start) / 1e9 for start, end in self.writes_ns]
 
     @property
     def goodput_gbps(self) -> float | None:

@@ -49,8 +49,8 @@ def _plans(fabric, flows: list[Flow], endpoint: str, seed: int, timeout: float,
                     "progress_s": progress_s, "max_cwnd": max_cwnd, "transport": transport, "send": [], "recv": []}
              for name, addr in nic.items()}
     for f in flows:
-        plans[f.src]["send"].append([f.id, nic[f.dst], f.size])
-        plans[f.dst]["recv"].append([f.id, nic[f.src], f.size])
+        plans[f.src]["send"].append([f.id, nic[f.dst], f.size, f.writes])
+        plans[f.dst]["recv"].append([f.id, nic[f.src], f.size, f.writes])
     return plans
 
 
@@ -59,14 +59,15 @@ def _results(flows: list[Flow], sent: dict[str, dict], recvs: dict[str, dict]) -
     (host -> flow id text -> the worker's lists)."""
     out = []
     for f in flows:
-        start, end, error = sent[f.src].get(str(f.id), [None, None, "no result from the writer"])
+        start, end, error, *times = sent[f.src].get(str(f.id), [None, None, "no result from the writer"])
         recv = recvs[f.dst].get(str(f.id))
         verified = bool(recv and recv[1])
         if error is None and recv is None:
             error = "the writer completed but the receiver saw no WRITE_WITH_IMM completion"
         elif error is None and not verified:
             error = "the bytes placed at the receiver differ from the bytes written"
-        out.append(FlowResult(id=f.id, src=f.src, dst=f.dst, size=f.size, start_ns=start, end_ns=end,
+        out.append(FlowResult(id=f.id, src=f.src, dst=f.dst, size=f.size, writes=f.writes, start_ns=start,
+                              end_ns=end, writes_ns=times[0] if times else [], arrived=recv is not None,
                               verified=verified, error=error))
     return out
 

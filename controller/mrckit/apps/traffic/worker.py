@@ -4,14 +4,18 @@ endpoint with every QP of that host, the QPs it writes on and the QPs it is writ
 It reads one JSON line on stdin, the plan::
 
     {"nic": ADDR, "endpoint": "python"|"native", "seed": S, "timeout": SECONDS, "timeout_exp": N,
-     "transport": "mrc"|"rc", "send": [[FLOW, PEER_NIC, SIZE], ...], "recv": [[FLOW, PEER_NIC, SIZE], ...]}
+     "transport": "mrc"|"rc", "send": [[FLOW, PEER_NIC, SIZE, WRITES], ...],
+     "recv": [[FLOW, PEER_NIC, SIZE, WRITES], ...]}
 
-and answers in JSON lines on stdout: ``{"ready": true}`` once every QP and memory region
-exists; after the line ``go`` it posts one WRITE_WITH_IMM per send flow (all at once, the
-immediate is the flow id) and prints ``{"sent": {FLOW: [start_ns, end_ns, error]}}`` once
-they all ended. It prints ``{"done": true, "recvs": {FLOW: [t_ns, sha256_ok]}}`` once every
-flow to it completed, the timeout passed, or the line ``stop`` came (every writer has ended:
-what has not arrived will not). It keeps answering its peers until stdin closes, then exits.
+(WRITES may be left out: 1) and answers in JSON lines on stdout: ``{"ready": true}`` once
+every QP and memory region exists; after the line ``go`` it posts one WRITE_WITH_IMM per send
+flow (all flows at once, the immediate is the flow id; a flow of several writes posts its
+``patterns.chunks`` one after another, each once the previous completed) and prints
+``{"sent": {FLOW: [start_ns, end_ns, error, [[post_ns, done_ns], ...]]}}`` once they all
+ended (the list of each write's times for a flow of several writes, else empty). It prints
+``{"done": true, "recvs": {FLOW: [t_ns, sha256_ok]}}`` once every write of every flow to it
+completed, the timeout passed, or the line ``stop`` came (every writer has ended: what has not
+arrived will not). It keeps answering its peers until stdin closes, then exits.
 With ``"progress_s": P`` in the plan, it also prints ``{"placed": BYTES, "t_ns": T}`` every P
 seconds from ``go`` until ``done``: the bytes placed so far in all its receive regions. With
 ``"max_cwnd": W``, every writer's window is capped at W full packets.
@@ -55,15 +59,63 @@ def _say(**msg) -> None:
         sys.stdout.flush()
 
 
-def _post(ep, qps, data: dict) -> dict:
-    """Post every send flow of ``data`` (flow -> its bytes); returns flow -> Completion."""
-    return {flow: ep.write(qps[flow], payload, 0, RKEY_BASE + flow, imm=flow) for flow, payload in data.items()}
+def _writes(entry: list) -> int:
+    """A plan entry's number of writes (1 when the entry leaves it out)."""
+    return entry[3] if len(entry) > 3 else 1
+
+
+class _Series:
+    """The writes of one flow of several writes, one after another on its QP (a thread): each
+    posted once the previous completed, so each one's completion time is its own."""
+
+    def __init__(self, ep, qp, flow: int, data: bytes, writes: int, deadline: float):
+        from .patterns import chunks
+
+        self.times: list[list[int]] = []
+        self.error: str | None = None
+        self.done = threading.Event()
+        args = (ep, qp, flow, data, chunks(len(data), writes), deadline)
+        threading.Thread(target=self._run, args=args, daemon=True).start()
+
+    def _run(self, ep, qp, flow, data, parts, deadline) -> None:
+        try:
+            for off, n in parts:
+                part = data[off:off + n]  # held until its completion, as write() asks
+                comp = ep.write(qp, part, off, RKEY_BASE + flow, imm=flow)
+                comp.wait(max(0.0, deadline - time.monotonic()))
+                self.times.append([comp.started_ns, comp.finished_ns])
+        except Exception as exc:  # QpError or TimeoutError: reported with the flow, never a crash
+            self.error = f"write {len(self.times) + 1} of {len(parts)}: {exc or type(exc).__name__}"
+        finally:
+            self.done.set()
+
+    def result(self, deadline: float) -> list:
+        """[start_ns, end_ns, error, times] once the series ended or at ``deadline``."""
+        if not self.done.wait(max(0.0, deadline - time.monotonic())):
+            return [self.times[0][0] if self.times else None, None, "timed out", list(self.times)]
+        start = self.times[0][0] if self.times else None
+        end = self.times[-1][1] if self.error is None and self.times else None
+        return [start, end, self.error, self.times]
+
+
+def _post(ep, qps, plan, data: dict, deadline: float) -> dict:
+    """Post every send flow of ``plan`` with its bytes from ``data`` (flow -> bytes); returns
+    flow -> Completion, or a :class:`_Series` for a flow of several writes."""
+    comps: dict = {}
+    for entry in plan["send"]:
+        flow = entry[0]
+        if _writes(entry) > 1:
+            comps[flow] = _Series(ep, qps[flow], flow, data[flow], _writes(entry), deadline)
+        else:
+            comps[flow] = ep.write(qps[flow], data[flow], 0, RKEY_BASE + flow, imm=flow)
+    return comps
 
 
 def _receive(ep, regions, want: dict, deadline: float, stop: threading.Event) -> dict:
-    """Wait for every recv flow's WRITE_WITH_IMM completion and check its region's bytes
-    against ``want`` (flow -> SHA-256 hex of its data), until ``deadline`` or ``stop``;
-    returns flow -> [t_ns, sha256_ok]."""
+    """Wait for every WRITE_WITH_IMM completion of every recv flow and then check its region's
+    bytes against ``want`` (flow -> (SHA-256 hex of its data, its number of writes)), until
+    ``deadline`` or ``stop``; returns flow -> [t_ns, sha256_ok]."""
+    seen = {flow: 0 for flow in want}
     got: dict = {}
     stopped = None
     while len(got) < len(want) and time.monotonic() < deadline:
@@ -78,19 +130,25 @@ def _receive(ep, regions, want: dict, deadline: float, stop: threading.Event) ->
             continue
         flow = comp.qpn - QPN_BASE
         if flow in want and flow not in got and comp.imm == flow:
-            got[flow] = [time.monotonic_ns(), regions[flow].sha256() == want[flow]]
+            seen[flow] += 1
+            expected, writes = want[flow]
+            if seen[flow] == writes:
+                got[flow] = [time.monotonic_ns(), regions[flow].sha256() == expected]
     return got
 
 
 def _sends(comps: dict, deadline: float) -> dict:
-    """flow -> [start_ns, end_ns, error or None], waiting for each until ``deadline``."""
+    """flow -> [start_ns, end_ns, error or None, write times], waiting for each until ``deadline``."""
     out = {}
     for flow, comp in comps.items():
+        if isinstance(comp, _Series):
+            out[flow] = comp.result(deadline)
+            continue
         try:
             comp.wait(max(0.0, deadline - time.monotonic()))
-            out[flow] = [comp.started_ns, comp.finished_ns, None]
+            out[flow] = [comp.started_ns, comp.finished_ns, None, []]
         except Exception as exc:  # QpError or TimeoutError: reported per flow, never a crash
-            out[flow] = [comp.started_ns, None, str(exc) or type(exc).__name__]
+            out[flow] = [comp.started_ns, None, str(exc) or type(exc).__name__, []]
     return out
 
 
@@ -151,22 +209,22 @@ def run(plan: dict) -> int:
         config = QpConfig(retry=RetryConfig(timeout_exp=plan["timeout_exp"], exp_retries=INFINITE_RETRIES),
                           cc=_window(plan.get("max_cwnd", 0)), transport=plan.get("transport", "mrc"))
         regions, qps = {}, {}
-        for flow, peer, size in plan["recv"]:
+        for flow, peer, size, *_ in plan["recv"]:
             regions[flow] = ep.register_mr(size, rkey=RKEY_BASE + flow)
             ep.create_qp(peer, qpn=QPN_BASE + flow, remote_qpn=QPN_BASE + flow, config=config)
-        for flow, peer, _size in plan["send"]:
+        for flow, peer, *_ in plan["send"]:
             qps[flow] = ep.create_qp(peer, qpn=QPN_BASE + flow, remote_qpn=QPN_BASE + flow, config=config)
         # The data and the expected hashes before "ready": on a busy machine, making them
         # after "go" would hold the writes back by seconds.
-        data = {flow: flow_data(plan["seed"], flow, size) for flow, _peer, size in plan["send"]}
-        want = {flow: hashlib.sha256(flow_data(plan["seed"], flow, size)).hexdigest()
-                for flow, _peer, size in plan["recv"]}
+        data = {flow: flow_data(plan["seed"], flow, size) for flow, _peer, size, *_ in plan["send"]}
+        want = {entry[0]: (hashlib.sha256(flow_data(plan["seed"], entry[0], entry[2])).hexdigest(), _writes(entry))
+                for entry in plan["recv"]}
         _say(ready=True)
         lines = _stdin_lines()
         if lines.get() != "go":
             return 1
         deadline = time.monotonic() + plan["timeout"]
-        comps = _post(ep, qps, data)
+        comps = _post(ep, qps, plan, data, deadline)
         stop, closed = threading.Event(), threading.Event()
         threading.Thread(target=_follow, args=(lines, stop, closed), daemon=True).start()
         threading.Thread(target=lambda: _say(sent=_sends(comps, deadline)), daemon=True).start()
