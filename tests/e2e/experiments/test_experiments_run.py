@@ -1,5 +1,5 @@
-"""`mrc experiment failover`, `flaps` and `t1-failure` for real, on small fabrics with short
-"""`mrc experiment failover`, `flaps` and `incast` for real, on small fabrics with short
+"""`mrc experiment failover`, `flaps`, `random-loss`, `load-balance`, `t1-failure` and `incast`
+for real, on small fabrics with short
 writes: invariants only (docs/experiments.md): every byte verified, the fault shown by the
 dataplane's counters, the record written with the machine and commit, and its row in the
 table. No timing assertion: the figures depend on the machine's load."""
