@@ -39,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = 104
-MARKER = re.compile(r"<!-- sample:(?P<head>.*?)-->\n(?P<body>.*?)<!-- /sample -->\n?", re.S)
+MARKER = re.compile(r"^<!-- sample:(?P<head>.*?)-->\n(?P<body>```[^\n]*\n.*?^```\n)<!-- /sample -->\n?", re.S | re.M)
 OPTION = re.compile(r"^\s*(keep|drop|exit|tag|columns):\s*(.*?)\s*$")
 
 
