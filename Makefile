@@ -30,7 +30,8 @@ NATIVE_LIB := controller/mrckit/endpoint/native/libmrcep.so
 # -ffp-contract=off: the congestion window must round exactly as the Python reference does.
 NATIVE_CFLAGS := -O2 -g -Wall -Werror -fPIC -shared -ffp-contract=off -I native/include -I ebpf/include
 
-.PHONY: all setup deps venv bpf native bpffs lint test test-under-load demo p4 bench experiments clean p4rt-shell
+.PHONY: all setup deps venv bpf native bpffs lint test test-under-load demo p4 bench experiments clean p4rt-shell \
+        docs docs-gen docs-samples docs-traffic docs-bench
 
 all: setup
 setup: deps venv bpf native bpffs p4rt-shell
@@ -81,10 +82,11 @@ bpffs:
 	@mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 
 # Static checks, configured in pyproject.toml: ruff (bug-finding rules only, no reformatting)
-# and mypy over controller/mrckit.
+# and mypy over controller/mrckit and tools/.
 lint: venv
-	$(VENV)/bin/ruff check controller tests bench
+	$(VENV)/bin/ruff check controller tests bench tools
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy tools/docsamples.py
 
 test: setup lint
 	$(VENV)/bin/pytest
@@ -122,6 +124,35 @@ experiments: setup
 	-$(VENV)/bin/mrc experiment incast --out $(EXP_OUT)
 	-$(VENV)/bin/mrc experiment chaos --duration 30 --out $(EXP_OUT)
 	$(VENV)/bin/mrc experiment table --results $(EXP_OUT) --out docs/experiments.md
+
+# Docs from runs: every sample output and figure of README.md and docs/ is printed by the
+# command its marker names (tools/docsamples.py); `make docs` runs all but the bench, whose
+# figures take an hour (`make docs-bench`). The experiments' records come from `make experiments`;
+# docs-gen rewrites the tables and blocks generated from code and records.
+DOCS_MD   := README.md $(wildcard docs/*.md)
+DOCS_TOOL := $(VPY) tools/docsamples.py
+DOCS_OUT  := build/docs
+docs: docs-gen docs-samples docs-traffic
+
+docs-gen: setup
+	$(VPY) -m mrckit.wire.gen
+	$(VPY) -m mrckit.switch.p4runtime.pipeline_doc
+	$(VENV)/bin/mrc experiment table --results $(EXP_OUT) --out docs/experiments.md
+
+docs-samples: setup
+	@mkdir -p $(DOCS_OUT)
+	$(DOCS_TOOL) $(DOCS_MD)
+
+# The traffic samples run on a 16-host fabric of their own, removed on failure and Ctrl-C too.
+docs-traffic: setup
+	@mkdir -p $(DOCS_OUT)
+	$(VENV)/bin/mrc topo gen --planes 4 --spines 4 --leaves 8 --hosts-per-leaf 2 -o $(DOCS_OUT)/f16.yaml
+	@trap '$(VENV)/bin/mrc fabric down docs16 >/dev/null 2>&1 || true' EXIT INT TERM; \
+	 $(VENV)/bin/mrc fabric up $(DOCS_OUT)/f16.yaml --name docs16 && $(DOCS_TOOL) --tag traffic $(DOCS_MD)
+
+docs-bench: setup
+	@mkdir -p $(DOCS_OUT)
+	$(DOCS_TOOL) --tag bench $(DOCS_MD)
 
 # Rebuild the committed p4c outputs; needs p4c-bm2-ss on PATH or under /opt/p4tools/bin.
 # P4_OUT lets tests/p4 recompile elsewhere and compare with the committed files.

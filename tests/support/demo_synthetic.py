@@ -116,3 +116,27 @@ def synthetic_run(kind: str = "down", *, silent: bool = True, back: bool = True,
         fault_log=[(t_fault, f"{kind} p0/t0-1/t1-1"), (t_restore, "restore p0/t0-1/t1-1")],
         demo_log=[(T0, "write started"), (T0 + ticks * 10 * MS, "write complete")],
         fault_rows=fault_rows, restore_rows=restore_rows)
+
+
+def with_rx(run, lost_per_ev: int, mode: str):
+    """Give a synthetic run the responder's side: every packet arrives, dated by the last send
+    of the sample that first counted it, but the first ``lost_per_ev`` packets that each EV of
+    the failed path sent after the fault (the synthetic dead path sends a few before its EVs
+    retire)."""
+    run.mode = mode
+    sent: dict[int, list[int]] = {}
+    prev: dict[int, int] = {}
+    for (t, per_ev), cut in zip(run.recorder.ev_samples, run.recorder.ev_last_tx):
+        for ev, n in per_ev.items():
+            sent.setdefault(ev, []).extend([cut.get(ev, t)] * (n - prev.get(ev, 0)))
+        prev = per_ev
+    dead = [ev for ev in sent if (ev >> 28, (ev >> 20) & 0xFF) == (0, 1)]
+    for ev in dead:
+        after = [t for t in sent[ev] if t > run.t_fault_ns]
+        assert len(after) >= lost_per_ev, "the synthetic run sends too little after the fault"
+        sent[ev] = [t for t in sent[ev] if t <= run.t_fault_ns] + after[lost_per_ev:]
+    run.rx_sent = sent
+    run.packets_sent = sum(prev.values())
+    run.packets_received = sum(len(v) for v in sent.values())
+    run.link_packets_lost = lost_per_ev * len(dead) + 7
+    return run

@@ -5,11 +5,10 @@ that a source comment names. Names are read from code spans, code blocks and lin
 import re
 from pathlib import Path
 
-import click
 import pytest
 
-from mrckit.cli import main as mrc_main
 
+from support.doc_commands import check_mrc
 from support.paths import ROOT
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -124,31 +123,9 @@ def _mrc_invocations(doc: Path) -> list[list[str]]:
     return out
 
 
-def _check_mrc(words: list[str]) -> str | None:
-    """Why ``mrc WORDS`` is not a command of the CLI, or None: its commands and subcommands
-    exist, and so does every ``--option`` it gives them."""
-    cmd: click.Command = mrc_main
-    ctx = click.Context(mrc_main, info_name="mrc")
-    path = ["mrc"]
-    options = []
-    for word in words:
-        if word.startswith("-"):
-            options.append(word.split("=", 1)[0])
-        elif isinstance(cmd, click.Group) and not options:
-            sub = cmd.get_command(ctx, word)
-            if sub is None:
-                return f"`{' '.join(path)}` has no command {word!r}"
-            cmd, path = sub, path + [word]
-    known = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)} | {"--help", "-h"}
-    bad = [o for o in options if o.startswith("--") and o not in known]
-    if bad:
-        return f"`{' '.join(path)}` has no option {bad}"
-    return None
-
-
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_named_mrc_command_and_option_exists(doc):
-    wrong = sorted({why for words in _mrc_invocations(doc) if (why := _check_mrc(words))})
+    wrong = sorted({why for words in _mrc_invocations(doc) if (why := check_mrc(words))})
     assert not wrong, f"{doc.relative_to(ROOT)}: {wrong}"
 
 
@@ -160,7 +137,7 @@ def test_checker_catches_what_does_not_exist(tmp_path):
     assert [p for p in _paths(doc) if not _exists(p)] == ["controller/mrckit/nope.py"]
     assert _test_file_names(doc.read_text()) - TEST_FILES == {"test_nope.py"}
     assert _make_uses(doc) - MAKE_TARGETS == {"nope"}
-    checks = [_check_mrc(w) for w in _mrc_invocations(doc)]
+    checks = [check_mrc(w) for w in _mrc_invocations(doc)]
     assert checks[0] and "--nope" in checks[0]
     assert checks[1] and "'nope'" in checks[1]
     assert checks[2] is None

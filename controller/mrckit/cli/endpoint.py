@@ -104,6 +104,8 @@ def _host(ref: str, fabric: str | None, what: str):
         if fabric:
             raise MrcError(f"{what} {ref!r}: {exc}") from None
         raise MrcError(f"{what} {ref!r} is not an IPv6 NIC address nor a fabric host name: {exc}") from None
+    if host is None:  # an address with no fabric: used as it is (is_address caught it above)
+        return ref, None, None
     return host.nic_address, host.ns, host.fabric
 
 

@@ -262,7 +262,8 @@ def _sub_fabric_option(fn):
 
 def _which(ctx: click.Context, fabric_name: str | None) -> str:
     # `mrc restore --fabric X link A B` and `mrc restore link A B --fabric X` both work.
-    return fabric_name or ctx.parent.params.get("fabric_name") or DEFAULT_NAME
+    parent = ctx.parent.params if ctx.parent is not None else {}
+    return fabric_name or parent.get("fabric_name") or DEFAULT_NAME
 
 
 @restore.command("link")

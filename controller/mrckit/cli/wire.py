@@ -25,7 +25,8 @@ def ev(value: int | None, plane: int | None, t1: int, salt: int) -> None:
 
     if (value is None) == (plane is None):
         raise click.UsageError("give either VALUE or --plane (with --t1 and --salt)")
-    value = ev_pack(plane, t1, salt) if value is None else value
+    if value is None:
+        value = ev_pack(plane or 0, t1, salt)  # plane is given when value is not
     fields = ev_unpack(value)
     flow_label, sport = ev_to_wire(value)
     click.echo(f"ev 0x{value:08x}: plane {fields.plane}, t1 {fields.t1}, salt 0x{fields.salt:05x}; "
@@ -43,7 +44,8 @@ def usid(value: int | None, plane: int | None, role: str, index: int) -> None:
 
     if (value is None) == (plane is None):
         raise click.UsageError("give either VALUE or --plane (with --role and --index)")
-    value = usid_pack(plane, UsidRole[role.upper()], index) if value is None else value
+    if value is None:
+        value = usid_pack(plane or 0, UsidRole[role.upper()], index)  # plane is given when value is not
     fields = usid_unpack(value)
     click.echo(f"usid 0x{value:04x}: plane {fields.plane}, role {fields.role.name}, index {fields.index}")
 

@@ -32,10 +32,11 @@ from pathlib import Path
 
 from ..errors import MrcError
 from ..topology import Topology, compile_fabric
+from ..topology.compile import Mode, Target
 from .diff import EcmpTables, diff_ecmp
 from .hosts import HostSession, open_host
 from .localise import Localisation
-from .p4rt import CONNECT_TIMEOUT_S, WriteCounts, check_ecmp_pipeline, default_election_id, open_session
+from .p4rt import CONNECT_TIMEOUT_S, SwitchSession, WriteCounts, check_ecmp_pipeline, default_election_id, open_session
 from .pipeline import Pipeline
 from .reactor import GOOD, LIFT_SUCCESSES, SETTLE_NS, Action, FailureReactor
 from . import northbound
@@ -67,7 +68,7 @@ class SwitchState:
     last: WriteCounts | None = None
     total: WriteCounts = field(default_factory=WriteCounts)
     error: str = ""
-    session: object | None = None             # the open SwitchSession while connected
+    session: SwitchSession | None = None      # while connected
     installed: EcmpTables | None = None       # EV-hash tables as last written (None: unknown)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one writer at a time
 
@@ -111,6 +112,13 @@ def _add(total: WriteCounts, c: WriteCounts) -> None:
         setattr(total, name, getattr(total, name) + getattr(c, name))
 
 
+def _open(hs: HostState) -> HostSession:
+    """The agent's session, opened on first use (it reconnects by itself)."""
+    if hs.session is None:
+        hs.session = open_host(hs.target)
+    return hs.session
+
+
 class Controller:
     """Programs ``switches`` and configures ``hosts`` of ``topology``; reacts to failures.
 
@@ -142,7 +150,7 @@ class Controller:
     """
 
     def __init__(self, topology: Topology, switches: list[SwitchTarget], hosts: list[HostTarget],
-                 pipeline: Pipeline, *, target: str = "ebpf", mode: str = "srv6", name: str = "default",
+                 pipeline: Pipeline, *, target: Target = "ebpf", mode: Mode = "srv6", name: str = "default",
                  run_dir: Path | str | None = RUN_DIR, listen: str | None = None,
                  election_id: int | None = None,
                  settle_ns: int = SETTLE_NS, lift_successes: int = LIFT_SUCCESSES,
@@ -229,7 +237,7 @@ class Controller:
         errors = [f"{r}" for r in results if isinstance(r, BaseException)]
         if errors:
             raise MrcError("; ".join(errors))
-        return dict(zip(names, results))
+        return {n: r for n, r in zip(names, results) if not isinstance(r, BaseException)}
 
     async def configure_hosts(self, force: bool = False) -> dict[str, bool]:
         """Configure every host agent that has no config yet (all of them with ``force``).
@@ -244,7 +252,7 @@ class Controller:
         errors = [f"{r}" for r in results if isinstance(r, BaseException)]
         if errors:
             raise MrcError("; ".join(errors))
-        return dict(zip(names, results))
+        return {n: r for n, r in zip(names, results) if not isinstance(r, BaseException)}
 
     async def close(self) -> None:
         """Close the host agents' channels (after the one-shot calls; :meth:`run` does it)."""
@@ -322,12 +330,11 @@ class Controller:
         self._dirty = True
 
     async def _configure(self, hs: HostState, force: bool = False) -> bool:
-        if hs.session is None:
-            hs.session = open_host(hs.target)
-        if not force and await hs.session.is_configured():
+        session = _open(hs)
+        if not force and await session.is_configured():
             hs.configured = True
             return False
-        await hs.session.configure(self.compiled.host(hs.target.name))
+        await session.configure(self.compiled.host(hs.target.name))
         hs.configured = hs.configured_by_us = True
         hs.denied.clear()
         self._dirty = True
@@ -341,7 +348,7 @@ class Controller:
                 await self._sync_denials(hs)
                 hs.watching, hs.error = True, ""
                 self._dirty = True
-                async for ev in hs.session.events(replay=replay):
+                async for ev in _open(hs).events(replay=replay):
                     replay = False
                     self._host_event(hs, ev)
                 raise MrcError(f"host {hs.target.name}: event stream ended")
@@ -372,7 +379,7 @@ class Controller:
     async def _sync_denials(self, hs: HostState) -> None:
         """Give ``hs`` every denial in force that it lacks (a reconnected or new agent)."""
         for link in sorted(set(self.reactor.denied) - hs.denied):
-            await hs.session.set_link_denied(link, True)
+            await _open(hs).set_link_denied(link, True)
             hs.denied.add(link)
 
     # --- link reports (EV-hash mode reroutes on them) ---------------------------------------
@@ -406,12 +413,16 @@ class Controller:
         return await self._carry_out_reroute(change)
 
     async def _carry_out_reroute(self, change: Reroute) -> dict[str, int]:
+        rerouter = self.rerouter
+        if rerouter is None:
+            raise MrcError("a reroute outside EV-hash mode")
+
         async def one(name: str) -> int:
             st = self.switches[name]
             async with st.lock:
                 if st.session is None or st.installed is None:
                     raise MrcError(f"switch {name} is not connected")
-                desired = self.rerouter.desired(name)
+                desired = rerouter.desired(name)
                 diff = diff_ecmp(desired, st.installed)
                 counts = st.session.counts
                 before = dataclasses.replace(counts)
@@ -434,7 +445,7 @@ class Controller:
             st = self.switches[name]
             if st.session is not None:
                 st.session.lost.set()  # reconnect and reconcile from a Read
-        self.rerouter.done(change, time.time_ns(), written, failed)
+        rerouter.done(change, time.time_ns(), written, failed)
         self._dirty = True
         log.info("%s %s: %s", "restored" if change.up else "rerouted around", change.link,
                  self.reactor.timeline.marks[-1].detail)
@@ -528,7 +539,7 @@ class Controller:
         is a working path (good evidence for the reactor)."""
         self._last_poll = time.time_ns()
         live = [hs for hs in self.hosts.values() if hs.watching and hs.session is not None]
-        replies = await asyncio.gather(*(hs.session.stats(include_evs=True) for hs in live), return_exceptions=True)
+        replies = await asyncio.gather(*(_open(hs).stats(include_evs=True) for hs in live), return_exceptions=True)
         now = time.time_ns()
         for hs, reply in zip(live, replies):
             if isinstance(reply, BaseException):
@@ -549,7 +560,7 @@ class Controller:
 
         async def apply(hs: HostState) -> None:
             for link in action.links:
-                await hs.session.set_link_denied(link, deny)
+                await _open(hs).set_link_denied(link, deny)
                 (hs.denied.add if deny else hs.denied.discard)(link)
 
         results = await asyncio.gather(*(apply(hs) for hs in live), return_exceptions=True)

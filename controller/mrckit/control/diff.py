@@ -50,7 +50,11 @@ def _by_identity(entries: Iterable, what: str) -> dict[tuple, object]:
     return out
 
 
-def diff_entries(desired: Iterable[TableEntry], actual: Iterable[TableEntry]) -> EntryDiff:
+Entity = TableEntry | ActionProfileMember | ActionProfileGroup
+"""What a switch holds: table entries (``ipv6_fib`` routes too), action profile members, groups."""
+
+
+def diff_entries(desired: Iterable[Entity], actual: Iterable[Entity]) -> EntryDiff:
     """The writes that turn ``actual`` into ``desired``; both are lists of table entries (or
     of action profile members, groups or ``ipv6_fib`` routes: anything with ``identity()``).
 

@@ -362,20 +362,30 @@ def _check_ecmp_schema(schema: fy.P4Schema, where: str) -> None:
                        f"(--mode ecmp) needs the P4 program that has them on every switch (run `make p4`)") from None
 
 
-def _entity(e) -> object:
-    """Our target-neutral entity as finsy's."""
+def _entity(e) -> fy.P4TableEntry | fy.P4ActionProfileMember | fy.P4ActionProfileGroup:
+    """Our target-neutral entity as finsy's.
+
+    Raises:
+        MrcError: a direct entry or a member to write that names no action.
+    """
     if isinstance(e, TableEntry) and e.target is not None:
         action = fy.P4IndirectAction(member_id=e.member) if e.member is not None else \
             fy.P4IndirectAction(group_id=e.group)
         return fy.P4TableEntry(e.table, match=fy.P4TableMatch(e.match), action=action)
     if isinstance(e, TableEntry):
-        return fy.P4TableEntry(e.table, match=fy.P4TableMatch(e.match), action=fy.P4TableAction(e.action, **e.params))
+        return fy.P4TableEntry(e.table, match=fy.P4TableMatch(e.match), action=_action(e, e.action, e.params))
     if isinstance(e, ActionProfileMember):
-        return fy.P4ActionProfileMember(e.profile, member_id=e.member_id, action=fy.P4TableAction(e.action, **e.params))
+        return fy.P4ActionProfileMember(e.profile, member_id=e.member_id, action=_action(e, e.action, e.params))
     if isinstance(e, ActionProfileGroup):
         return fy.P4ActionProfileGroup(e.profile, group_id=e.group_id,
                                        members=[fy.P4Member(m, weight=1) for m in e.members])
     raise TypeError(f"cannot write {type(e).__name__}")
+
+
+def _action(e: object, action: str | None, params: dict[str, int]) -> fy.P4TableAction:
+    if action is None:
+        raise MrcError(f"{e}: names no action, and a write needs one")
+    return fy.P4TableAction(action, **params)
 
 
 def _encode(schema: fy.P4Schema, e) -> p4r.Entity:
@@ -422,7 +432,8 @@ def _decode_route(schema: fy.P4Schema, te) -> TableEntry:
 
 def _decode(schema: fy.P4Schema, te) -> TableEntry:
     table = schema.tables[te.table_id]
-    match = {table.match_fields[m.field_id].name: int.from_bytes(m.exact.value, "big") for m in te.match}
+    match: dict[str, int | tuple[int, int]] = {
+        table.match_fields[m.field_id].name: int.from_bytes(m.exact.value, "big") for m in te.match}
     action = schema.actions[te.action.action.action_id]
     params = {action.params[p.param_id].name: int.from_bytes(p.value, "big") for p in te.action.action.params}
     return TableEntry(table.alias, match, action.alias, params)

@@ -57,6 +57,7 @@ Rules:
 from __future__ import annotations
 
 import logging
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from ..topology import Topology, TopologyError, path_for_ev
@@ -353,8 +354,8 @@ class FailureReactor:
                             if link in self.denied and link not in self._pending and link not in reported
                             and all(s & (reported - {link}) for s in sets)))
 
-    def _guarded(self, loc: Localisation, ports_down: list[str], now_ns: int, weak: set[str] = frozenset(),
-                 waiting: bool = False, one_pair: set[str] = frozenset()) -> tuple[str, ...]:
+    def _guarded(self, loc: Localisation, ports_down: list[str], now_ns: int, weak: AbstractSet[str] = frozenset(),
+                 waiting: bool = False, one_pair: AbstractSet[str] = frozenset()) -> tuple[str, ...]:
         """The links to deny now: ports reported down, plus the suspects that neither the
         host-link rules (``one_pair``: host links only one host pair's traffic names), the
         weak-evidence rule (``weak`` suspects wait while ``waiting``) nor the connectivity

@@ -16,7 +16,9 @@ import select
 import threading
 import time
 from collections import deque
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Protocol
 
 from mrckit.wire.constants import (
     BTH_LEN, DEFAULT_PAYLOAD_LEN, ICRC_LEN, MPR_UNIT_PSNS, PSN_MOD, UDP_PORT_ROCEV2, Opcode,
@@ -85,6 +87,12 @@ def _norm(addr: str) -> str:
         raise ValueError(f"{addr!r} is not an IPv6 NIC address") from None
 
 
+class _QpResponder(Protocol):
+    """The responder side of an endpoint, as :class:`QpSetup` uses it."""
+
+    def add_qp(self, qp: ResponderQp) -> ResponderQp: ...
+
+
 class QpSetup:
     """Creating and connecting QPs, shared by :class:`Endpoint` and the native endpoint. The
     host class provides ``qps``, ``_next_qpn``, ``responder``, ``_guard()`` (the context that
@@ -92,6 +100,16 @@ class QpSetup:
     ``SUPPORTS_RC`` says whether its QPs can be RC baseline QPs (``QpConfig.transport``)."""
 
     SUPPORTS_RC = False
+
+    qps: dict[int, QueuePair]
+    _next_qpn: int
+    responder: _QpResponder
+
+    def _guard(self) -> AbstractContextManager[object]:
+        raise NotImplementedError  # the host class's lock
+
+    def _add_requestor(self, qp: QueuePair, remote_qpn: int) -> None:
+        raise NotImplementedError  # the host class's kind of requestor
 
     def create_qp(self, peer: str, *, qpn: int | None = None, remote_qpn: int | None = None,
                   config: QpConfig | None = None) -> QueuePair:
@@ -132,6 +150,8 @@ class QpSetup:
             raise ValueError(f"QP {qp.qpn:#x} is connected already")
         if not 0 < remote_qpn < 1 << 24:
             raise ValueError(f"remote QP number {remote_qpn} is outside 1..2**24-1")
+        if qp.responder is None:
+            raise ValueError(f"QP {qp.qpn:#x} has no responder side")
         qp.responder.remote_qpn = remote_qpn
         self._add_requestor(qp, remote_qpn)
 
@@ -145,6 +165,8 @@ class Endpoint(QpSetup):
         ValueError: ``nic_addr`` is not an IPv6 address.
         OSError: the address is not configured in this network namespace, or the port is taken.
     """
+
+    responder: Responder
 
     def __init__(self, nic_addr: str, *, port: int = UDP_PORT_ROCEV2, peer_port: int = UDP_PORT_ROCEV2,
                  sack_coalesce_bytes: int = SACK_COALESCE_BYTES, start: bool = True):

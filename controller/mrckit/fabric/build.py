@@ -22,7 +22,7 @@ import ipaddress
 import os
 import socket
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pyroute2 import IPRoute
 
@@ -107,7 +107,7 @@ def add_links(links: list[tuple], mtu: int) -> None:
         netns.run(["ip", "-batch", "-"], input="\n".join(lines).encode() + b"\n")
 
 
-def prepare_ports(ns: str, ifnames: list[str], neighbours: list[tuple[str, str]] = ()) -> None:
+def prepare_ports(ns: str, ifnames: list[str], neighbours: Sequence[tuple[str, str]] = ()) -> None:
     """In ``ns``: TX checksum offload off and GRO on for every interface, static neighbours
     ``(ifname, mac)`` (the peer's EUI-64 link-local address), then every interface up.
 

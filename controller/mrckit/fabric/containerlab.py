@@ -38,6 +38,7 @@ from ..host.config import Settings, from_topology
 from ..host.run import dumps_config
 from ..switch.bmv2 import simple_switch_argv
 from ..topology import GrpcEndpoint, Topology, compile_fabric, dumps_topology, mac_str
+from ..topology.compile import Mode
 from .nodes import NIC_DEVICE
 
 SWITCH_IMAGE = "p4lang/behavioral-model:latest"
@@ -134,7 +135,7 @@ def _addressed(topo: Topology, lab: str) -> Topology:
 
 
 def containerlab_topology(topo: Topology, lab: str, *, switch_image: str = SWITCH_IMAGE,
-                          host_image: str = HOST_IMAGE, mode: str = "srv6", compiled=None) -> dict:
+                          host_image: str = HOST_IMAGE, mode: Mode = "srv6", compiled=None) -> dict:
     """The containerlab topology of ``topo`` as a mapping (see the module docstring);
     ``compiled``: ``compile_fabric(topo, "bmv2", mode)`` when the caller has it already.
 
@@ -154,7 +155,7 @@ def containerlab_topology(topo: Topology, lab: str, *, switch_image: str = SWITC
 
 
 def export_containerlab(topo: Topology, out_dir: str | Path, lab: str, *, switch_image: str = SWITCH_IMAGE,
-                        host_image: str = HOST_IMAGE, mode: str = "srv6",
+                        host_image: str = HOST_IMAGE, mode: Mode = "srv6",
                         settings: Settings | None = None) -> ContainerlabExport:
     """Write the containerlab topology of ``topo`` and its config files into ``out_dir``
     (created if missing). ``settings`` are the host agents' settings (default: the agent's).
@@ -163,7 +164,7 @@ def export_containerlab(topo: Topology, out_dir: str | Path, lab: str, *, switch
         MrcError: a bad lab or image name (nothing is written), a topology node named
             ``controller``, or ``out_dir`` cannot be written.
     """
-    if any(n.name == CONTROLLER_NODE for n in (*topo.switches, *topo.hosts)):
+    if any(n.name == CONTROLLER_NODE for n in topo.switches) or any(h.name == CONTROLLER_NODE for h in topo.hosts):
         raise MrcError(f"a node is named {CONTROLLER_NODE!r}, the name the export gives the controller node")
     compiled = compile_fabric(topo, "bmv2", mode)
     doc = containerlab_topology(topo, lab, switch_image=switch_image, host_image=host_image, mode=mode,

@@ -30,6 +30,7 @@ from .. import bpf, netns
 from ..errors import MrcError
 from ..host.config import Settings, mac_text
 from ..topology import CompiledFabric, GrpcEndpoint, Topology, compile_fabric, dumps_topology, loads_topology
+from ..topology.compile import Mode, Target
 from . import build, faultctl, nodes, procs, teardown
 from .parallel import Progress, each
 from . import restart as restarts
@@ -134,11 +135,11 @@ class Fabric:
         self.state = state
         self.topology = topology or loads_topology(state.topology, f"{state.dir}/fabric.json")
         self.compiled: CompiledFabric = compiled or compile_fabric(self.topology, state.target, state.mode)
-        self._atexit = None
+        self._atexit: Callable[[], None] | None = None
 
     # --- life cycle ---------------------------------------------------------------------------
     @classmethod
-    def up(cls, topology: Topology, *, name: str = "default", target: str = "ebpf", mode: str = "srv6",
+    def up(cls, topology: Topology, *, name: str = "default", target: Target = "ebpf", mode: Mode = "srv6",
            prefix: str = DEFAULT_PREFIX, settings: Settings | None = None,
            p4runtime_port: int | None = None, controller: bool = True,
            controller_args: tuple[str, ...] = (), progress: Progress | None = None) -> "Fabric":
@@ -221,7 +222,7 @@ class Fabric:
         st.save()
         build.add_links([(st.nodes[a], ia, ma, st.nodes[b], ib, mb) for a, ia, ma, b, ib, mb in links],
                         compiled.topology.mtu)
-        ports = {n: [] for n in st.nodes}
+        ports: dict[str, list[str]] = {n: [] for n in st.nodes}
         for a, ia, b, ib in st.links:
             ports[a].append(ia)
             ports[b].append(ib)
@@ -310,7 +311,7 @@ class Fabric:
         # Torn down at interpreter exit; SIGTERM becomes SystemExit so that the exit (and any
         # ``with`` block) runs instead of the process dying on the spot.
         self._atexit = self.down
-        atexit.register(self._atexit)
+        atexit.register(self.down)
         _OWNED.add(self.name)
         _sigterm_exits(True)
 
@@ -363,7 +364,7 @@ class Fabric:
             raise MrcError("switch_counters reads eBPF pins; on bmv2 read counters over P4Runtime")
         tables = SwitchTables.open_pinned(self.state.pins[name])
         try:
-            return {p.number: tuple(tables.counters.read(counter, p.number)) for p in self.compiled.switch(name).ports}
+            return {p.number: tables.counters.read(counter, p.number) for p in self.compiled.switch(name).ports}
         finally:
             tables.close()
 

@@ -105,7 +105,7 @@ def fail_link(state: FabricState, a: str, b: str, kind: str, value: float | None
         if failed:
             raise MrcError(f"switch {failed[0]} is failed (no dataplane to chain a fault to); "
                            f"`mrc restore switch {failed[0]}` first")
-        _attach_faults(ends, faults.Fault(loss_ppm=faults.percent_to_ppm(value)) if kind == "loss"
+        _attach_faults(ends, faults.Fault(loss_ppm=faults.percent_to_ppm(value or 0.0)) if kind == "loss"
                        else faults.Fault(blackhole=True))
     elif kind == "down":
         armed = state.target == "ebpf" and not any(f"switch:{n}" in state.faults for n in (na, nb))
@@ -252,14 +252,14 @@ def first_drop_ns(state: FabricState, a: str, b: str) -> int | None:
         MrcError: no such link.
     """
     na, ia, nb, ib = find_link(state, a, b)
-    stamps = []
+    stamps: list[int | None] = []
     for node, ifname in ((na, ia), (nb, ib)):
         try:
             stamps.append(faults.first_drop_ns(state.nodes[node], ifname))
         except MrcError:
             continue  # no program on this end
-    stamps = [t for t in stamps if t]
-    return min(stamps) if stamps else None
+    found = [t for t in stamps if t]
+    return min(found) if found else None
 
 
 def fail_switch(state: FabricState, compiled, name: str) -> str:
@@ -306,7 +306,8 @@ def restore_switch(state: FabricState, compiled, name: str) -> str:
     if state.target == "ebpf":
         sw = EbpfSwitch(state.pins[name], state.nodes[name], compiled.switch(name).port_map())
         sw.setup()
-        sw._obj.close()  # the pins keep it; this process need not
+        if sw._obj is not None:
+            sw._obj.close()  # the pins keep it; this process need not
     else:
         os.kill(state.switches[name].pid, signal.SIGCONT)
     del state.faults[f"switch:{name}"]

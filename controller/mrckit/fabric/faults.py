@@ -215,7 +215,7 @@ def _attach_xdp(ifname: str, fault: Fault, folder: str) -> None:
             if resident is None:
                 bpf.xdp_attach(ifname, prog, "auto")
             else:
-                bpf.xdp_attach(ifname, prog, info.mode, expected=resident)
+                bpf.xdp_attach(ifname, prog, info.mode or "auto", expected=resident)  # a resident has a mode
     finally:
         if resident is not None:
             resident.close()
@@ -282,7 +282,7 @@ def read_stats(ns: str, ifname: str, *, hook: str = "xdp") -> FaultCounters:
     """Counters of the fault at (ns, ifname, hook), summed over CPUs. Raises MrcError if none."""
     with _pinned(ns, ifname, hook, "stats", value_type=FaultStatsC) as stats:
         total = stats.lookup_sum(0)
-    counters = FaultCounters(**{name: getattr(total, name) for name, _ in FaultStatsC._fields_})
+    counters = FaultCounters(**{name: getattr(total, name) for name, *_ in FaultStatsC._fields_})
     if hook != "xdp":
         with _pinned(ns, ifname, hook, "hold") as hold:
             # Each CPU's slot 0 starts with the held packet's length (0: empty).
@@ -340,7 +340,7 @@ def _detach_xdp(ifname: str, folder: str) -> None:
             bpf.xdp_detach(ifname)
             return
         with bpf.Program.from_id(resident_id) as resident:
-            bpf.xdp_attach(ifname, resident, info.mode, expected=ours)
+            bpf.xdp_attach(ifname, resident, info.mode or "auto", expected=ours)  # ours is attached: a mode
 
 
 def _prune(folder: str) -> None:
@@ -355,7 +355,7 @@ def _prune(folder: str) -> None:
 
 def list_faults() -> list[tuple[str, str, str]]:
     """Every fault recorded in bpffs, as (ns, ifname, hook)."""
-    found = []
+    found: list[tuple[str, str, str]] = []
     if not os.path.isdir(FAULT_PIN_ROOT):
         return found
     for ns in sorted(os.listdir(FAULT_PIN_ROOT)):

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import MrcError
+from ..topology.compile import Mode, Target
 
 RUN_ROOT = Path("/run/mrckit")
 STATE_LOCK = threading.RLock()
@@ -92,7 +93,7 @@ class FabricState:
 
     name: str
     prefix: str
-    target: str
+    target: Target
     topology: str
     nodes: dict[str, str] = field(default_factory=dict)
     links: list[list[str]] = field(default_factory=list)
@@ -104,7 +105,7 @@ class FabricState:
     faults: dict[str, dict] = field(default_factory=dict)
     flappers: dict[str, ProcInfo] = field(default_factory=dict)
     controller: dict = field(default_factory=dict)
-    mode: str = "srv6"
+    mode: Mode = "srv6"
     created: str = field(default_factory=lambda: now_iso())
 
     @property

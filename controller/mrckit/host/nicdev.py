@@ -32,7 +32,7 @@ def nic_mtu(port_mtus: dict[str, int]) -> int:
     """
     if not port_mtus:
         raise MrcError("the host has no plane ports: cannot size the NIC device's MTU")
-    ifname = min(port_mtus, key=port_mtus.get)
+    ifname = min(port_mtus, key=lambda name: port_mtus[name])
     mtu = port_mtus[ifname] - ENCAP_LEN
     if mtu < IPV6_MIN_MTU:
         raise MrcError(f"plane port {ifname} has MTU {port_mtus[ifname]}: the NIC device would get {mtu}, "
@@ -51,8 +51,7 @@ def create_nic_device(nic_dev: str, nic_address: str | ipaddress.IPv6Address, mt
         MrcError: an iproute2/ethtool step failed (e.g. the device exists already).
     """
     peer = f"{nic_dev}p"
-    mtu = str(mtu)
-    run(["ip", "link", "add", nic_dev, "mtu", mtu, "type", "veth", "peer", "name", peer, "mtu", mtu], ns=ns)
+    run(["ip", "link", "add", nic_dev, "mtu", str(mtu), "type", "veth", "peer", "name", peer, "mtu", str(mtu)], ns=ns)
     # Checksums must be final before tc rewrites the packet: no TX offload (design 9).
     run(["ethtool", "-K", nic_dev, "tx", "off"], ns=ns)
     for dev in (nic_dev, peer):

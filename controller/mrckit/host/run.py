@@ -169,14 +169,15 @@ def stop_agent(cfg: AgentConfig, timeout: float = 10.0, address: str | None = No
     (after a crash). Returns what was done, in words."""
     done = []
     pf = pid_file(cfg.name, address)
-    if pf.exists():
+    running = pf.exists()
+    if running:
         text = pf.read_text().strip()
         pid = int(text) if text.isdigit() else 0
         if not _is_agent(pid):
             pf.unlink(missing_ok=True)
             done.append(f"removed a stale pid file ({pf}: pid {text or '?'} is no agent)")
-            pf = None
-    if pf is not None and pf.exists():
+            running = False
+    if running and pf.exists():
         try:
             os.kill(pid, signal.SIGTERM)
             done.append(f"stopped agent pid {pid}")

@@ -166,8 +166,9 @@ class Bmv2Switch:
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout
         while True:
-            if self.proc.poll() is not None:
-                self._fail(f"simple_switch_grpc exited with status {self.proc.returncode}")
+            if self.proc is None or self.proc.poll() is not None:
+                code = None if self.proc is None else self.proc.returncode
+                self._fail(f"simple_switch_grpc exited with status {code}")
             if self.socket_path.exists() and self._p4runtime_answers():
                 return
             if time.monotonic() >= deadline:

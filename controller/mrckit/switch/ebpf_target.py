@@ -199,12 +199,12 @@ class EbpfSwitch:
         """
         ensure_bpffs()
         try:
-            self._load()
-            self.tables.direct.apply(self.entries)
+            obj, tables = self._load()
+            tables.direct.apply(self.entries)
             with self._in_netns():
                 for port, iface in self.ports.items():
-                    self.tables.ports.bind(port, ifindex_of(iface))
-                    self.attach_modes[port] = xdp_attach(iface, self._obj.program(PROGRAM), self.xdp_mode,
+                    tables.ports.bind(port, ifindex_of(iface))
+                    self.attach_modes[port] = xdp_attach(iface, obj.program(PROGRAM), self.xdp_mode,
                                                          replace=True)
             if self.p4runtime is not None and self.server is None:
                 from .p4runtime.process import ServerProcess
@@ -226,7 +226,8 @@ class EbpfSwitch:
         wait_servers([self], timeout)
         return self
 
-    def _load(self) -> None:
+    def _load(self) -> tuple[BpfObject, SwitchTables]:
+        """Open and load the object with its maps on their pins; returns it and its tables."""
         fresh = not os.path.isdir(self.pin_dir)
         os.makedirs(os.path.dirname(self.pin_dir), exist_ok=True)  # libbpf makes only the last folder
         obj = BpfObject.open(OBJECT)
@@ -246,6 +247,7 @@ class EbpfSwitch:
         if fresh:
             self.tables.init_defaults()
         self.tables.ecmp.sync_routes_present()  # pins from an older object may hold routes already
+        return obj, self.tables
 
     def _in_netns(self):
         import contextlib
@@ -303,13 +305,13 @@ def wait_servers(switches: Iterable[EbpfSwitch], timeout: float | None = None, p
             ``process.READY_TIMEOUT_S``), naming its switch, with its last log lines; that
             switch is torn down first (the others are left to the caller).
     """
-    switches = [sw for sw in switches if sw.server is not None]
-    if not switches:
+    servers = [sw.server for sw in switches if sw.server is not None]
+    if not servers:
         return
     from .p4runtime import process
 
     try:
-        process.wait_all([sw.server for sw in switches], process.READY_TIMEOUT_S if timeout is None else timeout,
+        process.wait_all(servers, process.READY_TIMEOUT_S if timeout is None else timeout,
                          progress)
     except process.ServerStartError as exc:
         next(sw for sw in switches if sw.server is exc.server).teardown()

@@ -22,6 +22,7 @@ routes from ``ecmp.py``, for a given set of T0-T1 links that are down.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -288,12 +289,12 @@ class CompiledFabric:
         """
         sid = self._sid(switch)
         s = self.topology.switches[sid]
-        extra = {}
-        if self.mode == "ecmp":
-            groups, routes = self._plan().groups_and_routes(sid, self.down_links(down))
-            extra = dict(members=self.members(sid), groups=groups, routes=routes, mode=self.mode)
-        return SwitchConfig(name=s.name, role=s.role.value, plane=s.plane, index=s.index, usid=s.usid,
-                            ports=self.ports(sid), entries=tuple(self.entries(sid)), **extra)
+        config = SwitchConfig(name=s.name, role=s.role.value, plane=s.plane, index=s.index, usid=s.usid,
+                              ports=self.ports(sid), entries=tuple(self.entries(sid)))
+        if self.mode != "ecmp":
+            return config
+        groups, routes = self._plan().groups_and_routes(sid, self.down_links(down))
+        return dataclasses.replace(config, members=self.members(sid), groups=groups, routes=routes, mode=self.mode)
 
     def switches(self, down: Iterable[str] | DownLinks = ()) -> Iterator[SwitchConfig]:
         """Every switch's config, in switch-id order, one at a time (``down``: see :meth:`switch`)."""

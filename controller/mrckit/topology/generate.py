@@ -63,9 +63,9 @@ def generate_clos(planes: int = DEFAULT_PLANES, spines: int = DEFAULT_SPINES, le
     _check_sizes(planes, spines, leaves, hosts_per_leaf)
     per_plane = leaves + spines
     switches = []
-    for p in range(planes):
-        switches += [Switch(switch_name(Role.T0, p, i), Role.T0, p, i) for i in range(leaves)]
-        switches += [Switch(switch_name(Role.T1, p, t), Role.T1, p, t) for t in range(spines)]
+    for plane in range(planes):
+        switches += [Switch(switch_name(Role.T0, plane, i), Role.T0, plane, i) for i in range(leaves)]
+        switches += [Switch(switch_name(Role.T1, plane, t), Role.T1, plane, t) for t in range(spines)]
     hosts = [Host(host_name(leaf, d), leaf, d) for leaf in range(leaves) for d in range(hosts_per_leaf)]
 
     # T0-T1 links: grid over (plane, leaf, spine).

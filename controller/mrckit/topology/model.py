@@ -299,7 +299,8 @@ class Topology:
         hid = self._host_ids.get(name_or_nic)
         if hid is None:
             try:
-                hid = self._host_at.get(tuple(parse_nic_address(name_or_nic)))
+                leaf, downlink = parse_nic_address(name_or_nic)
+                hid = self._host_at.get((leaf, downlink))
             except ValueError:
                 hid = None
         if hid is None:

@@ -67,15 +67,26 @@ def _path(topo: Topology, src: Host, dst: Host, plane: int, spine: int | None) -
     t1 = 0 if spine is None else spine
     usids = path_usids(plane, t1, src.leaf, dst.leaf, dst.downlink)
     da = path_da(plane, t1, src.leaf, dst.leaf, dst.downlink, topo.locator)
-    src_t0, dst_t0 = topo.switch_at(Role.T0, plane, src.leaf), topo.switch_at(Role.T0, plane, dst.leaf)
+    src_t0, dst_t0 = _switch(topo, Role.T0, plane, src.leaf), _switch(topo, Role.T0, plane, dst.leaf)
     if same_leaf:
-        nodes = (src.name, src_t0.name, dst.name)
-        links = (host_link_name(plane, src.leaf, src.downlink), host_link_name(plane, dst.leaf, dst.downlink))
+        nodes: tuple[str, ...] = (src.name, src_t0, dst.name)
+        links: tuple[str, ...] = (host_link_name(plane, src.leaf, src.downlink),
+                                  host_link_name(plane, dst.leaf, dst.downlink))
         return Path(plane, None, ev_pack(plane, 0), EV_PLANE_MASK, da, tuple(usids), nodes, links)
-    nodes = (src.name, src_t0.name, topo.switch_at(Role.T1, plane, spine).name, dst_t0.name, dst.name)
+    if spine is None:
+        raise TopologyError(f"{src.name} -> {dst.name}: a path between two leaves crosses a T1: give its index")
+    nodes = (src.name, src_t0, _switch(topo, Role.T1, plane, spine), dst_t0, dst.name)
     links = (host_link_name(plane, src.leaf, src.downlink), t1_link_name(plane, src.leaf, spine),
              t1_link_name(plane, dst.leaf, spine), host_link_name(plane, dst.leaf, dst.downlink))
     return Path(plane, spine, ev_pack(plane, spine), EV_PATH_MASK, da, tuple(usids), nodes, links)
+
+
+def _switch(topo: Topology, role: Role, plane: int, index: int) -> str:
+    """The name of the T0 or T1 a path crosses. Raises TopologyError if the topology lacks it."""
+    sw = topo.switch_at(role, plane, index)
+    if sw is None:
+        raise TopologyError(f"plane {plane} has no {Role(role).name} {index}")
+    return sw.name
 
 
 def paths(topo: Topology, src: str, dst: str) -> list[Path]:

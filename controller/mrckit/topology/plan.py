@@ -26,6 +26,7 @@ emulator and the host agents derive the same names without exchanging them.
 from __future__ import annotations
 
 import enum
+from typing import TypeVar
 
 import numpy as np
 
@@ -132,16 +133,20 @@ def parse_mac(text: str) -> int:
 
 
 # --- port numbering (generator) ------------------------------------------------------------------
-def t0_down_port(downlink: int) -> int:
+Index = TypeVar("Index", int, np.ndarray)
+"""One index, or an array of them: the generator numbers every port of a fabric at once."""
+
+
+def t0_down_port(downlink: Index) -> Index:
     """Generator port number of a T0's port to downlink D: D."""
     return downlink
 
 
-def t0_up_port(hosts_per_leaf: int, t1: int) -> int:
+def t0_up_port(hosts_per_leaf: int, t1: Index) -> Index:
     """Generator port number of a T0's uplink to T1 t: hosts_per_leaf + t."""
     return hosts_per_leaf + t1
 
 
-def t1_port(leaf: int) -> int:
+def t1_port(leaf: Index) -> Index:
     """Generator port number of a T1's port to T0 L: L."""
     return leaf

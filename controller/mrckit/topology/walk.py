@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..wire.addressing import parse_link_name, parse_nic_address, path_da
@@ -36,11 +37,15 @@ from ..wire.pipeline import DROP, MY_USID, PORT_CONFIG, USID_FIB
 from ..wire.usid import active_prefix, un_shift
 from .compile import CompiledFabric
 from .ecmp import down_t1_links
-from .entries import SwitchConfig, TableEntry
+from .entries import ActionProfileGroup, ActionProfileMember, SwitchConfig, TableEntry
 from .model import TopologyError
 
 MAX_SWITCH_HOPS = 8
 """A walk gives up after this many switches (a loop in the tables)."""
+
+
+Hit = TableEntry | ActionProfileGroup | ActionProfileMember
+"""An entry a packet matched: a table entry, or in EV-hash mode the group and member it took."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,7 @@ class Hop:
     da_in: ipaddress.IPv6Address
     da_out: ipaddress.IPv6Address
     hop_limit: int
-    hits: tuple[TableEntry, ...]
+    hits: tuple[Hit, ...]
     out_port: int | None
     link: str | None
 
@@ -138,6 +143,7 @@ class Walker:
         down = tuple(down)
         down_t1_links(fabric.topology, down)  # validates every name, host links included
         self.down = frozenset(str(parse_link_name(link)) for link in down)
+        compile_one: Callable[[str], SwitchConfig]
         if self.mode == "ecmp":
             down = fabric.down_links(down)
             compile_one = functools.partial(fabric.switch, down=down)
@@ -184,7 +190,7 @@ class Walker:
             if nxt is None:
                 link = hop.link if state.drop == "link_down" else None
                 return _end(s.name, d.name, ev, da, hops, state, None, None, False, state.drop, link)
-            port = view.ports[hop.out_port]
+            port = view.ports[nxt]
             if port.faces_host:
                 reached = topo.host(port.peer)
                 if state.dst_mac != port.peer_mac:
@@ -208,7 +214,8 @@ def _forward(view: _SwitchView, in_port: int, pkt: _Packet, down: frozenset[str]
              ) -> tuple[Hop, int | None]:
     """One switch: returns the hop and the egress port, or (hop, None) when dropped (on a link
     in ``down``: the hop names the link, which is not added to ``pkt.links``)."""
-    da_in, hop_limit, hits = pkt.da, pkt.hop_limit, []
+    da_in, hop_limit = pkt.da, pkt.hop_limit
+    hits: list[Hit] = []
 
     def hop(out_port=None, link=None):
         return Hop(view.cfg.name, in_port, ipaddress.IPv6Address(da_in), ipaddress.IPv6Address(pkt.da),
@@ -250,7 +257,7 @@ def _forward(view: _SwitchView, in_port: int, pkt: _Packet, down: frozenset[str]
     return hop(out_port, link), out_port
 
 
-def _ipv6_fib(view: _SwitchView, pkt: _Packet, hits: list) -> int | None:
+def _ipv6_fib(view: _SwitchView, pkt: _Packet, hits: list[Hit]) -> int | None:
     """EV-hash mode's ``ipv6_fib`` (ECMP contract section 2): the egress port of the longest
     matching route's member (a group's member picked by the EV hash), or None: on a miss
     (``hits`` stays empty: the uN path runs) or on a ``drop`` member."""

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import yaml
 from yaml.constructor import SafeConstructor
 
@@ -230,8 +233,9 @@ def _build(p: _Parsed) -> Topology:
                   trim_threshold=opt("trim_threshold", DEFAULT_TRIM_THRESHOLD),
                   ecn_threshold=opt("ecn_threshold", DEFAULT_ECN_THRESHOLD))
     try:
-        return Topology(switches=tuple(p.switches), hosts=tuple(p.hosts), fabric_links=FabricLinks(*fabric),
-                        host_links=HostLinks(*hosts), **fields)
+        return Topology(switches=tuple(p.switches), hosts=tuple(p.hosts),
+                        fabric_links=FabricLinks(*(np.asarray(c, dtype=np.int32) for c in fabric)),
+                        host_links=HostLinks(*(np.asarray(c, dtype=np.int32) for c in hosts)), **fields)
     except TopologyError as exc:
         raise exc.located(f"{p.path}:{_ref_line(p, exc.ref)}") from None
 
@@ -265,15 +269,15 @@ def _check_stated(p: _Parsed, topo: Topology) -> None:
                                              f"{host.leaf}, downlink {host.downlink} is {host.nic_address}")
     for hid, node in p.host_ports:
         _check_host_ports(p, topo, topo.hosts[hid], node)
-    for kind, stated, row in p.link_names:
+    for kind, named, row in p.link_names:
         link = topo.fabric_link(row) if kind == "fabric_link" else topo.host_link(row)
-        if stated != link.name:
+        if named != link.name:
             line = (p.fabric_lines if kind == "fabric_link" else p.host_link_lines)[row]
-            raise p.error(line, f"link {link.a}:{link.a_port} - {link.b}:{link.b_port}: name {stated!r} "
+            raise p.error(line, f"link {link.a}:{link.a_port} - {link.b}:{link.b_port}: name {named!r} "
                                 f"disagrees with the plan: it is {link.name}")
 
 
-_SHOW = {"address": str, "mac": mac_str, "usid": lambda usid: f"0x{usid:04x}"}
+_SHOW: dict[str, Callable[[Any], str]] = {"address": str, "mac": mac_str, "usid": lambda usid: f"0x{usid:04x}"}
 
 
 def _port_field(p: _Parsed, what: str, key: str, node: yaml.Node):

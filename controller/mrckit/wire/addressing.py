@@ -132,7 +132,7 @@ class LinkName(NamedTuple):
     plane: int
     leaf: int
     kind: str
-    index: int
+    index: int  # type: ignore[assignment]  # the link name's field (design 3.3) shadows tuple.index
 
     def __str__(self) -> str:
         return f"p{self.plane}/t0-{self.leaf}/{self.kind}-{self.index}"

@@ -125,7 +125,9 @@ class MrcBTH(_Header, BTH):
 
     def _icrc_of(self, bth_onward: bytes) -> int:
         udp = self.underlayer
-        ip6 = udp.underlayer if isinstance(udp, UDP) else None
+        if not isinstance(udp, UDP):
+            return 0
+        ip6 = udp.underlayer
         if not isinstance(ip6, IPv6):
             return 0
         udp_hdr = bytearray(udp.self_build())

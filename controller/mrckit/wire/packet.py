@@ -64,7 +64,7 @@ def mrc_frame(headers: Packet, *, ev: int, inner_src: Address, inner_dst: Addres
     inner = IPv6(src=_ip6("inner_src", inner_src), dst=_ip6("inner_dst", inner_dst),
                  tc=tc, fl=flow_label, hlim=hop_limit)
     stack = inner / UDP(sport=sport, dport=UDP_PORT_ROCEV2, chksum=0) / headers
-    if outer_dst is not None:
+    if outer_src is not None and outer_dst is not None:
         outer = IPv6(src=_ip6("outer_src", outer_src), dst=_ip6("outer_dst", outer_dst),
                      tc=tc, fl=flow_label, hlim=hop_limit, nh=IPPROTO_IPV6)
         stack = outer / stack

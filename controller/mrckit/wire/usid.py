@@ -31,7 +31,7 @@ class UsidFields(NamedTuple):
 
     plane: int
     role: UsidRole
-    index: int
+    index: int  # type: ignore[assignment]  # the uSID field's name (design 3.2) shadows tuple.index
 
 
 def usid_pack(plane: int, role: UsidRole | int, index: int) -> int:

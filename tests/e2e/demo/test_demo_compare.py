@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from support.demo_synthetic import synthetic_run
+from support.demo_synthetic import synthetic_run, with_rx
 from rich.console import Console
 
 from mrckit.apps.demo.compare import ComparisonReport, compare
@@ -78,38 +78,14 @@ def test_link_loss_counts_both_directions():
     assert link_loss(before, after) == (50 - 20) + (40 - 30)
 
 
-def _with_rx(run, lost_per_ev: int, mode: str):
-    """Give a synthetic run the responder's side: every packet arrives, dated by the last send
-    of the sample that first counted it, but the first ``lost_per_ev`` packets that each EV of
-    the failed path sent after the fault (the synthetic dead path sends a few before its EVs
-    retire)."""
-    run.mode = mode
-    sent: dict[int, list[int]] = {}
-    prev: dict[int, int] = {}
-    for (t, per_ev), cut in zip(run.recorder.ev_samples, run.recorder.ev_last_tx):
-        for ev, n in per_ev.items():
-            sent.setdefault(ev, []).extend([cut.get(ev, t)] * (n - prev.get(ev, 0)))
-        prev = per_ev
-    dead = [ev for ev in sent if (ev >> 28, (ev >> 20) & 0xFF) == (0, 1)]
-    for ev in dead:
-        after = [t for t in sent[ev] if t > run.t_fault_ns]
-        assert len(after) >= lost_per_ev, "the synthetic run sends too little after the fault"
-        sent[ev] = [t for t in sent[ev] if t <= run.t_fault_ns] + after[lost_per_ev:]
-    run.rx_sent = sent
-    run.packets_sent = sum(prev.values())
-    run.packets_received = sum(len(v) for v in sent.values())
-    run.link_packets_lost = lost_per_ev * len(dead) + 7
-    return run
-
-
 def _comparison():
-    ecmp = analyze(_with_rx(synthetic_run("down"), 3, "ecmp"))
-    srv6 = analyze(_with_rx(synthetic_run("down"), 1, "srv6"))
+    ecmp = analyze(with_rx(synthetic_run("down"), 3, "ecmp"))
+    srv6 = analyze(with_rx(synthetic_run("down"), 1, "srv6"))
     return compare(ecmp, srv6, seed=42)
 
 
 def test_ecmp_run_is_judged_by_its_own_checks():
-    ecmp = analyze(_with_rx(synthetic_run("down"), 3, "ecmp"))
+    ecmp = analyze(with_rx(synthetic_run("down"), 3, "ecmp"))
     assert ecmp.mode == "ecmp"
     assert [c.name for c in ecmp.checks] == ["bytes_verified", "fault_took_effect", "planes_carry"]
     assert ecmp.passed, ecmp.checks
@@ -143,8 +119,8 @@ def test_dead_link_figures_and_fault_duration_per_mode():
 
 
 def test_compare_refuses_runs_that_differ():
-    ecmp = analyze(_with_rx(synthetic_run("down"), 3, "ecmp"))
-    srv6 = analyze(_with_rx(synthetic_run("loss"), 1, "srv6"))
+    ecmp = analyze(with_rx(synthetic_run("down"), 3, "ecmp"))
+    srv6 = analyze(with_rx(synthetic_run("loss"), 1, "srv6"))
     with pytest.raises(ValueError, match="the runs differ"):
         compare(ecmp, srv6, seed=1)
     with pytest.raises(ValueError, match="an ecmp run and an srv6 run"):

@@ -49,12 +49,13 @@ def run_chaos(opts: ChaosOptions, say: Callable[[str], None] = lambda _: None) -
         MrcError: the fabric did not come up, or a bad option (duration, endpoint).
     """
     from ...fabric.fabric import Fabric
+    from ...fabric.state import DEFAULT_PREFIX
 
     topo = generate_clos()
     spine_links = [(link.a, link.b) for link in map(topo.fabric_link, range(len(topo.fabric_links)))]
     schedule = make_schedule(opts.seed, opts.duration_s, spine_links, [h.name for h in topo.hosts])
     say(f"bringing up fabric {opts.name}")
-    fab = Fabric.up(topo, name=opts.name, **({"prefix": opts.prefix} if opts.prefix else {}))
+    fab = Fabric.up(topo, name=opts.name, prefix=opts.prefix or DEFAULT_PREFIX)
     try:
         report = ChaosReport(seed=opts.seed, duration_s=opts.duration_s, fabric=opts.name,
                              endpoint=opts.endpoint, qp_size=opts.qp_size)

@@ -231,7 +231,7 @@ def _comparison_mode(top, bottom, r: DemoReport, colour: str, label: str) -> Non
     bottom.plot(loss.t_s, loss.lost, color=colour, lw=1.8,
                 label=f"{label}: {loss.packets_lost_to_fault} lost to the fault, {loss.evs_retired} EV retirements; "
                       f"restored at {restore:.2f} s (dotted)")
-    if loss.t_last_loss_s is not None:
-        at = min(range(len(loss.t_s)), key=lambda i: abs(loss.t_s[i] - loss.t_last_loss_s))
+    if (t_last := loss.t_last_loss_s) is not None:
+        at = min(range(len(loss.t_s)), key=lambda i: abs(loss.t_s[i] - t_last))
         bottom.plot([loss.t_last_loss_s], [loss.lost[at]], "o", color=colour, ms=6,
                     label=f"{r.mode}: last loss {loss.t_last_loss_s:.3f} s after the fault")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -213,7 +213,7 @@ def comparison(c) -> Table:
 def render_comparison(c) -> Group:
     """``mrc demo --mode ecmp``'s report: each run's transfer summary, the side-by-side
     comparison, then every check."""
-    parts = []
+    parts: list[RenderableType] = []
     for mode in ("ecmp", "srv6"):
         parts += [summary(c.runs[mode]), Text()]
     checks = Table(title="checks", title_justify="left")

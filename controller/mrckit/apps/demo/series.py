@@ -131,7 +131,7 @@ class Recorder:
 
     def series(self) -> Series:
         """The samples as the report's :class:`Series`."""
-        return Series(t_s=[self.seconds(s.t_ns) for s in self.samples],
+        return Series(t_s=[(s.t_ns - self.t0_ns) / 1e9 for s in self.samples],
                       bytes_placed=[s.bytes_placed for s in self.samples],
                       path_packets={path_name(*p): [s.path_packets[p] for s in self.samples]
                                     for p in self.paths})

@@ -53,6 +53,12 @@ def demo_data(seed: int, size: int) -> bytes:
     return seeded_bytes(seed, size)
 
 
+def _set_when_stdin_closes(closed: threading.Event) -> None:
+    """The demo closes the worker's stdin to stop it."""
+    sys.stdin.read()
+    closed.set()
+
+
 def _say(**msg) -> None:
     sys.stdout.write(json.dumps(msg) + "\n")
     sys.stdout.flush()
@@ -164,7 +170,7 @@ def respond(args) -> int:
         ep.create_qp(args.peer, qpn=args.qpn, remote_qpn=args.remote_qpn)
         _say(ready=True)
         closed = threading.Event()
-        threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+        threading.Thread(target=_set_when_stdin_closes, args=(closed,), daemon=True).start()
         done = False
         while not closed.is_set():
             _say(placed=mr.placed_bytes, t_ns=time.monotonic_ns())

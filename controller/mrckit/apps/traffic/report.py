@@ -129,7 +129,7 @@ class TrafficReport(JsonFile):
                f"aggregate    {mb(s.aggregate_gbps)}",
                f"FCT          median {ms(s.fct_median_s)}, p99 {ms(s.fct_p99_s)}",
                f"goodput/QP   median {mb(s.goodput_median_gbps)}, p99 (slowest 1 %) {mb(s.goodput_p99_gbps)}"]
-        slow = sorted((f for f in self.flows if f.ok), key=lambda f: f.fct_s, reverse=True)[:worst]
+        slow = sorted((f for f in self.flows if f.ok), key=lambda f: f.fct_s or 0.0, reverse=True)[:worst]
         if slow:
             out.append("slowest      " + ", ".join(f"{f.src}->{f.dst} {ms(f.fct_s)}" for f in slow))
         out += [f"FAILED       flow {f.id} {f.src}->{f.dst}: {f.error or 'not verified'}"
@@ -145,13 +145,13 @@ class TrafficReport(JsonFile):
 
         done = [f for f in self.flows if f.ok]
         fig, (cdf, bars) = plt.subplots(1, 2, figsize=(11, 4))
-        fct = np.sort([f.fct_s * 1e3 for f in done])
+        fct = np.sort([(f.fct_s or 0.0) * 1e3 for f in done])  # a completed flow has its FCT
         if len(fct):
             cdf.step(fct, np.arange(1, len(fct) + 1) / len(fct), where="post")
         cdf.set(xlabel="flow completion time (ms)", ylabel="fraction of flows",
                 title=f"{self.pattern}: {len(done)} of {len(self.flows)} flows")
         cdf.grid(alpha=0.3)
-        bars.bar([f.id for f in done], [f.goodput_gbps * 1e3 for f in done], width=0.8)
+        bars.bar([f.id for f in done], [(f.goodput_gbps or 0.0) * 1e3 for f in done], width=0.8)
         bars.set(xlabel="flow (QP)", ylabel="goodput (Mb/s)", title="goodput per QP")
         bars.grid(alpha=0.3, axis="y")
         fig.tight_layout()

@@ -297,6 +297,12 @@ class NativeRequestorQp:
             self.close()
 
 
+def _set_class(mr: object, cls: type[MemoryRegion]) -> None:
+    """Switch a region's class in place: the application keeps its object, and only
+    ``placed_bytes`` changes where it reads from."""
+    mr.__class__ = cls
+
+
 class _NativeRegion(MemoryRegion):
     """A region the native responder places into: ``placed_bytes`` reads the C counter live.
     Regions switch to this class when the responder starts following them, and back after."""
@@ -383,7 +389,7 @@ class NativeResponder:
         self.qps: dict[int, NativeResponderQp] = {}
         self._last_stats = ResponderStats()
         self.completions: deque[RecvCompletion] = deque()
-        self._regions: dict[int, object] = {}
+        self._regions: dict[int, tuple[C.Array[C.c_uint8], MemoryRegion]] = {}
         self._peers: dict[bytes, str] = {}
         self._rc = _lib.RecvComp()
         memory.add_listener(self._region_added)
@@ -395,7 +401,7 @@ class NativeResponder:
         self._regions[mr.rkey] = (arr, mr)
         self.lib.mrcep_resp_mr_add(self.ptr, mr.rkey, mr.base_va, C.addressof(arr), len(mr.buf))
         placed = mr.placed_bytes
-        mr.__class__ = _NativeRegion
+        _set_class(mr, _NativeRegion)
         mr.__dict__["_native"], mr.__dict__["_placed"] = self, placed
 
     @staticmethod
@@ -403,7 +409,7 @@ class NativeResponder:
         if isinstance(mr, _NativeRegion):
             placed = mr.placed_bytes
             mr.__dict__.pop("_native", None)
-            mr.__class__ = MemoryRegion
+            _set_class(mr, MemoryRegion)
             mr.placed_bytes = placed
 
     def add_qp(self, qp) -> NativeResponderQp:

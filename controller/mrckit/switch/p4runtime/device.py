@@ -108,7 +108,7 @@ class Device:
             raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "COMMIT without a saved config (VERIFY_AND_SAVE first)")
         self._pending = None
         self._commit(pending.config, pending.pipeline, reconcile=False)
-        refused = [(i, exc) for i, exc in enumerate(self._write(self.view, pending.log, rollback=False)) if exc]
+        refused = [(i, exc) for i, exc in enumerate(self._write(self._need_view(), pending.log, rollback=False)) if exc]
         self._store_group_sizes()
         self._store_metadata()
         if refused:
@@ -137,13 +137,13 @@ class Device:
         return store.load_group_sizes(self.state_dir, self.backend.identity()) if self.state_dir else {}
 
     def _store_group_sizes(self) -> None:
-        sizes = self.view.profiles.max_sizes()
+        sizes = self._need_view().profiles.max_sizes()
         if sizes != self._sizes and self.state_dir is not None:
             store.save_group_sizes(self.state_dir, self.backend.identity(), sizes)
         self._sizes = sizes
 
     def _store_metadata(self) -> None:
-        metadata = self.view.metadata()
+        metadata = self._need_view().metadata()
         if metadata != self._metadata and self.state_dir is not None:
             store.save_metadata(self.state_dir, self.backend.identity(), metadata)
         self._metadata = metadata
@@ -192,7 +192,8 @@ class Device:
                 self._store_metadata()
 
     def _write(self, view: TableView, updates, rollback: bool) -> list:
-        results, undo = [], []
+        results: list[P4RuntimeError | None] = []
+        undo = []
         for update in updates:
             try:
                 undo.append(self._apply(view, update))
@@ -247,7 +248,8 @@ class Device:
         self._check_device(req.device_id)
         with self._lock:
             view = self._pending.view if self._pending is not None else self._need_view()
-            found, errors = [], []
+            found: list = []
+            errors: list[P4RuntimeError | None] = []
             for entity in req.entities:
                 try:
                     found += list(self._read_one(view, entity))
@@ -306,7 +308,7 @@ class Device:
             if query.HasField("index"):
                 if not 0 <= query.index.index < counter.size:
                     raise invalid(f"counter {counter.name!r}: index {query.index.index} outside 0..{counter.size - 1}")
-                indexes = [query.index.index]
+                indexes: range | list[int] = [query.index.index]
             else:
                 indexes = range(counter.size)
             for i in indexes:
@@ -339,8 +341,11 @@ def _read_members(view: TableView, query: p4r.ActionProfileMember):
     every member of the profile)."""
     if query.action_profile_id:
         action_profiles.profile_of(view.pipeline, query.action_profile_id)
+    profile = view.profiles.profile
+    if profile is None:  # no action profile in the P4Info: no members
+        return
     for member_id in _select(view.profiles.members, query.member_id):
-        yield action_profiles.member_proto(view.profiles.profile, view.profiles.members[member_id])
+        yield action_profiles.member_proto(profile, view.profiles.members[member_id])
 
 
 def _read_groups(view: TableView, query: p4r.ActionProfileGroup):
@@ -348,8 +353,11 @@ def _read_groups(view: TableView, query: p4r.ActionProfileGroup):
     every group of the selector)."""
     if query.action_profile_id:
         action_profiles.profile_of(view.pipeline, query.action_profile_id)
+    profile = view.profiles.profile
+    if profile is None:  # no action profile in the P4Info: no groups
+        return
     for group_id in _select(view.profiles.groups, query.group_id):
-        yield action_profiles.group_proto(view.profiles.profile, view.profiles.groups[group_id],
+        yield action_profiles.group_proto(profile, view.profiles.groups[group_id],
                                           view.profiles.sizes.get(group_id, 0))
 
 

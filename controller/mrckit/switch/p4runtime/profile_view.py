@@ -17,7 +17,7 @@ from ...topology.entries import ActionProfileGroup, ActionProfileMember
 from .backend import Backend
 from .entries import GROUP, MEMBER
 from .errors import P4RuntimeError, backend_call
-from .p4info import Pipeline
+from .p4info import Pipeline, ProfileInfo
 
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 NOT_FOUND, EXISTS = grpc.StatusCode.NOT_FOUND, grpc.StatusCode.ALREADY_EXISTS
@@ -30,7 +30,7 @@ class ProfileView:
 
     def __init__(self, backend: Backend, pipeline: Pipeline):
         self.backend = backend
-        self.profile = next(iter(pipeline.profiles.values()), None)
+        self.profile: ProfileInfo | None = next(iter(pipeline.profiles.values()), None)
         self.members: dict[int, ActionProfileMember] = {}
         self.groups: dict[int, ActionProfileGroup] = {}
         self.sizes: dict[int, int] = {}
@@ -75,6 +75,12 @@ class ProfileView:
             if not group.members:
                 raise P4RuntimeError(IN_USE, f"{where}: action profile group {ref_id} has no members")
 
+    def _info(self, name: str) -> ProfileInfo:
+        """The pipeline's action profile; NOT_FOUND when its P4Info declares none."""
+        if self.profile is None:
+            raise P4RuntimeError(NOT_FOUND, f"action profile {name!r}: the pipeline has no action profile")
+        return self.profile
+
     # -- members --------------------------------------------------------------------------
     def apply_member(self, kind: int, member: ActionProfileMember):
         """Apply one member update; return a function that undoes it. Raises ``P4RuntimeError``."""
@@ -84,9 +90,11 @@ class ProfileView:
             raise P4RuntimeError(EXISTS, f"{where}: already exists")
         if kind in (MODIFY, DELETE) and old is None:
             raise P4RuntimeError(NOT_FOUND, f"{where}: no such member")
-        if kind == INSERT and len(self.members) >= self.profile.size:
-            raise P4RuntimeError(FULL, f"action profile {member.profile!r} is full ({self.profile.size} members)")
+        profile = self._info(member.profile)
+        if kind == INSERT and len(self.members) >= profile.size:
+            raise P4RuntimeError(FULL, f"action profile {member.profile!r} is full ({profile.size} members)")
         if kind == DELETE:
+            assert old is not None  # a DELETE of a missing member is NOT_FOUND above
             self._check_unused_member(where, old)
             self._delete_member(old)
             return lambda: self._put_member(old, modify=False)
@@ -124,11 +132,13 @@ class ProfileView:
         if kind == DELETE:
             if self.refs[(GROUP, group.group_id)]:
                 raise P4RuntimeError(IN_USE, f"{where}: still named by {self.refs[(GROUP, group.group_id)]} table entries")
+            assert old is not None  # a DELETE of a missing group is NOT_FOUND above
             self._delete_group(old)
             return lambda: self._put_group(old, old_size, modify=False)
-        if kind == INSERT and len(self.groups) >= self.profile.spec.max_groups:
+        profile = self._info(group.profile)
+        if kind == INSERT and len(self.groups) >= profile.spec.max_groups:
             raise P4RuntimeError(FULL, f"action profile {group.profile!r} holds at most "
-                                       f"{self.profile.spec.max_groups} groups")
+                                       f"{profile.spec.max_groups} groups")
         if old is not None and max_size != old_size:
             raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT,
                                  f"{where}: max_size {max_size} differs from {old_size} given at INSERT")

@@ -102,6 +102,7 @@ class TableView:
             raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"table {table.name!r} is full ({table.spec.size} entries)")
         old_meta = self.meta.get((table.name, key), NO_METADATA)
         if kind == DELETE:
+            assert old is not None  # a DELETE of a missing entry is NOT_FOUND above
             self._delete(table, key)
             return lambda: self._put(table, key, old, old_meta, modify=False)
         if entry.target is not None:
