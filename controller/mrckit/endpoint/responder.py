@@ -95,6 +95,14 @@ class ResponderQp:
         self.rcvd_bytes = 0
         self.ev_ce: dict[int, int] = {}
 
+    def set_rc(self) -> None:
+        """The RC baseline is the native endpoint's alone (docs/endpoint.md "The RC baseline").
+
+        Raises:
+            ValueError: always: this is the Python reference responder.
+        """
+        raise ValueError("transport rc: the Python endpoint has no RC mode (use the native endpoint)")
+
 
 class Responder:
     """The responder half of an endpoint at NIC address ``local_addr``.

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 
 from ...host.config import Settings
 from ...topology import Role, Topology
+from ...topology.compile import Mode
 from .linkspeed import set_link_speed, shape_nics
 
 
@@ -21,7 +22,7 @@ def transport_settings(settings: Settings, transport: str) -> Settings:
 
 @contextlib.contextmanager
 def experiment_fabric(topology: Topology, name: str, settings: Settings, link_speed_pps: int,
-                      say: Callable[[str], None] = lambda _: None, *, mode: str = "srv6",
+                      say: Callable[[str], None] = lambda _: None, *, mode: Mode = "srv6",
                       transport: str = "mrc", controller_args: tuple[str, ...] = ()) -> Iterator:
     """Bring up ``topology`` as fabric ``name`` (eBPF target, forwarding ``mode`` ``srv6`` or
     ``ecmp``, host agents with ``settings`` as :func:`transport_settings` makes them for
