@@ -3,7 +3,8 @@
  * 3.5): segmentation into FIRST/MIDDLE/LAST or ONLY with METH, TSETH and RETH in every packet,
  * the MPR window, the NSCC-style window, and loss recovery by NACK, by time (RACK-style: a
  * packet sent REORDER_PACKETS transmissions later was acknowledged and the slowest recent
- * RTT passed) and by RTO (1.024 us x 2^timeout; linear, then exponential retries, then error).
+ * RTT passed) and by RTO (1.024 us x 2^timeout; linear, then exponential retries, then error;
+ * a timeout resends the oldest packet only).
  *
  * Outstanding packets live in a ring indexed by PSN % MPR (the MPR window bounds them); the
  * unacknowledged, not-lost ones also form a list in send order (the "order" of the Python
@@ -634,12 +635,8 @@ int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now)
 		return -1;
 	}
 	mrc_cc_on_timeout(&r->cc);
-	while (r->ohead >= 0) {
-		s = &r->ring[r->ohead];
-		if (now < s->sent_at + rto)
-			break;
-		mark_lost(r, s, MRCEP_RTX_RTO);
-	}
+	/* Only the oldest packet is resent (RFC 6298 section 5.4); see requestor.py on_timer. */
+	mark_lost(r, s, MRCEP_RTX_RTO);
 	mrcep_req_send_probe(r, now);
 	return now + rto_ns(r);
 }

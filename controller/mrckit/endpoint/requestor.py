@@ -13,8 +13,8 @@ window, paces with an NSCC-style window (:mod:`.cc`) and recovers losses:
   slowest recent round trip (5/4 of a slowly decaying maximum of the RTT samples), is declared
   lost (a RACK-style rule, RFC 8985 section 6.2, ours in detail: sprayed packets cross paths
   whose queueing differs, so neither PSN order nor one path's RTT says a packet is lost);
-- **RTO**: when the oldest transmission is older than 1.024 µs × 2^n, every transmission that
-  old is retransmitted and a PROBE is sent. The first ``linear_retries`` timeouts keep n; later
+- **RTO**: when the oldest transmission is older than 1.024 µs × 2^n, that one is
+  retransmitted (RFC 6298 section 5.4) and a PROBE is sent. The first ``linear_retries`` timeouts keep n; later
   ones double the timeout; after ``linear_retries + exp_retries`` consecutive timeouts without
   progress the QP goes to error (reference 3.5).
 
@@ -449,11 +449,13 @@ class RequestorQp:
             self.fail(f"retry counter exceeded: {self.retries - 1} timeouts without progress")
             return None
         self.cc.on_timeout()
-        while self.order:
-            pkt = next(iter(self.order.values()))
-            if now < pkt.sent_at + rto:
-                break
-            self._mark_lost(pkt, "rto")
+        # Only the oldest packet is resent (RFC 6298 section 5.4). A timeout on this fabric
+        # is mostly a stall (a path's queue waiting for a busy core), not a loss, and each
+        # resent packet is judged by the host dataplane, which retires the EV, and with it
+        # the EV's whole path, when a later packet was delivered: resending every packet
+        # past its RTO blamed up to every path at once. The rest follow by the SACK-gap rule
+        # once the resent one is acked, or by the next timeout.
+        self._mark_lost(oldest, "rto")
         self.send_probe(now)
         return now + self._rto_ns()
 
