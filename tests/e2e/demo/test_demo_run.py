@@ -46,7 +46,7 @@ def _common(proc, report, tmp_path, fail):
         assert b["sent"] == 96 << 20
     else:  # sized by the warm-up write, whole MiB
         warmup = [e["what"] for e in report["timeline"] if e["what"].startswith("warm-up write")]
-        assert len(warmup) == 1 and f"sized to last {DURATION} s" in warmup[0]
+        assert len(warmup) == 1 and "the write is sized to last" in warmup[0]
         assert b["sent"] > 0 and b["sent"] % (1 << 20) == 0
     assert b["verified"] == b["sent"] == b["placed"] and b["hash_match"], b
     assert (tmp_path / f"{fail}.png").read_bytes()[:4] == b"\x89PNG"
@@ -105,7 +105,11 @@ def test_demo_dead_path_silent_until_restore(need_root, tmp_path, fail, endpoint
 
 @pytest.mark.parametrize("fail", ["flap", "loss"])
 def test_demo_failing_path_smaller_share_and_cycles(need_root, tmp_path, fail):
-    proc, report = _demo(tmp_path, fail, **_sizing(None))
+    # flap with the Python endpoint: `mrc fail link --flap` starts a Python process that took
+    # 1.7-4.6 s to flap here, and a native write sized to 6 or even 15 s by a warm-up on a
+    # loaded machine ended first when the load dropped (docs/demo.md, Known limits)
+    endpoint = "python" if fail == "flap" else None
+    proc, report = _demo(tmp_path, fail, *(["--endpoint", endpoint] if endpoint else []), **_sizing(endpoint))
     dead, healthy = _common(proc, report, tmp_path, fail)
     assert dead["share_during"] < 0.8 * min(p["share_during"] for p in healthy), report["paths"]
     # its EVs are retired and probed back, and the report shows the cycles
