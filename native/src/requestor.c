@@ -54,6 +54,7 @@ struct mrc_req {
 	uint64_t tx_seq, highest_acked_tx;
 	int64_t max_rtt_ns;
 	uint32_t retries;
+	int rto_credit;  /* a timeout's resend goes out whatever the window (requestor.py) */
 	uint16_t msn, rqmsn, probe_id;
 	uint64_t next_wr;
 	struct msg *qhead, *qtail, *ahead, *atail;
@@ -348,8 +349,9 @@ static struct slot *next_packet(struct mrc_req *r, int *rtx)
 			heap_pop(r);
 			continue;
 		}
-		if (!window_allows(r, s->size))
+		if (!window_allows(r, s->size) && !r->rto_credit)
 			return NULL;
+		r->rto_credit = 0;
 		heap_pop(r);
 		return s;
 	}
@@ -637,6 +639,7 @@ int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now)
 	mrc_cc_on_timeout(&r->cc);
 	/* Only the oldest packet is resent (RFC 6298 section 5.4); see requestor.py on_timer. */
 	mark_lost(r, s, MRCEP_RTX_RTO);
+	r->rto_credit = 1;
 	mrcep_req_send_probe(r, now);
 	return now + rto_ns(r);
 }

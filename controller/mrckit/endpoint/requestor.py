@@ -14,7 +14,7 @@ window, paces with an NSCC-style window (:mod:`.cc`) and recovers losses:
   lost (a RACK-style rule, RFC 8985 section 6.2, ours in detail: sprayed packets cross paths
   whose queueing differs, so neither PSN order nor one path's RTT says a packet is lost);
 - **RTO**: when the oldest transmission is older than 1.024 µs × 2^n, that one is
-  retransmitted (RFC 6298 section 5.4) and a PROBE is sent. The first ``linear_retries`` timeouts keep n; later
+  retransmitted (RFC 6298 section 5.4), whatever the window, and a PROBE is sent. The first ``linear_retries`` timeouts keep n; later
   ones double the timeout; after ``linear_retries + exp_retries`` consecutive timeouts without
   progress the QP goes to error (reference 3.5).
 
@@ -205,6 +205,7 @@ class RequestorQp:
         self.highest_acked_tx = 0
         self.max_rtt_ns = 0
         self.retries = 0
+        self.rto_credit = False  # a timeout's resend goes out whatever the window
         self.msn = 0
         self.rqmsn = 0
         self.queue: deque[_Message] = deque()
@@ -271,8 +272,9 @@ class RequestorQp:
             if pkt is None or not pkt.lost:
                 heapq.heappop(self.rtxq)
                 continue
-            if not self._window_allows(pkt.size):
+            if not self._window_allows(pkt.size) and not self.rto_credit:
                 return None, True
+            self.rto_credit = False
             heapq.heappop(self.rtxq)
             return pkt, True
         if not self.queue or self._mpr_full():
@@ -456,6 +458,10 @@ class RequestorQp:
         # past its RTO blamed up to every path at once. The rest follow by the SACK-gap rule
         # once the resent one is acked, or by the next timeout.
         self._mark_lost(oldest, "rto")
+        # The one resend goes out whatever the window (RFC 5681 section 3.1: after a timeout
+        # the sender sends one segment): the window has just halved while the packets not
+        # resent still count in flight, and a resend held behind them could never leave.
+        self.rto_credit = True
         self.send_probe(now)
         return now + self._rto_ns()
 

@@ -229,6 +229,25 @@ def test_a_timeout_resends_the_oldest_packet_only(impl):
     assert sum(link.req.stats.retransmits.values()) == 1
 
 
+def test_a_timeouts_resend_is_not_held_by_the_window(impl):
+    """The window has shrunk to one packet while 32 unacked packets still count in flight: the
+    timeout's one resend goes out anyway (RFC 5681 section 3.1), else nothing would ever leave
+    again; the next resend waits for the window or the next timeout."""
+    link = Link(SIZE, impl=impl, retry=RetryConfig(timeout_exp=8))
+    link.req.post(os.urandom(SIZE), 0, RKEY)
+    link.req.pump(link.now)
+    stalled, link.wire = link.wire, []
+    link.req.cc.cwnd = 2048
+    link.now += 1_000_000
+    link.req.on_timer(link.now)
+    link.req.pump(link.now)
+    rtx = [p for p in link.wire if p[0][0] != Opcode.PROBE and p[0][8] & BTH_FLAG_RTX]
+    assert [p[0][9:12] for p in rtx] == [stalled[0][0][9:12]]
+    link.wire = []
+    link.req.pump(link.now)
+    assert link.wire == [] and link.req.stats.retransmits["rto"] == 1
+
+
 @pytest.mark.parametrize("imm", [None, 0x5A5A], ids=["write", "write_with_imm"])
 @pytest.mark.parametrize("rkey, va", [(RKEY, 0), (0xDEAD, 0), (RKEY, 1 << 63)], ids=["valid", "bad-rkey", "bad-va"])
 def test_zero_length_write_completes_with_any_rkey_and_va(impl, imm, rkey, va):
