@@ -3,7 +3,8 @@
  * 3.5): segmentation into FIRST/MIDDLE/LAST or ONLY with METH, TSETH and RETH in every packet,
  * the MPR window, the NSCC-style window, and loss recovery by NACK, by time (RACK-style: a
  * packet sent REORDER_PACKETS transmissions later was acknowledged and the slowest recent
- * RTT passed) and by RTO (1.024 us x 2^timeout; linear, then exponential retries, then error).
+ * RTT passed) and by RTO (1.024 us x 2^timeout; linear, then exponential retries, then error;
+ * a timeout resends the oldest packet only).
  *
  * Outstanding packets live in a ring indexed by PSN % MPR (the MPR window bounds them); the
  * unacknowledged, not-lost ones also form a list in send order (the "order" of the Python
@@ -59,6 +60,7 @@ struct mrc_req {
 	uint64_t tx_seq, highest_acked_tx;
 	int64_t max_rtt_ns;
 	uint32_t retries;
+	int rto_credit;  /* a timeout's resend goes out whatever the window (requestor.py) */
 	uint16_t msn, rqmsn, probe_id;
 	uint64_t next_wr;
 	struct msg *qhead, *qtail, *ahead, *atail;
@@ -353,8 +355,9 @@ static struct slot *next_packet(struct mrc_req *r, int *rtx)
 			heap_pop(r);
 			continue;
 		}
-		if (!window_allows(r, s->size))
+		if (!window_allows(r, s->size) && !r->rto_credit)
 			return NULL;
+		r->rto_credit = 0;
 		heap_pop(r);
 		return s;
 	}
@@ -698,12 +701,9 @@ int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now)
 		return now + rto_ns(r);
 	}
 	mrc_cc_on_timeout(&r->cc);
-	while (r->ohead >= 0) {
-		s = &r->ring[r->ohead];
-		if (now < s->sent_at + rto)
-			break;
-		mark_lost(r, s, MRCEP_RTX_RTO);
-	}
+	/* Only the oldest packet is resent (RFC 6298 section 5.4); see requestor.py on_timer. */
+	mark_lost(r, s, MRCEP_RTX_RTO);
+	r->rto_credit = 1;
 	mrcep_req_send_probe(r, now);
 	return now + rto_ns(r);
 }

@@ -15,9 +15,8 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.option("--mode", type=click.Choice(["srv6", "ecmp"]), default="srv6", show_default=True,
               help="srv6: the demo on an SRv6 fabric. ecmp: the same write and fault on an EV-hash "
               "(ECMP) fabric and then on an SRv6 fabric, compared (the cost of opaque paths).")
-@click.option("--endpoint", type=click.Choice(["native", "python"]), default="python", show_default=True,
-              help="The MRC endpoint at both ends: the Python reference, or the C one (not yet the "
-              "default: docs/demo.md, Known limits).")
+@click.option("--endpoint", type=click.Choice(["native", "python"]), default="native", show_default=True,
+              help="The MRC endpoint at both ends: the C one, or the Python reference.")
 @click.option("--timeout-exp", type=int, default=None,
               help="The writer's RTO, 1.024 us x 2^N (default: the endpoint's own, native 8 = 262 us, "
               "python 16 = 67 ms).")

@@ -13,8 +13,8 @@ window, paces with an NSCC-style window (:mod:`.cc`) and recovers losses:
   slowest recent round trip (5/4 of a slowly decaying maximum of the RTT samples), is declared
   lost (a RACK-style rule, RFC 8985 section 6.2, ours in detail: sprayed packets cross paths
   whose queueing differs, so neither PSN order nor one path's RTT says a packet is lost);
-- **RTO**: when the oldest transmission is older than 1.024 µs × 2^n, every transmission that
-  old is retransmitted and a PROBE is sent. The first ``linear_retries`` timeouts keep n; later
+- **RTO**: when the oldest transmission is older than 1.024 µs × 2^n, that one is
+  retransmitted (RFC 6298 section 5.4), whatever the window, and a PROBE is sent. The first ``linear_retries`` timeouts keep n; later
   ones double the timeout; after ``linear_retries + exp_retries`` consecutive timeouts without
   progress the QP goes to error (reference 3.5).
 
@@ -205,6 +205,7 @@ class RequestorQp:
         self.highest_acked_tx = 0
         self.max_rtt_ns = 0
         self.retries = 0
+        self.rto_credit = False  # a timeout's resend goes out whatever the window
         self.msn = 0
         self.rqmsn = 0
         self.queue: deque[_Message] = deque()
@@ -271,8 +272,9 @@ class RequestorQp:
             if pkt is None or not pkt.lost:
                 heapq.heappop(self.rtxq)
                 continue
-            if not self._window_allows(pkt.size):
+            if not self._window_allows(pkt.size) and not self.rto_credit:
                 return None, True
+            self.rto_credit = False
             heapq.heappop(self.rtxq)
             return pkt, True
         if not self.queue or self._mpr_full():
@@ -449,11 +451,17 @@ class RequestorQp:
             self.fail(f"retry counter exceeded: {self.retries - 1} timeouts without progress")
             return None
         self.cc.on_timeout()
-        while self.order:
-            pkt = next(iter(self.order.values()))
-            if now < pkt.sent_at + rto:
-                break
-            self._mark_lost(pkt, "rto")
+        # Only the oldest packet is resent (RFC 6298 section 5.4). A timeout on this fabric
+        # is mostly a stall (a path's queue waiting for a busy core), not a loss, and each
+        # resent packet is judged by the host dataplane, which retires the EV, and with it
+        # the EV's whole path, when a later packet was delivered: resending every packet
+        # past its RTO blamed up to every path at once. The rest follow by the SACK-gap rule
+        # once the resent one is acked, or by the next timeout.
+        self._mark_lost(oldest, "rto")
+        # The one resend goes out whatever the window (RFC 5681 section 3.1: after a timeout
+        # the sender sends one segment): the window has just halved while the packets not
+        # resent still count in flight, and a resend held behind them could never leave.
+        self.rto_credit = True
         self.send_probe(now)
         return now + self._rto_ns()
 

@@ -10,9 +10,16 @@ import pytest
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 SIZE = "96M"
+"""The Python endpoint's write (it moves 2-24 MB/s here)."""
 DURATION = "6"
-"""Seconds the native write should last: the demo sizes it by a warm-up write's rate (the C
-endpoint moves 35-180 MB/s here, as the machine is busy or quiet)."""
+"""Seconds the native write (the default) should last: the demo sizes it by a warm-up write's
+rate (the C endpoint moves 35-180 MB/s here, as the machine is busy or quiet), so a quiet
+machine's write still outlasts the fault, the DENY and the LIFT."""
+
+
+def _sizing(endpoint: str | None) -> dict:
+    """The Python endpoint writes SIZE; the default, native, is sized by DURATION."""
+    return {"size": SIZE} if endpoint == "python" else {"size": None}
 
 
 def _demo(tmp_path, fail: str, *extra: str, size: str | None = SIZE) -> tuple[subprocess.CompletedProcess, dict]:
@@ -35,7 +42,12 @@ def _paths(report):
 
 def _common(proc, report, tmp_path, fail):
     b = report["bytes"]
-    assert b["sent"] == 96 << 20
+    if report["endpoint_name"] == "python":
+        assert b["sent"] == 96 << 20
+    else:  # sized by the warm-up write, whole MiB
+        warmup = [e["what"] for e in report["timeline"] if e["what"].startswith("warm-up write")]
+        assert len(warmup) == 1 and "the write is sized to last" in warmup[0]
+        assert b["sent"] > 0 and b["sent"] % (1 << 20) == 0
     assert b["verified"] == b["sent"] == b["placed"] and b["hash_match"], b
     assert (tmp_path / f"{fail}.png").read_bytes()[:4] == b"\x89PNG"
     dead, healthy = _paths(report)
@@ -50,8 +62,8 @@ def _common(proc, report, tmp_path, fail):
 
 @pytest.mark.parametrize("fail, endpoint", [("down", None), ("blackhole", "python")])
 def test_demo_dead_path_silent_until_restore(need_root, tmp_path, fail, endpoint):
-    proc, report = _demo(tmp_path, fail, *(["--endpoint", endpoint] if endpoint else []))
-    assert report["endpoint_name"] == "python"  # the default
+    proc, report = _demo(tmp_path, fail, *(["--endpoint", endpoint] if endpoint else []), **_sizing(endpoint))
+    assert report["endpoint_name"] == (endpoint or "native")  # native: the default
     dead, _ = _common(proc, report, tmp_path, fail)
     f = report["failover"]
     # the fault's time is the fault program's first drop, after the demo began applying the
@@ -80,12 +92,24 @@ def test_demo_dead_path_silent_until_restore(need_root, tmp_path, fail, endpoint
         assert report["loss"]["dead_link_evs_retired"] > 0
         # every dead EV was taken out before the restore: the dataplane's failover figure exists
         assert f["dead_evs_out"] == f["dead_evs"] and f["dataplane_failover_us"] is not None
+    if endpoint is None:  # native: packets reach the link at once, so the fault program times
+        # the fault, and the host dataplane takes every dead EV out (the failover figure)
+        assert f["fault_time_source"] == "fault program"
+        assert f["dead_evs"] > 0 and f["dead_evs_out"] == f["dead_evs"], f
+        assert f["dataplane_failover_us"] is not None and f["dataplane_failover_us"] > 0
+        loss = report["loss"]  # per EV: the sender's counts of this write against the C responder's log
+        assert len(loss["t_s"]) == len(loss["lost"]) >= 2
+        assert loss["lost"][-1] == loss["packets_lost_by_ev"] <= loss["packets_lost"], loss
     assert proc.returncode == 0
 
 
 @pytest.mark.parametrize("fail", ["flap", "loss"])
 def test_demo_failing_path_smaller_share_and_cycles(need_root, tmp_path, fail):
-    proc, report = _demo(tmp_path, fail)
+    # flap with the Python endpoint: `mrc fail link --flap` starts a Python process that took
+    # 1.7-4.6 s to flap here, and a native write sized to 6 or even 15 s by a warm-up on a
+    # loaded machine ended first when the load dropped (docs/demo.md, Known limits)
+    endpoint = "python" if fail == "flap" else None
+    proc, report = _demo(tmp_path, fail, *(["--endpoint", endpoint] if endpoint else []), **_sizing(endpoint))
     dead, healthy = _common(proc, report, tmp_path, fail)
     assert dead["share_during"] < 0.8 * min(p["share_during"] for p in healthy), report["paths"]
     # its EVs are retired and probed back, and the report shows the cycles
@@ -96,28 +120,6 @@ def test_demo_failing_path_smaller_share_and_cycles(need_root, tmp_path, fail):
         f = report["failover"]
         assert f["flaps"] > 0, f
         assert f["t_fault_injected_s"] <= f["t_first_flap_down_s"] <= f["t_last_flap_up_s"] <= f["t_restored_s"], f
-
-
-def test_demo_native_endpoint_fails_over_in_the_dataplane(need_root, tmp_path):
-    """The C endpoint across the same fault, its write sized by a warm-up write to last 6 s:
-    every byte verified, the fault timed by the fault program's first drop, every EV crossing
-    the dead link taken out by the host dataplane (the failover figure), and the loss counted
-    per EV from the C responder's arrival log. The sample-based checks are not asserted: at
-    over 1 Gb/s the EV set churns (docs/demo.md, Known limits)."""
-    proc, report = _demo(tmp_path, "down", "--endpoint", "native", size=None)
-    assert report["endpoint_name"] == "native"
-    b = report["bytes"]
-    assert b["verified"] == b["sent"] == b["placed"] and b["hash_match"], b
-    warmup = [e["what"] for e in report["timeline"] if e["what"].startswith("warm-up write")]
-    assert len(warmup) == 1 and f"sized to last {DURATION} s" in warmup[0]
-    f = report["failover"]
-    assert f["fault_time_source"] == "fault program" and f["t_fault_injected_s"] < f["t_fault_s"]
-    assert f["dead_evs"] > 0 and f["dead_evs_out"] == f["dead_evs"], f
-    assert f["dataplane_failover_us"] is not None and f["dataplane_failover_us"] > 0
-    loss = report["loss"]  # per EV: the sender's counts of this write alone against the arrivals
-    assert len(loss["t_s"]) == len(loss["lost"]) >= 2
-    assert loss["lost"][-1] == loss["packets_lost_by_ev"] <= loss["packets_lost"], loss
-    assert report["passed"] == all(c["ok"] for c in report["checks"])
 
 
 def test_demo_bmv2_target(need_root, tmp_path):

@@ -52,7 +52,7 @@ def test_duration_sizes_the_write_at_the_endpoints_rate():
     assert write_size_for(3.0, 12 * MIB) == 36 * MIB
     assert write_size_for(2.0, 1.3 * MIB) == 3 * MIB  # whole MiB
     assert write_size_for(0.5, 100) == MIB and write_size_for(120, 1e12) == 1 << 30  # clamped
-    native, python = DemoOptions(endpoint="native", duration_s=3.0), DemoOptions(duration_s=3.0)
+    native, python = DemoOptions(duration_s=3.0), DemoOptions(endpoint="python", duration_s=3.0)
     assert native.write_size(150e6) == write_size_for(3.0, 150e6)  # at the warm-up's measured rate
     assert native.write_size() == write_size_for(3.0, RATE_ESTIMATE["native"])  # else the expected one
     assert python.write_size() == write_size_for(3.0, RATE_ESTIMATE["python"]) < native.write_size()
@@ -62,16 +62,16 @@ def test_duration_sizes_the_write_at_the_endpoints_rate():
 
 
 def test_the_warm_up_write_lasts_about_a_second_at_the_expected_rate():
-    native = DemoOptions(endpoint="native")
-    assert native.warmup_size() == write_size_for(WARMUP_S, RATE_ESTIMATE["native"]) == 32 * MIB
-    assert DemoOptions().warmup_size() == write_size_for(WARMUP_S, RATE_ESTIMATE["python"]) == 16 * MIB
+    assert DemoOptions().warmup_size() == write_size_for(WARMUP_S, RATE_ESTIMATE["native"]) == 32 * MIB
+    python = DemoOptions(endpoint="python")
+    assert python.warmup_size() == write_size_for(WARMUP_S, RATE_ESTIMATE["python"]) == 16 * MIB
     bmv2 = DemoOptions(target="bmv2", endpoint="native")
     assert bmv2.warmup_size() == write_size_for(WARMUP_S, BMV2_RATE_ESTIMATE) == 3 * MIB
 
 
 def test_agent_settings_follow_the_endpoint_and_target():
-    assert DemoOptions().endpoint == "python" and DemoOptions().agent_settings() == PYTHON_AGENT_SETTINGS
-    assert DemoOptions(endpoint="native").agent_settings() == AGENT_SETTINGS
+    assert DemoOptions().endpoint == "native" and DemoOptions().agent_settings() == AGENT_SETTINGS
+    assert DemoOptions(endpoint="python").agent_settings() == PYTHON_AGENT_SETTINGS
     assert DemoOptions(target="bmv2").agent_settings() == BMV2_AGENT_SETTINGS
     assert AGENT_SETTINGS.rto_ns < PYTHON_AGENT_SETTINGS.rto_ns
 

@@ -8,7 +8,7 @@ import pytest
 
 from support.endpoint_harness import Faults, Link, RKEY, trimmed
 from mrckit.endpoint.requestor import RetryConfig
-from mrckit.wire.constants import BTH_FLAG_RTX, Dscp, Ecn
+from mrckit.wire.constants import BTH_FLAG_RTX, Dscp, Ecn, Opcode
 
 SIZE = 1 << 20
 
@@ -202,6 +202,50 @@ def test_the_rto_waits_twice_the_slowest_rtt(impl):
     link.req.on_timer(link.now)
     link.req.pump(link.now)  # what the timeout declared lost goes out (and is counted) here
     assert link.req.stats.timeouts == 1 and link.req.stats.retransmits["rto"] >= 1
+
+
+def test_a_timeout_resends_the_oldest_packet_only(impl):
+    """RFC 6298 section 5.4: the first window (32 packets) stalls past the RTO, none lost,
+    none acked; the timeout resends only the oldest PSN, so the host dataplane judges one EV,
+    not 32. Once the stall ends every packet is acked and the write completes with no other
+    resend."""
+    link = Link(SIZE, impl=impl, retry=RetryConfig(timeout_exp=8))
+    data = os.urandom(SIZE)
+    comp = link.req.post(data, 0, RKEY)
+    link.req.pump(link.now)
+    stalled, link.wire = link.wire, []
+    link.now += 1_000_000  # 1 ms: past the 262 µs timer, and no RTT measured yet
+    link.req.on_timer(link.now)
+    link.req.pump(link.now)
+    rtx = [p for p in link.wire if p[0][0] != Opcode.PROBE and p[0][8] & BTH_FLAG_RTX]
+    assert link.req.stats.timeouts == 1 and link.req.stats.retransmits["rto"] == 1
+    assert [p[0][9:12] for p in rtx] == [stalled[0][0][9:12]]  # the BTH PSN of the first packet
+    link.deliver(stalled + link.wire)
+    link.wire = []
+    link.resp.flush()
+    link.feedback()
+    link.run([comp])
+    assert link.mr.sha256() == hashlib.sha256(data).hexdigest()
+    assert sum(link.req.stats.retransmits.values()) == 1
+
+
+def test_a_timeouts_resend_is_not_held_by_the_window(impl):
+    """The window has shrunk to one packet while 32 unacked packets still count in flight: the
+    timeout's one resend goes out anyway (RFC 5681 section 3.1), else nothing would ever leave
+    again; the next resend waits for the window or the next timeout."""
+    link = Link(SIZE, impl=impl, retry=RetryConfig(timeout_exp=8))
+    link.req.post(os.urandom(SIZE), 0, RKEY)
+    link.req.pump(link.now)
+    stalled, link.wire = link.wire, []
+    link.req.cc.cwnd = 2048
+    link.now += 1_000_000
+    link.req.on_timer(link.now)
+    link.req.pump(link.now)
+    rtx = [p for p in link.wire if p[0][0] != Opcode.PROBE and p[0][8] & BTH_FLAG_RTX]
+    assert [p[0][9:12] for p in rtx] == [stalled[0][0][9:12]]
+    link.wire = []
+    link.req.pump(link.now)
+    assert link.wire == [] and link.req.stats.retransmits["rto"] == 1
 
 
 @pytest.mark.parametrize("imm", [None, 0x5A5A], ids=["write", "write_with_imm"])
