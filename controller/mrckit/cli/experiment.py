@@ -264,18 +264,17 @@ def chaos_cmd(seed, duration, impl, size, name, json_path, out_dir) -> None:
     T0-T1 link at 10 Hz and puts 1 % loss on another. Prints the faults as applied (and how
     late), every DENY with its reason, and exits 1 unless every byte verified, every fault
     showed in the dataplane and the restarted controller wrote nothing (docs/chaos.md)."""
-    import time
-
     from ..apps.chaos import ChaosOptions, run_chaos
     from ..apps.experiments.chaos import chaos_record
+    from ..apps.experiments.record import RunStart
 
-    t0 = time.monotonic()
+    start = RunStart.now()
     opts = ChaosOptions(seed=seed, duration_s=duration, endpoint=impl, qp_size=parse_size(size), name=name)
     report = run_chaos(opts, say=_say)
     for line in report.lines():
         click.echo(line)
     record = chaos_record(opts, report, command=_chaos_command(seed, duration, impl, size))
-    record.finish(t0)
+    record.finish(start)
     for line in record.bench_lines():
         click.echo(line)
     if json_path:

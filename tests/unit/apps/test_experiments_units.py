@@ -8,7 +8,7 @@ import pytest
 from mrckit.apps.experiments.demo_fault import DemoFault, FabricSize
 from mrckit.apps.experiments.flaps import parse_rates
 from mrckit.apps.experiments.linkspeed import fraction, line_rate_bps
-from mrckit.apps.experiments.record import ExperimentRecord, Figure, Machine, bench_line, mrckit_commit, parse_bench
+from mrckit.apps.experiments.record import ExperimentRecord, Figure, Machine, RunStart, bench_line, mrckit_commit, parse_bench
 from mrckit.apps.experiments.table import load_records, render_table, summary_lines
 from mrckit.errors import MrcError
 
@@ -46,7 +46,9 @@ def test_record_round_trips_with_machine_and_commit(tmp_path):
     rec = _record()
     assert rec.machine.cores >= 1 and rec.machine.kernel and len(rec.machine.load_start) == 3
     assert rec.commit == mrckit_commit() and rec.commit
-    rec.finish(0.0)
+    start = RunStart(0.0, Machine(cores=2, kernel="k", load_start=(9.0, 8.0, 7.0)), "2026-01-02T03:04:05Z")
+    rec.finish(start)  # the record is built at the end: the machine and time are the start's
+    assert rec.machine.load_start == (9.0, 8.0, 7.0) and rec.started_utc == "2026-01-02T03:04:05Z"
     assert rec.machine.load_end is not None and rec.wall_s > 0
     rec.write_json(tmp_path / "failover.json")
     back = ExperimentRecord.read_json(tmp_path / "failover.json")

@@ -10,14 +10,13 @@ both ``bpf_ktime_get_ns()`` (the demo's "dataplane failover", ``mrckit.apps.demo
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..demo.report import DemoReport
 from .demo_fault import DemoFault, FabricSize, bytes_verified, demo_details, goodput_dip, run_demo_faults, save_plot
 from .linkspeed import fraction
-from .record import ExperimentRecord, Figure
+from .record import ExperimentRecord, Figure, RunStart
 
 NAME = "failover"
 CLAIM = 'A failed path is bypassed "in a few tens of microseconds" (paper); "microseconds" (blog)'
@@ -53,13 +52,13 @@ def run_failover(opts: FailoverOptions, say: Callable[[str], None] = lambda _: N
     Raises:
         MrcError: a bad option, the fabric did not come up, or the write failed.
     """
-    t0 = time.monotonic()
+    start = RunStart.now()
     run = DemoFault(size=opts.size, evs=opts.evs, link_speed_pps=opts.link_speed_pps, duration_s=opts.duration_s,
                     fail="down", seed=opts.seed, name=opts.name)
     report = run_demo_faults(run, [run], say)[0]
     record = failover_record(opts, report)
     save_plot(record, report, plot)
-    record.finish(t0)
+    record.finish(start)
     return record
 
 

@@ -10,7 +10,6 @@ each period), the first and last thirds are the same run without flaps.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ from ...errors import MrcError
 from ..demo.report import DemoReport
 from .demo_fault import DemoFault, FabricSize, bytes_verified, demo_details, run_demo_faults, save_plot
 from .linkspeed import fraction
-from .record import ExperimentRecord, Figure
+from .record import ExperimentRecord, Figure, RunStart
 
 NAME = "flaps"
 CLAIM = ('"Multiple link flaps each minute" between T0 and T1 (Fig. 5 plots up to about 14 per minute) '
@@ -76,14 +75,14 @@ def run_flaps(opts: FlapsOptions, say: Callable[[str], None] = lambda _: None,
     """
     if not opts.per_minute:
         raise MrcError("--per-minute: give one rate at least")
-    t0 = time.monotonic()
+    start = RunStart.now()
     base = DemoFault(size=opts.size, evs=opts.evs, link_speed_pps=opts.link_speed_pps, duration_s=opts.duration_s,
                      fail="flap", seed=opts.seed, name=opts.name)
     runs = [DemoFault(**{**base.__dict__, "flap_hz": r / 60.0}) for r in opts.per_minute]
     reports = run_demo_faults(base, runs, say)
     record = flaps_record(opts, reports)
     save_plot(record, reports[-1], plot)
-    record.finish(t0)
+    record.finish(start)
     return record
 
 

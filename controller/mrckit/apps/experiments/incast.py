@@ -35,7 +35,7 @@ from .bringup import experiment_fabric
 from .congestion import (counts_since, nic_drops, set_queue_capacity, set_trim_threshold, switch_counts, total,
                          trim_thresholds)
 from .demo_fault import FabricSize
-from .record import ExperimentRecord, Figure, Machine
+from .record import ExperimentRecord, Figure, RunStart
 
 NAME = "incast"
 CLAIM = ("7-to-1 incast plus a victim flow: MRC, no victim impact; DCQCN with 1 QP: about 25 % loss to the "
@@ -159,7 +159,7 @@ def run_incast(opts: IncastOptions, say: Callable[[str], None] = lambda _: None,
     from ..demo.run import AGENT_SETTINGS
 
     opts.check()
-    t0, machine, started = time.monotonic(), Machine.now(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    start = RunStart.now()
     settings = dataclasses.replace(AGENT_SETTINGS, seed=opts.seed)
     results = {}
     with experiment_fabric(opts.size.topology(), opts.name, settings, opts.link_speed_pps, say) as fab:
@@ -167,12 +167,11 @@ def run_incast(opts: IncastOptions, say: Callable[[str], None] = lambda _: None,
         for run in _runs(opts):
             results[run.label] = _one_run(fab, opts, run, say)
     record = incast_record(opts, results)
-    record.machine, record.started_utc = machine, started  # when the run started, not its record
     if plot:
         from .incast_plot import plot_incast
 
         plot_incast(record, results, plot)
-    record.finish(t0)
+    record.finish(start)
     return record
 
 

@@ -13,7 +13,6 @@ overload it, while others idle.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,7 +20,7 @@ from ...errors import MrcError
 from ..demo.run import AGENT_SETTINGS
 from .bringup import experiment_fabric
 from .demo_fault import FabricSize
-from .record import ExperimentRecord, Figure
+from .record import ExperimentRecord, Figure, RunStart
 from .writes import WriteRun, run_writes
 
 NAME = "load-balance"
@@ -87,7 +86,7 @@ def run_load_balance(opts: LoadBalanceOptions, say: Callable[[str], None] = lamb
         MrcError: a bad option, a fabric did not come up, or a traffic worker died.
     """
     opts.check()
-    t0 = time.monotonic()
+    start = RunStart.now()
     settings = dataclasses.replace(AGENT_SETTINGS, seed=opts.seed, ev_count=opts.evs,
                                    backups_per_plane=min(AGENT_SETTINGS.backups_per_plane, opts.evs))
     runs: list[WriteRun] = []
@@ -105,7 +104,7 @@ def run_load_balance(opts: LoadBalanceOptions, say: Callable[[str], None] = lamb
     record = load_balance_record(opts, runs)
     if plot:
         save_plot(record, runs, plot)
-    record.finish(t0)
+    record.finish(start)
     return record
 
 

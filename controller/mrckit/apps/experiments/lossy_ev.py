@@ -11,14 +11,13 @@ in the sender's host dataplane (as ``failover``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..demo.report import DemoReport
 from .demo_fault import DemoFault, FabricSize, bytes_verified, demo_details, run_demo_faults, save_plot
 from .linkspeed import fraction
-from .record import ExperimentRecord, Figure
+from .record import ExperimentRecord, Figure, RunStart
 
 NAME = "lossy-ev"
 CLAIM = ("16 paths (2 per plane x 8); one EV dropping 20 % was deactivated immediately, with no loss "
@@ -58,13 +57,13 @@ def run_lossy_ev(opts: LossyEvOptions, say: Callable[[str], None] = lambda _: No
     Raises:
         MrcError: a bad option, the fabric did not come up, or the write failed.
     """
-    t0 = time.monotonic()
+    start = RunStart.now()
     run = DemoFault(size=opts.size, evs=opts.evs, link_speed_pps=opts.link_speed_pps, duration_s=opts.duration_s,
                     fail="loss", loss_percent=opts.loss_percent, seed=opts.seed, name=opts.name)
     report = run_demo_faults(run, [run], say)[0]
     record = lossy_ev_record(opts, report)
     save_plot(record, report, plot)
-    record.finish(t0)
+    record.finish(start)
     return record
 
 

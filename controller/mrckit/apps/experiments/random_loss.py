@@ -11,7 +11,6 @@ Each transport gets a fabric of its own, brought up for it (RC: pinned-EV host a
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,7 +20,7 @@ from ...fabric import faults
 from ..demo.run import AGENT_SETTINGS
 from .bringup import experiment_fabric
 from .demo_fault import FabricSize
-from .record import ExperimentRecord, Figure
+from .record import ExperimentRecord, Figure, RunStart
 from .writes import WriteRun, run_writes
 
 NAME = "random-loss"
@@ -85,7 +84,7 @@ def run_random_loss(opts: RandomLossOptions, say: Callable[[str], None] = lambda
         MrcError: a bad option, a fabric did not come up, or a traffic worker died.
     """
     opts.check()
-    t0 = time.monotonic()
+    start = RunStart.now()
     runs: list[WriteRun] = []
     settings = _settings(opts)
     for transport in TRANSPORTS:
@@ -98,7 +97,7 @@ def run_random_loss(opts: RandomLossOptions, say: Callable[[str], None] = lambda
     record = random_loss_record(opts, runs)
     if plot:
         save_plot(record, runs, plot)
-    record.finish(t0)
+    record.finish(start)
     return record
 
 

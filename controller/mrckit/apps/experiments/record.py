@@ -12,6 +12,7 @@ A figure is printed as one ``BENCH`` line, the convention of ``bench/`` (``make 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -62,6 +63,20 @@ class Machine(BaseModel):
     def now(cls) -> "Machine":
         """This machine now (``load_end`` is filled by :meth:`ExperimentRecord.finish`)."""
         return cls(cores=os.cpu_count() or 0, kernel=platform.release(), load_start=os.getloadavg())
+
+
+@dataclasses.dataclass(frozen=True)
+class RunStart:
+    """When and where an experiment began: CLOCK_MONOTONIC seconds, the machine (its load
+    then) and the UTC time; :meth:`ExperimentRecord.finish` stamps them on the record."""
+
+    monotonic: float
+    machine: Machine
+    started_utc: str
+
+    @classmethod
+    def now(cls) -> "RunStart":
+        return cls(time.monotonic(), Machine.now(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
 
 def mrckit_commit() -> str:
@@ -140,9 +155,11 @@ class ExperimentRecord(JsonFile):
         """Every check held (and there is at least one)."""
         return bool(self.checks) and all(self.checks.values())
 
-    def finish(self, t0_monotonic: float) -> None:
-        """Stamp the run's end: its wall time since ``t0_monotonic`` and the load now."""
-        self.wall_s = round(time.monotonic() - t0_monotonic, 1)
+    def finish(self, start: "RunStart") -> None:
+        """Stamp the run: the machine and UTC time at its ``start`` (the record itself is built
+        at the end), its wall time since then, and the load now."""
+        self.machine, self.started_utc = start.machine, start.started_utc
+        self.wall_s = round(time.monotonic() - start.monotonic, 1)
         self.machine.load_end = os.getloadavg()
 
     def bench_lines(self) -> list[str]:

@@ -37,7 +37,6 @@ import dataclasses
 import ipaddress
 import math
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,7 +48,7 @@ from ..traffic import Flow, make_flows, run_traffic
 from .bringup import experiment_fabric
 from .demo_fault import FabricSize
 from .linkspeed import NIC_QUEUE_MS
-from .record import ExperimentRecord, Figure
+from .record import ExperimentRecord, Figure, RunStart
 from .t1_observe import DeadT1, aggregate_series, window_gbps
 
 NAME = "t1-failure"
@@ -131,7 +130,7 @@ def run_t1_failure(opts: T1FailureOptions, say: Callable[[str], None] = lambda _
         MrcError: a bad option, the fabric did not come up, or a worker died.
     """
     opts.check()
-    t0 = time.monotonic()
+    start = RunStart.now()
     topo = opts.size.topology()
     rng = random.Random(f"t1-failure/{opts.seed}")
     plane, index = rng.randrange(opts.size.planes), rng.randrange(opts.size.spines)
@@ -156,7 +155,7 @@ def run_t1_failure(opts: T1FailureOptions, say: Callable[[str], None] = lambda _
         from .t1_plot import plot_goodput
 
         plot_goodput(record, dead.name, plot)
-    record.finish(t0)
+    record.finish(start)
     return record
 
 
