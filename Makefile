@@ -121,7 +121,7 @@ experiments: setup
 	-$(VENV)/bin/mrc experiment random-loss --out $(EXP_OUT)
 	-$(VENV)/bin/mrc experiment load-balance --out $(EXP_OUT)
 	-$(VENV)/bin/mrc experiment t1-failure --out $(EXP_OUT)
-	-$(VENV)/bin/mrc experiment incast --out $(EXP_OUT)
+	-$(VENV)/bin/mrc experiment incast --transport rc --out $(EXP_OUT)
 	-$(VENV)/bin/mrc experiment chaos --duration 30 --out $(EXP_OUT)
 	$(VENV)/bin/mrc experiment table --results $(EXP_OUT) --out docs/experiments.md
 

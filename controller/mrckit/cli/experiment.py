@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ..endpoint.choices import TRANSPORTS
 from .endpoint import ENDPOINTS, parse_size
 from .params import INT
 
@@ -205,8 +206,9 @@ def t1_failure_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out
               help="Queue depth (packets) at which every switch port trims, with trimming on.")
 @click.option("--capacity", type=click.IntRange(1, 1 << 20), default=64, show_default=True,
               help="Packets every switch port's data queue holds; a whole data packet that finds it full is dropped.")
-@click.option("--transport", "transports", multiple=True, default=("mrc",), show_default=True,
-              help="Transports to run the incast with (mrc; the RC baseline is not built yet).")
+@click.option("--transport", "transports", multiple=True, type=click.Choice(TRANSPORTS), default=("mrc",),
+              show_default=True, help="Transports to run the incast with: mrc always runs; rc adds the RC baseline "
+              "(go-back-N on one pinned EV) on a fabric of its own.")
 @click.option("--name", default="expincast", show_default=True, help="The fabric's name.")
 def incast_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir, senders, incast_size, victim_write,
                victim_writes, trim_threshold, capacity, transports, name) -> None:

@@ -32,7 +32,7 @@ def test_flows_are_the_incast_then_the_victims_writes():
 @pytest.mark.parametrize("change,words", [
     (dict(senders=3), "--senders 3: use 1..2"), (dict(size=FabricSize(1, 2, 1, 3)), "2 leaves"),
     (dict(victim_writes=0), "--victim-writes 0"), (dict(capacity=THRESHOLD_NONE), "--capacity"),
-    (dict(transports=("rc",)), "RC baseline is not built yet")])
+    (dict(transports=("mrc", "roce")), "--transport roce: use mrc, rc")])
 def test_bad_options_are_named(change, words):
     with pytest.raises(MrcError, match=words.replace("(", r"\(")):
         IncastOptions(**{"size": SMALL, "senders": 2, **change}).check()
@@ -95,3 +95,12 @@ def test_counts_since_keeps_only_switches_that_counted():
     after = {"a": dict(trimmed=4, drops=0), "b": dict(trimmed=2, drops=1)}
     assert counts_since(before, after) == {"a": dict(trimmed=3, drops=0)}
     assert total({"a": dict(trimmed=3), "b": dict(trimmed=2)}, "trimmed") == 5
+
+
+def test_rc_adds_a_baseline_run_with_trimming_off_after_the_mrc_runs():
+    from mrckit.apps.experiments.incast import _runs
+
+    runs = _runs(IncastOptions(size=SMALL, senders=2, transports=("mrc", "rc")))
+    assert [(r.label, r.transport, r.trimming, r.incast) for r in runs] == [
+        ("victim alone", "mrc", True, False), ("trimming on", "mrc", True, True),
+        ("trimming off", "mrc", False, True), ("rc baseline", "rc", False, True)]

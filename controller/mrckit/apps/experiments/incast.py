@@ -13,9 +13,10 @@ bounded (``--capacity``); three runs on it, each verifying every byte:
 
 The link speed is low (1000 packets/s per port by default) so that 7 senders still overrun the
 receiver's last hop when the machine is loaded: a starved endpoint sends below it, and then
-nothing congests. The victim's figures count only the writes it posted while the incast ran. The transport is
-a parameter (:data:`TRANSPORTS`): MRC now; the RC baseline joins as a run with trimming off
-once the native endpoint has that mode.
+nothing congests. The victim's figures count only the writes it posted while the incast ran.
+``--transport rc`` adds a run of the RC baseline (go-back-N on one pinned EV, docs/endpoint.md
+"The RC baseline") on a fabric of its own whose host agents pin each QP to one EV, with
+trimming off (RC packets are never trimmed) and the same queue capacity.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...endpoint.choices import TRANSPORTS
 from ...errors import MrcError
 from ...topology.model import DEFAULT_TRIM_THRESHOLD
 from ...wire.pipeline import THRESHOLD_NONE
@@ -56,10 +58,8 @@ DIFFERS = ("The paper's NICs and switches are hardware at line rate; here every 
            "loss, which here comes from congestion and from endpoints starved of CPU, not from failures.")
 
 
-TRANSPORTS = {"mrc": "native"}
-"""Transport -> the ``mrc traffic`` endpoint that runs it. The RC baseline is added here (and
-gets a run with trimming off in :func:`_runs`) once the native endpoint has that mode."""
-RC_TRANSPORT = "rc"
+ENDPOINT = "native"
+"""The endpoint every run uses: the RC baseline exists only in the native endpoint."""
 SETTLE_S = 15.0
 """How long a run waits for the last run's denials to be lifted before it starts."""
 RUN_TIMEOUT_S = 60.0
@@ -121,8 +121,7 @@ class IncastOptions:
             raise MrcError(f"--trim-threshold {self.trim_threshold} / --capacity {self.capacity}: use 1 packet or more")
         for t in self.transports:
             if t not in TRANSPORTS:
-                raise MrcError(f"--transport {t}: use {', '.join(TRANSPORTS)}"
-                               + (" (the RC baseline is not built yet)" if t == RC_TRANSPORT else ""))
+                raise MrcError(f"--transport {t}: use {', '.join(TRANSPORTS)}")
 
 
 def placement(size: FabricSize, senders: int) -> tuple[str, list[str], str, str]:
@@ -162,10 +161,13 @@ def run_incast(opts: IncastOptions, say: Callable[[str], None] = lambda _: None,
     start = RunStart.now()
     settings = dataclasses.replace(AGENT_SETTINGS, seed=opts.seed)
     results = {}
-    with experiment_fabric(opts.size.topology(), opts.name, settings, opts.link_speed_pps, say) as fab:
-        say(f"queue capacity {opts.capacity} packets on {set_queue_capacity(fab, opts.capacity)} ports")
-        for run in _runs(opts):
-            results[run.label] = _one_run(fab, opts, run, say)
+    runs = _runs(opts)
+    for transport in dict.fromkeys(r.transport for r in runs):  # mrc first; one fabric each
+        with experiment_fabric(opts.size.topology(), opts.name, settings, opts.link_speed_pps, say,
+                               transport=transport) as fab:
+            say(f"queue capacity {opts.capacity} packets on {set_queue_capacity(fab, opts.capacity)} ports")
+            for run in (r for r in runs if r.transport == transport):
+                results[run.label] = _one_run(fab, opts, run, say)
     record = incast_record(opts, results)
     if plot:
         from .incast_plot import plot_incast
@@ -187,7 +189,8 @@ def _one_run(fab, opts: IncastOptions, run: Run, say: Callable[[str], None]) -> 
     say(f"{run.label}: {len(fl) - 1} incast flows of {opts.incast_bytes} B, the victim's {opts.victim_writes} "
         f"writes of {opts.victim_write_bytes} B, transport {run.transport}")
     before, nic_before, t_wall = switch_counts(fab), nic_drops(fab), time.time_ns()
-    report = run_traffic(fab, "incast", fl, endpoint=TRANSPORTS[run.transport], seed=opts.seed, timeout=RUN_TIMEOUT_S)
+    report = run_traffic(fab, "incast", fl, endpoint=ENDPOINT, transport=run.transport, seed=opts.seed,
+                         timeout=RUN_TIMEOUT_S)
     counts = counts_since(before, switch_counts(fab))
     nic = {h: n - nic_before.get(h, 0) for h, n in nic_drops(fab).items() if n - nic_before.get(h, 0)}
     say(f"{run.label}: {sum(f.ok for f in report.flows)} of {len(fl)} flows verified; trimmed "
@@ -314,7 +317,7 @@ def incast_record(opts: IncastOptions, results: dict) -> ExperimentRecord:
                      hosts_per_leaf=opts.size.hosts_per_leaf, senders=opts.senders, incast_bytes=opts.incast_bytes,
                      victim_write_bytes=opts.victim_write_bytes, victim_writes=opts.victim_writes,
                      trim_threshold=opts.trim_threshold, capacity=opts.capacity,
-                     transports=",".join(opts.transports), endpoint=TRANSPORTS["mrc"]),
+                     transports=",".join(opts.transports), endpoint=ENDPOINT),
         figures=figures, differs=DIFFERS,
         checks={"every byte that arrived verified (no run placed a wrong byte)":
                     all(f.verified for r in results.values() for f in r["report"].flows if f.arrived),
