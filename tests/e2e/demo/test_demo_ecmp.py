@@ -19,7 +19,7 @@ def _demo(tmp_path, fail: str) -> tuple[subprocess.CompletedProcess, dict]:
     out = tmp_path / f"ecmp-{fail}.json"
     proc = subprocess.run(
         [sys.executable, "-c", "import sys; from mrckit.cli import main; sys.exit(main())", "demo",
-         "--mode", "ecmp", "--fail", fail, "--size", str(SIZE), "--json", str(out),
+         "--mode", "ecmp", "--fail", fail, "--endpoint", "python", "--size", str(SIZE), "--json", str(out),
          "--plot", str(tmp_path / f"ecmp-{fail}.png"), "--name", f"te{os.getpid() % 10000}{fail[:3]}"],
         capture_output=True, text=True, timeout=600)
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]

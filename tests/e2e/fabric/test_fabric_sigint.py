@@ -115,7 +115,8 @@ def test_ctrl_c_during_the_demo_leaves_nothing(need_root, tmp_path, phase):
     name = _name("d", phase)
     marker, (lo, hi) = DEMO_PHASES[phase]
     delay = random.Random(f"{SEED}/demo/{phase}").uniform(lo, hi)
-    cli = Cli("demo", "--size", "32M", "--name", name, "--json", str(tmp_path / "d.json"),
+    # the Python endpoint: a 32 MiB native write can end before a later phase's moment comes
+    cli = Cli("demo", "--endpoint", "python", "--size", "32M", "--name", name, "--json", str(tmp_path / "d.json"),
               "--plot", str(tmp_path / "d.png"))
     if marker is None:
         _wait_controller(cli, name)
