@@ -92,7 +92,8 @@ def test_line_rate_is_planes_times_link_speed_of_payload():
 
 def test_flap_rates_parse_per_minute():
     assert parse_rates("14, 120") == (14.0, 120.0)
-    for bad, why in (("x", "not a number"), ("0", r"use \(0, 3000\]"), ("4000", "use")):
+    for bad, why in (("x", "--per-minute 'x': expected comma-separated numbers such as 14,120"),
+                     ("", "--per-minute ''"), ("0", r"use \(0, 3000\]"), ("4000", "use")):
         with pytest.raises(MrcError, match=why):
             parse_rates(bad)
 

@@ -17,6 +17,7 @@ from ...errors import MrcError
 from ..demo.report import DemoReport
 from .demo_fault import DemoFault, FabricSize, bytes_verified, demo_details, run_demo_faults, save_plot
 from .linkspeed import fraction
+from .options import parse_numbers
 from .record import ExperimentRecord, Figure, RunStart
 
 NAME = "flaps"
@@ -33,16 +34,11 @@ MAX_PER_MINUTE = 50 * 60
 
 def parse_rates(text: str) -> tuple[float, ...]:
     """Flap rates per minute from ``"14,120"``. Raises MrcError naming a bad one."""
-    out = []
-    for part in text.split(","):
-        try:
-            v = float(part)
-        except ValueError:
-            raise MrcError(f"--per-minute {part.strip()!r}: not a number") from None
+    rates = parse_numbers(text, "--per-minute", float, "14,120")
+    for v in rates:
         if not 0 < v <= MAX_PER_MINUTE:
             raise MrcError(f"--per-minute {v:g}: use (0, {MAX_PER_MINUTE}] flaps per minute")
-        out.append(v)
-    return tuple(out)
+    return rates
 
 
 @dataclass(frozen=True)

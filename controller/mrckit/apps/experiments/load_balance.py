@@ -20,6 +20,7 @@ from ...errors import MrcError
 from ..demo.run import AGENT_SETTINGS
 from .bringup import experiment_fabric
 from .demo_fault import FabricSize
+from .options import parse_numbers
 from .record import ExperimentRecord, Figure, RunStart
 from .writes import WriteRun, run_writes
 
@@ -71,10 +72,7 @@ class LoadBalanceOptions:
 
 def parse_counts(text: str) -> tuple[int, ...]:
     """``1,2,4,8,16`` to (1, 2, 4, 8, 16). Raises MrcError for anything else."""
-    try:
-        return tuple(int(n) for n in text.split(",") if n.strip())
-    except ValueError:
-        raise MrcError(f"--rc-qps {text!r}: expected comma-separated QP counts such as 1,2,4,8,16") from None
+    return parse_numbers(text, "--rc-qps", int, "1,2,4,8,16")
 
 
 def run_load_balance(opts: LoadBalanceOptions, say: Callable[[str], None] = lambda _: None,

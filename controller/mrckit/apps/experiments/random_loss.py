@@ -20,6 +20,7 @@ from ...fabric import faults
 from ..demo.run import AGENT_SETTINGS
 from .bringup import experiment_fabric
 from .demo_fault import FabricSize
+from .options import parse_numbers
 from .record import ExperimentRecord, Figure, RunStart
 from .writes import WriteRun, run_writes
 
@@ -69,10 +70,7 @@ class RandomLossOptions:
 
 def parse_percents(text: str) -> tuple[float, ...]:
     """``0.1,1,5`` to (0.1, 1.0, 5.0). Raises MrcError for anything else."""
-    try:
-        return tuple(float(p) for p in text.split(",") if p.strip())
-    except ValueError:
-        raise MrcError(f"--loss-percents {text!r}: expected comma-separated percents such as 0.1,1,5") from None
+    return parse_numbers(text, "--loss-percents", float, "0.1,1,5")
 
 
 def run_random_loss(opts: RandomLossOptions, say: Callable[[str], None] = lambda _: None,
