@@ -1,4 +1,4 @@
-"""`mrc experiment failover`, `flaps`, `random-loss`, `load-balance`, `t1-failure` and `incast`
+"""`mrc experiment failover`, `lossy-ev`, `flaps`, `random-loss`, `load-balance`, `t1-failure` and `incast`
 for real, on small fabrics with short
 writes: invariants only (docs/experiments.md): every byte verified, the fault shown by the
 dataplane's counters, the record written with the machine and commit, and its row in the
@@ -50,6 +50,13 @@ def test_failover_bypasses_the_failed_link_and_loses_no_byte(need_root, tmp_path
     assert record["checks"]["the link failed, by the dataplane counters"]
     assert d["link_packets_lost"] > 0  # the switch counters at the failed link
     assert record["setting"]["failed_link"] == "p0/t0-1/t1-1"
+
+
+def test_lossy_ev_drops_on_the_lossy_path_and_loses_no_byte(need_root, tmp_path):
+    proc, record = _run(tmp_path, "lossy-ev", "--planes", "2", "--link-speed", "5000", "--duration", "2")
+    _common(proc, record, tmp_path, "lossy-ev")
+    assert record["checks"]["the path dropped packets, by the loss program's counters"]
+    assert record["setting"]["lossy_link"] == "p0/t0-1/t1-1" and record["setting"]["loss_percent"] == 20.0
 
 
 def test_flaps_flap_the_link_at_each_rate_and_lose_no_byte(need_root, tmp_path):
