@@ -129,7 +129,7 @@ def flaps_cmd(seed, planes, spines, leaves, hosts_per_leaf, link_speed, out_dir,
 @experiment.command("random-loss")
 @_fabric_options(planes=2, spines=2, leaves=2, hosts=1, link_speed=5000)
 @click.option("--evs", type=click.IntRange(1, 256), default=128, show_default=True, help="EVs per MRC QP.")
-@click.option("--loss-percents", default="1", show_default=True,
+@click.option("--loss-percents", default="0.1,1,5", show_default=True,
               help="Random loss on every link, percent, comma-separated (e.g. 0.1,0.5,1,2,5): one write per "
               "transport each, after a loss-free one.")
 @click.option("--write-bytes", default="4M", show_default=True, help="Bytes of each write.")

@@ -25,7 +25,7 @@ def _runs(rc_evs=1, verified=True):
 
 
 def test_random_loss_reports_each_transport_as_a_fraction_of_its_loss_free_run():
-    rec = random_loss_record(RandomLossOptions(), _runs())
+    rec = random_loss_record(RandomLossOptions(loss_percents=(1.0,)), _runs())
     assert rec.passed
     mrc, rc, vs = rec.figures
     assert mrc.value / mrc.baseline_value == pytest.approx(0.5) and rc.value / rc.baseline_value == pytest.approx(0.1)
@@ -35,9 +35,9 @@ def test_random_loss_reports_each_transport_as_a_fraction_of_its_loss_free_run()
 
 
 def test_random_loss_fails_when_rc_used_two_paths_or_a_byte_was_not_verified():
-    assert not random_loss_record(RandomLossOptions(), _runs(rc_evs=2)).checks[
+    assert not random_loss_record(RandomLossOptions(loss_percents=(1.0,)), _runs(rc_evs=2)).checks[
         "RC really on one path (the sender's per-EV counters)"]
-    rec = random_loss_record(RandomLossOptions(), _runs(verified=False))
+    rec = random_loss_record(RandomLossOptions(loss_percents=(1.0,)), _runs(verified=False))
     assert not rec.checks["every byte verified"] and rec.figures[1].value is None
 
 

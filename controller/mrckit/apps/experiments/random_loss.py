@@ -45,7 +45,7 @@ class RandomLossOptions:
     size: FabricSize = FabricSize(planes=2, spines=2, leaves=2, hosts_per_leaf=1)
     evs: int = 128
     link_speed_pps: int = 5000
-    loss_percents: tuple[float, ...] = (1.0,)
+    loss_percents: tuple[float, ...] = (0.1, 1.0, 5.0)
     write_bytes: int = 4 << 20
     seed: int = 1
     name: str = "exprloss"
