@@ -18,7 +18,7 @@ import time
 from collections import deque
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from mrckit.wire.constants import (
     BTH_LEN, DEFAULT_PAYLOAD_LEN, ICRC_LEN, MPR_UNIT_PSNS, PSN_MOD, UDP_PORT_ROCEV2, Opcode,
@@ -64,15 +64,40 @@ class QpConfig:
                 raise ValueError(f"{name} {getattr(self, name)} is not a 24-bit PSN")
 
 
-class QueuePair:
+class QpRequestor(Protocol):
+    """What :class:`QueuePair` reads of its requestor, whichever endpoint made it (a
+    :class:`RequestorQp`, or the native endpoint's)."""
+
+    @property
+    def remote_qpn(self) -> int: ...
+
+
+class QpReceiver(Protocol):
+    """What :class:`QpSetup` sets on a QP's receive state, whichever responder made it (a
+    :class:`ResponderQp`, or the native responder's view of one)."""
+
+    remote_qpn: int
+
+    def set_rc(self) -> None: ...
+
+
+RQ = TypeVar("RQ", bound=QpRequestor)
+"""The kind of requestor of an endpoint's QPs."""
+RS = TypeVar("RS", bound=QpReceiver)
+"""The kind of receive state of an endpoint's QPs."""
+RS_co = TypeVar("RS_co", bound=QpReceiver, covariant=True)
+
+
+class QueuePair(Generic[RQ, RS]):
     """A QP between this endpoint and ``peer``: ``qpn`` here, ``remote_qpn`` there.
     ``requestor`` sends writes; ``responder`` receives them. Set ``remote_qpn`` with
-    :meth:`Endpoint.connect` when it is not known at creation."""
+    :meth:`Endpoint.connect` when it is not known at creation. Both are of the endpoint's own
+    kind (``RQ``, ``RS``): the Python or the native state machines."""
 
     def __init__(self, qpn: int, peer: str, config: QpConfig):
         self.qpn, self.peer, self.config = qpn, peer, config
-        self.requestor: RequestorQp | None = None
-        self.responder: ResponderQp | None = None
+        self.requestor: RQ | None = None
+        self.responder: RS | None = None
 
     @property
     def remote_qpn(self) -> int | None:
@@ -87,13 +112,14 @@ def _norm(addr: str) -> str:
         raise ValueError(f"{addr!r} is not an IPv6 NIC address") from None
 
 
-class _QpResponder(Protocol):
-    """The responder side of an endpoint, as :class:`QpSetup` uses it."""
+class _QpResponder(Protocol[RS_co]):
+    """The responder side of an endpoint, as :class:`QpSetup` uses it: it takes a QP's
+    settings and returns the QP's receive state."""
 
-    def add_qp(self, qp: ResponderQp) -> ResponderQp: ...
+    def add_qp(self, qp: ResponderQp) -> RS_co: ...
 
 
-class QpSetup:
+class QpSetup(Generic[RQ, RS]):
     """Creating and connecting QPs, shared by :class:`Endpoint` and the native endpoint. The
     host class provides ``qps``, ``_next_qpn``, ``responder``, ``_guard()`` (the context that
     holds its lock) and ``_add_requestor(qp, remote_qpn)`` (its kind of requestor);
@@ -101,18 +127,18 @@ class QpSetup:
 
     SUPPORTS_RC = False
 
-    qps: dict[int, QueuePair]
+    qps: dict[int, QueuePair[RQ, RS]]
     _next_qpn: int
-    responder: _QpResponder
+    responder: _QpResponder[RS]
 
     def _guard(self) -> AbstractContextManager[object]:
         raise NotImplementedError  # the host class's lock
 
-    def _add_requestor(self, qp: QueuePair, remote_qpn: int) -> None:
+    def _add_requestor(self, qp: QueuePair[RQ, RS], remote_qpn: int) -> None:
         raise NotImplementedError  # the host class's kind of requestor
 
     def create_qp(self, peer: str, *, qpn: int | None = None, remote_qpn: int | None = None,
-                  config: QpConfig | None = None) -> QueuePair:
+                  config: QpConfig | None = None) -> QueuePair[RQ, RS]:
         """Create a QP to NIC address ``peer``. It can receive at once (from ``peer`` only,
         or from anyone when ``peer`` is ``::``); it can write after :meth:`connect` (or when
         ``remote_qpn`` is given here).
@@ -134,7 +160,7 @@ class QpSetup:
                 qpn = self._next_qpn
             if qpn == 0x2:
                 raise ValueError("QP 0x2 is reserved for endpoint operations")
-            qp = QueuePair(qpn, peer, config)
+            qp: QueuePair[RQ, RS] = QueuePair(qpn, peer, config)
             qp.responder = self.responder.add_qp(ResponderQp(
                 qpn, remote_qpn or 0, config.mpr, config.mtu, config.remote_initial_psn,
                 peer=None if peer == "::" else peer))
@@ -145,7 +171,7 @@ class QpSetup:
                 self._connect_locked(qp, remote_qpn)
         return qp
 
-    def _connect_locked(self, qp: QueuePair, remote_qpn: int) -> None:
+    def _connect_locked(self, qp: QueuePair[RQ, RS], remote_qpn: int) -> None:
         if qp.requestor is not None:
             raise ValueError(f"QP {qp.qpn:#x} is connected already")
         if not 0 < remote_qpn < 1 << 24:
@@ -156,7 +182,7 @@ class QpSetup:
         self._add_requestor(qp, remote_qpn)
 
 
-class Endpoint(QpSetup):
+class Endpoint(QpSetup[RequestorQp, ResponderQp]):
     """The MRC endpoint bound to ``nic_addr`` (IPv6) port ``port`` (4791), sending to peers'
     ``peer_port``. ``sack_coalesce_bytes`` tunes the responder; ``start=False`` runs no thread
     (a test then drives :meth:`dispatch` itself).
@@ -173,7 +199,7 @@ class Endpoint(QpSetup):
         self.nic_addr = _norm(nic_addr)
         self.transport = UdpTransport(self.nic_addr, port, peer_port=peer_port)
         self.memory = MemoryTable()
-        self.qps: dict[int, QueuePair] = {}
+        self.qps: dict[int, QueuePair[RequestorQp, ResponderQp]] = {}
         self._recv_cv = threading.Condition()
         self.responder = Responder(self.nic_addr, self.memory, self._emit_control,
                                    sack_coalesce_bytes=sack_coalesce_bytes, on_completion=self._on_recv)
@@ -197,7 +223,7 @@ class Endpoint(QpSetup):
         with self._lock:
             return self.memory.register(length, base_va=base_va, rkey=rkey)
 
-    def _add_requestor(self, qp: QueuePair, remote_qpn: int) -> None:
+    def _add_requestor(self, qp: QueuePair[RequestorQp, ResponderQp], remote_qpn: int) -> None:
         c = qp.config
         qp.requestor = RequestorQp(qp.qpn, remote_qpn, self.nic_addr, qp.peer, self._sender(qp.peer),
                                    mtu=c.mtu, mpr=c.mpr, initial_psn=c.initial_psn, retry=c.retry, cc=c.cc)
@@ -207,7 +233,8 @@ class Endpoint(QpSetup):
         return lambda parts, tclass: send(parts, tclass, peer)
 
     # --- data path API ------------------------------------------------------------------
-    def write(self, qp: QueuePair, data, remote_va: int, rkey: int, imm: int | None = None) -> Completion:
+    def write(self, qp: QueuePair[RequestorQp, ResponderQp], data, remote_va: int, rkey: int,
+              imm: int | None = None) -> Completion:
         """RDMA WRITE ``data`` to ``remote_va``/``rkey`` at the peer, or WRITE_WITH_IMM when
         ``imm`` (32 bits) is given. Returns a :class:`Completion` at once (asynchronous); call
         ``.wait()`` for the synchronous form. ``data`` must stay unchanged until completion.

@@ -10,7 +10,8 @@ Imports ``bpf``, ``wire`` and ``proto`` only (design section 2). Bottom up:
   :class:`~mrckit.host.config.Settings`: timers in ns, counts in EVs) and its proto form.
 - ``agent``: :class:`~mrckit.host.agent.HostAgent`, one per host: ``configure(cfg)`` attaches
   everything; a sweep retires EVs on RTO and replaces them, probes bring them back, a port
-  going down retires its plane (``sweep``, ``probing``, ``ports``); ``close()`` detaches.
+  going down retires its plane (``sweep``, ``probing``, ``ports``, mixins checked against
+  ``core``'s :class:`~mrckit.host.core.AgentCore`); ``close()`` detaches.
 - ``service``: the gRPC ``HostAgent`` service (``proto/host_agent.proto``) and ``serve``.
 - ``run``: the agent as a process (``mrc host up/down``): ``load_config``, ``run_agent``,
   ``stop_agent``; ``nicdev``: the virtual NIC device the NIC address lives on.

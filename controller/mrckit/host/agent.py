@@ -41,10 +41,11 @@ from ..errors import MrcError
 from ..wire.addressing import parse_link_name, parse_nic_address, path_da
 from ..wire.ev import ev_plane, ev_unpack
 from .config import AgentConfig, _mac
+from .core import NOT_CONFIGURED, opened
 from .dataplane import HostDataplane, PortSetting
 from .events import EventHub, EvEvent, make_event
 from .evset import Template, build_template
-from .maps import Reason, state_name
+from .maps import EvSlot, Reason, state_name
 from .planestats import plane_rows, sum_planes
 from .ports import PortMixin, link_up
 from .probing import IPV6_FLOWINFO, ProbeMixin
@@ -101,7 +102,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         self._port_up: dict[int, bool] = {}
         self._outstanding: dict[int, tuple[ipaddress.IPv6Address, int, int]] = {}
         self._next_probe_id = 1
-        self._ipr = None
+        self._ipr: socket.socket | None = None
         self._bell = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # wake() -> the loop
         self._denied_links: set[str] = set()
         self._template_denied: set[int] = set()
@@ -205,8 +206,8 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
 
     def _loop(self) -> None:
         poller = select.epoll()
-        ring = self.dp.events_fd()
-        for fd in (self._udp.fileno(), self._ipr.fileno(), ring, self._bell):
+        ring = self._dataplane().events_fd()
+        for fd in (opened(self._udp).fileno(), opened(self._ipr).fileno(), ring, self._bell):
             poller.register(fd, select.EPOLLIN)
         deadline: float | None = time.monotonic()  # one sweep at start: it decides to sleep
         try:
@@ -229,9 +230,9 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
                     os.eventfd_read(self._bell)
                 if ring in ready:
                     self._drain_dataplane_events()
-                if self._udp.fileno() in ready:
+                if opened(self._udp).fileno() in ready:
                     self._receive()
-                if self._ipr.fileno() in ready:
+                if opened(self._ipr).fileno() in ready:
                     self._link_messages()
                 if deadline is None:
                     deadline = time.monotonic()  # woken while idle: anything may need a sweep
@@ -246,7 +247,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             return time.monotonic() + self._period()
 
     def _period(self) -> float:
-        s = self.cfg.settings
+        s = self._config().settings
         return min(s.sweep_period_ns, s.probe_interval_ns) / 1e9
 
     def _sweep_and_schedule(self) -> float | None:
@@ -256,10 +257,11 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         if self._sweep_needed():
             return time.monotonic() + self._period()
         activity = self._activity()
-        self.dp.set_agent_idle(True)
+        dp = self._dataplane()
+        dp.set_agent_idle(True)
         # A send or ack between the sweep's read and the flag rang no bell: look once more.
         if self._activity() != activity or self._sweep_needed():
-            self.dp.set_agent_idle(False)
+            dp.set_agent_idle(False)
             return time.monotonic() + self._period()
         self.counters["idle_sleeps"] += 1
         return None
@@ -270,16 +272,16 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         if self._outstanding:
             return True
         now = now or time.monotonic_ns()
-        rto = self.cfg.settings.rto_ns
-        for peer, evset in self.dp.peer_sets():
-            if needs_sweep(evset, self.peers.get(peer), now, rto, self.cfg.settings.pinned_ev):
+        settings = self._config().settings
+        for peer, evset in self._dataplane().peer_sets():
+            if needs_sweep(evset, self.peers.get(peer), now, settings.rto_ns, settings.pinned_ev):
                 return True
         return False
 
     def _activity(self) -> int:
         """The latest send or ack time (ns) over every live peer's EVs."""
         return max((max(evset.slots[i].last_tx_ns, evset.slots[i].last_ack_ns)
-                    for _, evset in self.dp.peer_sets() for i in range(evset.n)), default=0)
+                    for _, evset in self._dataplane().peer_sets() for i in range(evset.n)), default=0)
 
     def sweep(self, now: int | None = None) -> None:
         """One pass of the state machine (the loop calls it every ``sweep_period_ns``)."""
@@ -296,17 +298,17 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             # before the clock declares their probes lost.
             self._receive(limit=PROBE_DRAIN)
             self._expire_probes(now)
-            budget = [self.cfg.settings.max_probes_per_sweep]
+            budget = [self._config().settings.max_probes_per_sweep]
             for peer, evset in sets:
                 st = self.peers.setdefault(peer, self._new_peer_state())
                 self._sweep_peer(peer, st, evset, now, budget)
             self.counters["sweeps"] += 1  # GetStats: agent_sweeps, the idle tests' witness
 
     def _new_peer_state(self) -> PeerState:
-        return PeerState(backups={p: list(v) for p, v in self.template.backups.items()})
+        return PeerState(backups={p: list(v) for p, v in self._template().backups.items()})
 
     def _drain_dataplane_events(self) -> None:
-        for e in self.dp.poll_events():
+        for e in self._dataplane().poll_events():
             if e.reason == Reason.WAKE:
                 self.counters["dataplane_wakes"] += 1
                 continue
@@ -359,30 +361,32 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             now = time.monotonic_ns()
             new, reason = (DENIED, Reason.API_DENY) if denied else (GOOD, Reason.API_ALLOW)
             changed = 0
-            for p, evset in list(self.dp.peer_sets()):
+            dp = self._dataplane()
+            for p, evset in list(dp.peer_sets()):
                 if peer and p != ipaddress.IPv6Address(peer):
                     continue
-                touched = set()
+                touched: set[int] = set()
                 for i in range(evset.n):
                     s = evset.slots[i]
                     if s.ev == ev and (s.state == DENIED) != denied:
                         self._set_state(p, s, new, reason, now)
                         touched.add(i)
                 changed += len(touched)
-                self.dp.merge_slots(p, evset, touched)
+                dp.merge_slots(p, evset, touched)
             if not peer:
                 self._deny_in_template(ev, denied)
             self.wake()  # DENIED EVs are probed
             return changed
 
     def _deny_in_template(self, ev: int, denied: bool) -> None:
+        active = self._template().active
         states = [DENIED if (e == ev and denied) or (e != ev and e in self._template_denied) else GOOD
-                  for e in self.template.active]
+                  for e in active]
         if denied:
             self._template_denied.add(ev)
         else:
             self._template_denied.discard(ev)
-        self.dp.set_template(self.template.active, states)
+        self._dataplane().set_template(active, states)
 
     def set_link_denied(self, link: str, denied: bool) -> tuple[int, bool]:
         """Deny (or allow) a link by name: tc egress then skips every EV whose path crosses
@@ -398,15 +402,16 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         with self._lock:
             self._require()
             ln = parse_link_name(link)
-            if self.cfg.opaque_evs:
+            dp = self._dataplane()
+            if self._config().opaque_evs:
                 changed = (str(ln) in self._denied_links) != denied
             else:
-                changed = self.dp.deny_link(ln.plane, ln.leaf, ln.kind, ln.index, denied)
+                changed = dp.deny_link(ln.plane, ln.leaf, ln.kind, ln.index, denied)
             (self._denied_links.add if denied else self._denied_links.discard)(str(ln))
             for st in self.peers.values():
                 st.probe_reports.clear()  # the controller hears each path's next result afresh
             crossing = 0
-            for peer, evset in self.dp.peer_sets():
+            for peer, evset in dp.peer_sets():
                 crossing += sum(1 for i in range(evset.n) if str(ln) in self._links_of(peer, evset.slots[i].ev))
             self._publish(make_event("", 0, GOOD if denied else DENIED, DENIED if denied else GOOD,
                                      (Reason.LINK_DENIED if denied else Reason.LINK_ALLOWED).name,
@@ -431,8 +436,8 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         nacks, skips summed over the plane's EVs in the set. Raises MrcError: not configured."""
         with self._lock:
             self._require()
-            per_peer = []
-            for peer, evset in self.dp.peer_sets():
+            per_peer: list[dict] = []
+            for peer, evset in self._dataplane().peer_sets():
                 st = self.peers.get(peer)
                 per_peer += plane_rows(str(peer), [evset.slots[i] for i in range(evset.n)],
                                        st.retired if st else {}, self._port_up)
@@ -442,10 +447,11 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         """Dataplane counters (``host_stats``, summed over CPUs) and the agent's counters."""
         with self._lock:
             self._require()
-            out = {f"dp_{k.lower()}": v for k, v in self.dp.stat_values().items()}
+            dp = self._dataplane()
+            out = {f"dp_{k.lower()}": v for k, v in dp.stat_values().items()}
             out.update({f"agent_{k}": v for k, v in self.counters.items()})
             out["agent_retired_evs"] = sum(len(st.retired) for st in self.peers.values())
-            out["agent_live_peers"] = sum(1 for _ in self.dp.peers.keys())
+            out["agent_live_peers"] = sum(1 for _ in dp.peers.keys())
             return out
 
     def ev_table(self, peer: str | None = None) -> list[dict]:
@@ -454,7 +460,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         with self._lock:
             self._require()
             rows = []
-            for p, evset in self.dp.peer_sets():
+            for p, evset in self._dataplane().peer_sets():
                 if peer and p != ipaddress.IPv6Address(peer):
                     continue
                 st = self.peers.get(p)
@@ -463,14 +469,15 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
                     rows.append(self._retired_row(p, ev, target))
             return rows
 
-    def _path(self, peer, ev: int) -> str:
-        if self.cfg.opaque_evs:
+    def _path(self, peer: ipaddress.IPv6Address, ev: int) -> str:
+        cfg = self._config()
+        if cfg.opaque_evs:
             return str(peer)  # the DA: the switches choose the path by hashing the EV
         loc = parse_nic_address(peer)
         plane, t1, _ = ev_unpack(ev)
-        return str(path_da(plane, t1, self.cfg.leaf, loc.leaf, loc.downlink, self.cfg.locator))
+        return str(path_da(plane, t1, cfg.leaf, loc.leaf, loc.downlink, cfg.locator))
 
-    def _row(self, peer, slot_index: int, s, st: PeerState | None) -> dict:
+    def _row(self, peer: ipaddress.IPv6Address, slot_index: int, s: EvSlot, st: PeerState | None) -> dict:
         plane, t1, _ = ev_unpack(s.ev)
         target = st.probes.get(s.ev) if st else None
         return dict(peer=str(peer), slot=slot_index, ev=s.ev, plane=plane, t1=t1,
@@ -479,7 +486,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
                     last_tx_ns=s.last_tx_ns, last_ack_ns=s.last_ack_ns, retired=False,
                     probe_streak=target.streak if target else 0)
 
-    def _retired_row(self, peer, ev: int, target: ProbeTarget) -> dict:
+    def _retired_row(self, peer: ipaddress.IPv6Address, ev: int, target: ProbeTarget) -> dict:
         plane, t1, _ = ev_unpack(ev)
         return dict(peer=str(peer), slot=-1, ev=ev, plane=plane, t1=t1, state="ASSUMED_BAD",
                     path=self._path(peer, ev), tx_packets=target.tx_packets, tx_bytes=0,
@@ -488,7 +495,22 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
 
     def _require(self) -> None:
         if self.dp is None or self.cfg is None:
-            raise MrcError("the host agent is not configured: call Configure first")
+            raise MrcError(NOT_CONFIGURED)
+
+    def _config(self) -> AgentConfig:
+        if self.cfg is None:
+            raise MrcError(NOT_CONFIGURED)
+        return self.cfg
+
+    def _dataplane(self) -> HostDataplane:
+        if self.dp is None:
+            raise MrcError(NOT_CONFIGURED)
+        return self.dp
+
+    def _template(self) -> Template:
+        if self.template is None:
+            raise MrcError(NOT_CONFIGURED)
+        return self.template
 
 
 def _ifindex(ifname: str, host: str) -> int:

@@ -4,6 +4,7 @@ at once and every live peer gets an EP_REQ PORT_STATUS_UPDATE. Mixed into
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import time
 
@@ -12,6 +13,7 @@ from pyroute2 import IPRoute
 from ..wire.constants import EpOp
 from ..wire.ev import ev_plane
 from ..wire.headers import ep_request, timestamp_units
+from .core import AgentCore, opened
 from .events import make_event
 from .maps import EvSet, Reason
 from .state import BAD, GOOD, SKIP
@@ -19,17 +21,18 @@ from .state import BAD, GOOD, SKIP
 _UP = ("UP", "UNKNOWN")  # UNKNOWN: a driver that does not report operstate
 
 
-class PortMixin:
+class PortMixin(AgentCore):
     """Link state of the plane ports; needs the agent's ``cfg``, ``dp``, ``_ipr``, ``_port_up``,
     ``_lock``, ``peers`` and ``_send_frame``."""
 
     def _link_messages(self) -> None:
+        ipr = opened(self._ipr)
         try:
-            while self._ipr.recv(65536):
+            while ipr.recv(65536):
                 pass
         except BlockingIOError:
             pass
-        for port in self.cfg.ports:
+        for port in self._config().ports:
             try:
                 up = link_up(port.ifname)
             except OSError:
@@ -43,34 +46,36 @@ class PortMixin:
         with self._lock:
             now = time.monotonic_ns()
             self._port_up[plane] = up
-            self.dp.set_port_up(plane, up)
+            dp = self._dataplane()
+            dp.set_port_up(plane, up)
             self._publish(make_event("", 0, GOOD if not up else BAD, BAD if not up else GOOD,
                                      (Reason.PORT_DOWN if not up else Reason.PROBE_OK).name,
                                      ts_ns=now, plane=plane, link=self._port_link(plane)))
-            for peer, evset in list(self.dp.peer_sets()):
+            for peer, evset in list(dp.peer_sets()):
                 self.peers.setdefault(peer, self._new_peer_state())
                 if not up:
                     self._retire_plane(peer, evset, plane, now)
             self._send_port_status()
 
     def _port_link(self, plane: int) -> str:
-        return f"p{plane}/t0-{self.cfg.leaf}/down-{self.cfg.downlink}"
+        cfg = self._config()
+        return f"p{plane}/t0-{cfg.leaf}/down-{cfg.downlink}"
 
-    def _retire_plane(self, peer, evset: EvSet, plane: int, now: int) -> None:
-        changed = set()
+    def _retire_plane(self, peer: ipaddress.IPv6Address, evset: EvSet, plane: int, now: int) -> None:
+        changed: set[int] = set()
         for i in range(evset.n):
             s = evset.slots[i]
             if ev_plane(s.ev) == plane and s.state in (GOOD, SKIP):
                 self._set_state(peer, s, BAD, Reason.PORT_DOWN, now)
                 changed.add(i)
-        self.dp.merge_slots(peer, evset, changed)
+        self._dataplane().merge_slots(peer, evset, changed)
 
     def _port_mask(self) -> int:
         return sum(1 << p for p, up in self._port_up.items() if up)
 
     def _send_port_status(self) -> None:
         mask = self._port_mask()
-        for peer, evset in list(self.dp.peer_sets()):
+        for peer, evset in list(self._dataplane().peer_sets()):
             ev = next((evset.slots[i].ev for i in range(evset.n)
                        if evset.slots[i].state == GOOD and self._port_up.get(ev_plane(evset.slots[i].ev))), None)
             if ev is None:

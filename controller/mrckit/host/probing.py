@@ -15,6 +15,7 @@ from ..wire.ev import SALT_MASK, ev_from_flowinfo, ev_pack, ev_plane, ev_unpack
 from ..wire.headers import EpRequest, EpResponse, ep_request, ep_response, parse_ep, timestamp_units
 from . import probe as P
 from .config import _mac
+from .core import AgentCore
 from .events import make_event
 from .maps import EvSet, Reason
 from .state import BAD, DENIED, GOOD, SKIP, PeerState, ProbeTarget
@@ -27,12 +28,17 @@ log = logging.getLogger("mrckit.host")
 IPV6_FLOWINFO = 11       # linux/in6.h: deliver the flow label (the EV's low half) as a cmsg
 
 
-class ProbeMixin:
+class ProbeMixin(AgentCore):
     """Probes, EP_REQ/EP_RESP handling; needs the agent's ``cfg``, ``dp``, ``counters``,
     ``peers``, ``_udp``, ``_raw``, ``_rng``, ``_outstanding``, ``_port_up``, ``_denied_links``."""
 
-    def _probe_peer(self, peer, st: PeerState, evset: EvSet, now: int, budget: list[int]) -> None:
-        interval = self.cfg.settings.probe_interval_ns
+    # Declared here, not in AgentCore: mypy loses a protocol attribute's type where a
+    # subclass assigns it (python/mypy#19862), and only probing uses it.
+    _next_probe_id: int  # the id of the next EV_PROBE, 1..0xFFFF
+
+    def _probe_peer(self, peer: ipaddress.IPv6Address, st: PeerState, evset: EvSet, now: int,
+                    budget: list[int]) -> None:
+        interval = self._config().settings.probe_interval_ns
         targets: list[tuple[int, ProbeTarget]] = [(ev, t) for ev, t in st.retired.items()]
         in_set = set()
         for i in range(evset.n):
@@ -52,25 +58,25 @@ class ProbeMixin:
             if self._send_probe(peer, ev, target, now):
                 budget[0] -= 1
 
-    def _crosses_denied(self, peer, ev: int) -> bool:
+    def _crosses_denied(self, peer: ipaddress.IPv6Address, ev: int) -> bool:
         if not self._denied_links:
             return False
         return bool(self._links_of(peer, ev) & self._denied_links)
 
-    def _links_of(self, peer, ev: int) -> set[str]:
+    def _links_of(self, peer: ipaddress.IPv6Address, ev: int) -> set[str]:
         """The link names on the path of ``ev`` toward ``peer`` (design 3.3); none in ecmp
         mode, where the switches hash the EV and its path is unknown to the host."""
-        if self.cfg.opaque_evs:
+        cfg = self._config()
+        if cfg.opaque_evs:
             return set()
         loc = parse_nic_address(peer)
         plane, t1, _ = ev_unpack(ev)
-        cfg = self.cfg
         links = {f"p{plane}/t0-{cfg.leaf}/down-{cfg.downlink}", f"p{plane}/t0-{loc.leaf}/down-{loc.downlink}"}
         if loc.leaf != cfg.leaf:
             links |= {f"p{plane}/t0-{cfg.leaf}/t1-{t1}", f"p{plane}/t0-{loc.leaf}/t1-{t1}"}
         return links
 
-    def _send_probe(self, peer, ev: int, target: ProbeTarget, now: int) -> bool:
+    def _send_probe(self, peer: ipaddress.IPv6Address, ev: int, target: ProbeTarget, now: int) -> bool:
         pid = self._next_probe_id
         self._next_probe_id = pid % 0xFFFF + 1
         plane, t1, _ = ev_unpack(ev)
@@ -84,8 +90,8 @@ class ProbeMixin:
         self.counters["probes_sent"] += 1
         return True
 
-    def _send_frame(self, peer, ev: int, l4: bytes) -> bool:
-        cfg, plane = self.cfg, ev_plane(ev)
+    def _send_frame(self, peer: ipaddress.IPv6Address, ev: int, l4: bytes) -> bool:
+        cfg, plane = self._config(), ev_plane(ev)
         port = next((p for p in cfg.ports if p.plane == plane), None)
         raw = self._raw.get(plane)
         if port is None or raw is None:
@@ -106,14 +112,14 @@ class ProbeMixin:
         return True
 
     def _expire_probes(self, now: int) -> None:
-        rto = self.cfg.settings.rto_ns
+        settings = self._config().settings
         for pid, (peer, ev, sent) in list(self._outstanding.items()):
-            if now - sent > max(rto, self.cfg.settings.probe_interval_ns):
+            if now - sent > max(settings.rto_ns, settings.probe_interval_ns):
                 del self._outstanding[pid]
                 self.counters["probes_lost"] += 1
                 self._probe_result(peer, ev, ok=False, now=now)
 
-    def _probe_result(self, peer, ev: int, ok: bool, now: int) -> None:
+    def _probe_result(self, peer: ipaddress.IPv6Address, ev: int, ok: bool, now: int) -> None:
         st = self.peers.get(peer)
         if st is None:
             return
@@ -122,7 +128,7 @@ class ProbeMixin:
             return
         target.outstanding = None
         target.streak = target.streak + 1 if ok else 0
-        need = self.cfg.settings.probe_successes
+        need = self._config().settings.probe_successes
         if ev in st.retired:
             if target.streak >= need:
                 del st.retired[ev]
@@ -132,25 +138,27 @@ class ProbeMixin:
             return
         self._probe_result_in_set(peer, st, ev, target, ok, now)
 
-    def _probe_result_in_set(self, peer, st: PeerState, ev: int, target: ProbeTarget, ok: bool,
-                             now: int) -> None:
-        evset = self.dp.peer_set(peer)
+    def _probe_result_in_set(self, peer: ipaddress.IPv6Address, st: PeerState, ev: int, target: ProbeTarget,
+                             ok: bool, now: int) -> None:
+        dp = self._dataplane()
+        evset = dp.peer_set(peer)
         if evset is None:
             return
         index = next((i for i in range(evset.n) if evset.slots[i].ev == ev), None)
         if index is None:
             return
         slot = evset.slots[index]
-        if slot.state == BAD and target.streak >= self.cfg.settings.probe_successes:
+        if slot.state == BAD and target.streak >= self._config().settings.probe_successes:
             if self._plane_dead(st, ev_plane(ev)):
                 return
             self._set_state(peer, slot, GOOD, Reason.PROBE_OK, now, probe_ok=True)
             st.probes.pop(ev, None)
-            self.dp.merge_slots(peer, evset, {index} | self._path_back(peer, st, evset, index, now))
+            dp.merge_slots(peer, evset, {index} | self._path_back(peer, st, evset, index, now))
         elif slot.state == DENIED or (slot.state == GOOD and self._crosses_denied(peer, ev)):
             self._report_probe(peer, st, ev, slot.state, ok, now)
 
-    def _report_probe(self, peer, st: PeerState, ev: int, state: int, ok: bool, now: int) -> None:
+    def _report_probe(self, peer: ipaddress.IPv6Address, st: PeerState, ev: int, state: int, ok: bool,
+                      now: int) -> None:
         """Publish a probe result across denied links (PROBE_RESULT): at once when the result
         of the EV's path changes, else at most once per :data:`PROBE_REPORT_NS` per path.
 
@@ -158,7 +166,7 @@ class ProbeMixin:
         probe would be thousands a second per host, more than the controller, which needs
         each path's state and not each probe, can read on a busy machine; behind on its
         stream, it would lift a restored link seconds late, or never."""
-        key = ev if self.cfg.opaque_evs else ev & ~SALT_MASK  # the path: plane and T1
+        key = ev if self._config().opaque_evs else ev & ~SALT_MASK  # the path: plane and T1
         last = st.probe_reports.get(key)
         if last is not None and last[0] == ok and now - last[1] < PROBE_REPORT_NS:
             self.counters["probe_results_held"] += 1
@@ -169,13 +177,14 @@ class ProbeMixin:
                                  ts_ns=now, probe_ok=ok, plane=ev_plane(ev), link=links))
 
 
-    def _path_back(self, peer, st: PeerState, evset: EvSet, index: int, now: int) -> set[int]:
+    def _path_back(self, peer: ipaddress.IPv6Address, st: PeerState, evset: EvSet, index: int,
+                   now: int) -> set[int]:
         """Path-aware retirement: a probe answer on one EV proves its path, so the path's other
         EVs retired for loss (LOSS, PATH_LOSS, RTO_TIMEOUT) come back GOOD with it."""
-        if not self.cfg.path_retire:
+        if not self._config().path_retire:
             return set()
         lost = (Reason.LOSS, Reason.PATH_LOSS, Reason.RTO_TIMEOUT)
-        out = set()
+        out: set[int] = set()
         for j in path_siblings(evset, index, self._same_leaf(peer)):
             s = evset.slots[j]
             if s.state == BAD and s.reason in lost:
@@ -208,7 +217,7 @@ class ProbeMixin:
             else:
                 self.counters["ep_malformed"] += 1
 
-    def _on_request(self, peer, req: EpRequest, req_ev: int) -> None:
+    def _on_request(self, peer: ipaddress.IPv6Address, req: EpRequest, req_ev: int) -> None:
         now = time.monotonic_ns()
         if req.op == EpOp.EV_PROBE:
             self.counters["probes_answered"] += 1
@@ -219,7 +228,7 @@ class ProbeMixin:
             self.counters["port_status_received"] += 1
             self._on_port_status(peer, req.port_status_mask, now)
 
-    def _on_response(self, peer, resp: EpResponse) -> None:
+    def _on_response(self, peer: ipaddress.IPv6Address, resp: EpResponse) -> None:
         pending = self._outstanding.pop(resp.probe_id, None)
         if pending is None or pending[0] != peer or pending[1] != resp.req_ev:
             self.counters["probe_answers_unmatched"] += 1
@@ -227,19 +236,20 @@ class ProbeMixin:
         self.counters["probes_ok"] += 1
         self._probe_result(peer, resp.req_ev, ok=resp.status == EpStatus.OK, now=time.monotonic_ns())
 
-    def _on_port_status(self, peer, mask: int, now: int) -> None:
+    def _on_port_status(self, peer: ipaddress.IPv6Address, mask: int, now: int) -> None:
         """A peer's ports changed: treat its down planes as ASSUMED_BAD toward it (design 5)."""
         st = self.peers.setdefault(peer, self._new_peer_state())
-        evset = self.dp.peer_set(peer)
-        planes = set(self.template.planes())
+        dp = self._dataplane()
+        evset = dp.peer_set(peer)
+        planes = set(self._template().planes())
         down = {p for p in planes if not mask >> p & 1}
         st.dead_planes = down
         if evset is None:
             return
-        changed = set()
+        changed: set[int] = set()
         for i in range(evset.n):
             s = evset.slots[i]
             if ev_plane(s.ev) in down and s.state in (GOOD, SKIP):
                 self._set_state(peer, s, BAD, Reason.PEER_PORT_DOWN, now)
                 changed.add(i)
-        self.dp.merge_slots(peer, evset, changed)
+        dp.merge_slots(peer, evset, changed)

@@ -3,21 +3,26 @@ a backup EV of the same plane, and SKIP expiry. Mixed into :class:`~mrckit.host.
 
 from __future__ import annotations
 
+import ipaddress
+
 from ..wire.addressing import parse_nic_address
 from ..wire.ev import ev_plane, ev_t1, ev_unpack
+from .core import AgentCore
 from .events import make_event
-from .maps import EvSet, Reason
+from .maps import EvSet, EvSlot, Reason
 from .state import BAD, DENIED, GOOD, SKIP, PeerState, ProbeTarget
 
 
-class SweepMixin:
+class SweepMixin(AgentCore):
     """EV state decisions of one sweep; needs the agent's ``cfg``, ``dp``, ``counters``,
     ``_port_up``, ``_publish`` and ``_probe_peer``."""
 
-    def _sweep_peer(self, peer, st: PeerState, evset: EvSet, now: int, budget: list[int]) -> None:
-        if self.cfg.settings.pinned_ev:
+    def _sweep_peer(self, peer: ipaddress.IPv6Address, st: PeerState, evset: EvSet, now: int,
+                    budget: list[int]) -> None:
+        settings = self._config().settings
+        if settings.pinned_ev:
             return  # pinned-EV mode: each QP keeps its one EV, whatever happens to it
-        rto = self.cfg.settings.rto_ns
+        rto = settings.rto_ns
         n = evset.n
         slots = evset.slots
         changed: set[int] = set()
@@ -30,7 +35,7 @@ class SweepMixin:
             dead = self._plane_dead(st, plane)
             # A lost SACK must not retire a working EV, so it takes several unacked sends.
             if s.state == GOOD and s.pending_ns and now - s.pending_ns > rto and \
-                    s.unacked_tx >= self.cfg.settings.min_unacked:
+                    s.unacked_tx >= settings.min_unacked:
                 # Paths reorder (other planes, other queues), so the sibling's packet must have
                 # left at least half an RTO after this EV's oldest unacked one.
                 other = latest_sent[1] if latest_sent[0] == s.acked_sent_ns else latest_sent[0]
@@ -45,7 +50,7 @@ class SweepMixin:
                 self._set_state(peer, s, GOOD, Reason.SKIP_EXPIRED, now)
                 changed.add(i)
         changed |= self._keep_floor(peer, evset, now)
-        for ev, last in self.dp.merge_slots(peer, evset, changed).items():
+        for ev, last in self._dataplane().merge_slots(peer, evset, changed).items():
             self._retired_counts(st, ev, last)
         self._probe_peer(peer, st, evset, now, budget)
 
@@ -58,15 +63,16 @@ class SweepMixin:
         if target is not None:
             target.tx_packets, target.last_tx_ns, target.acked = last.tx_packets, last.last_tx_ns, last.acked
 
-    def _retire_siblings(self, peer, evset: EvSet, index: int, now: int) -> set[int]:
+    def _retire_siblings(self, peer: ipaddress.IPv6Address, evset: EvSet, index: int, now: int) -> set[int]:
         """Path-aware retirement after an RTO: the GOOD/SKIP EVs on the path of slot ``index``
         toward ``peer`` that have a packet unacked for an RTO too go ASSUMED_BAD with it
         (reason PATH_LOSS); a sibling acked since shows the path still carries packets.
         Returns the slots changed."""
-        if not self.cfg.path_retire:
+        cfg = self._config()
+        if not cfg.path_retire:
             return set()
         out = set()
-        rto = self.cfg.settings.rto_ns
+        rto = cfg.settings.rto_ns
         for j in path_siblings(evset, index, self._same_leaf(peer)):
             s = evset.slots[j]
             if s.state in (GOOD, SKIP) and s.pending_ns and now - s.pending_ns > rto:
@@ -74,14 +80,14 @@ class SweepMixin:
                 out.add(j)
         return out
 
-    def _same_leaf(self, peer) -> bool:
-        return parse_nic_address(peer).leaf == self.cfg.leaf
+    def _same_leaf(self, peer: ipaddress.IPv6Address) -> bool:
+        return parse_nic_address(peer).leaf == self._config().leaf
 
-    def _keep_floor(self, peer, evset: EvSet, now: int) -> set[int]:
+    def _keep_floor(self, peer: ipaddress.IPv6Address, evset: EvSet, now: int) -> set[int]:
         """The ev_min_active floor, as the dataplane keeps it after a LOSS: while fewer than
         the floor are GOOD or SKIP, the least recently failed ASSUMED_BAD EV comes back GOOD
         (reason FLOOR). Returns the slots changed."""
-        floor = self.cfg.settings.min_active
+        floor = self._config().settings.min_active
         slots = [evset.slots[i] for i in range(evset.n)]
         active = sum(1 for s in slots if s.state in (GOOD, SKIP))
         bad = sorted((s.bad_ns, i) for i, s in enumerate(slots) if s.state == BAD)
@@ -95,7 +101,8 @@ class SweepMixin:
     def _plane_dead(self, st: PeerState, plane: int) -> bool:
         return not self._port_up.get(plane, False) or plane in st.dead_planes
 
-    def _set_state(self, peer, slot, state: int, reason: Reason, now: int, **extra) -> None:
+    def _set_state(self, peer: ipaddress.IPv6Address, slot: EvSlot, state: int, reason: Reason, now: int,
+                   **extra: object) -> None:
         old = slot.state
         slot.state, slot.reason, slot.skip_until_rot = state, min(int(reason), 255), 0
         if state == BAD and old != BAD:
@@ -103,14 +110,14 @@ class SweepMixin:
         self._publish(make_event(str(peer), slot.ev, old, state, reason.name, ts_ns=now,
                                  plane=ev_plane(slot.ev), **extra))
 
-    def _replace(self, peer, st: PeerState, slot, now: int) -> bool:
+    def _replace(self, peer: ipaddress.IPv6Address, st: PeerState, slot: EvSlot, now: int) -> bool:
         """Retire the ASSUMED_BAD EV of ``slot`` and put a backup EV of the same plane in."""
         plane, t1, _ = ev_unpack(slot.ev)
         pool = st.backups.get(plane, [])
         if not pool:
             return False
         # ecmp mode: the T1 field names no spine, so any backup of the plane will do.
-        pick = pool[0] if self.cfg.opaque_evs else _pick_backup(st, plane, t1, pool)
+        pick = pool[0] if self._config().opaque_evs else _pick_backup(st, plane, t1, pool)
         if pick is None:
             return False
         pool.remove(pick)
@@ -185,7 +192,7 @@ def _pick_backup(st: PeerState, plane: int, failed_t1: int, pool: list[int]) -> 
     failing spine itself (its retired EVs plus :data:`OWN_SPINE_WEIGHT`). None when no backup
     qualifies: the EV then stays ASSUMED_BAD in its slot and is probed there. Ties keep the
     pool's order."""
-    retired = {}
+    retired: dict[int, int] = {}  # T1 -> EVs retired on it
     for ev in st.retired:
         if ev_plane(ev) == plane:
             retired[ev_t1(ev)] = retired.get(ev_t1(ev), 0) + 1

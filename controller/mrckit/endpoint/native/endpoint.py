@@ -23,13 +23,13 @@ from ..memory import MemoryRegion, MemoryTable
 from ..requestor import Completion
 from ..responder import RecvCompletion, SACK_COALESCE_BYTES
 from . import _lib
-from .state import NativeRequestorQp, NativeResponder, Outbox, packed
+from .state import NativeRequestorQp, NativeResponder, NativeResponderQp, Outbox, packed
 
 EVENT_WAIT_NS = 100_000_000
 """How long the completion thread waits per call before it checks for close (ns)."""
 
 
-class NativeEndpoint(QpSetup):
+class NativeEndpoint(QpSetup[NativeRequestorQp, NativeResponderQp]):
     """The native MRC endpoint bound to ``nic_addr`` (IPv6) port ``port``, sending to peers'
     ``peer_port``; arguments and methods as :class:`mrckit.endpoint.Endpoint`. With
     ``start=False`` no thread runs and a test drives :meth:`dispatch` and :meth:`turn`. With
@@ -43,6 +43,8 @@ class NativeEndpoint(QpSetup):
     """
 
     SUPPORTS_RC = True
+
+    responder: NativeResponder
 
     def __init__(self, nic_addr: str, *, port: int = UDP_PORT_ROCEV2, peer_port: int = UDP_PORT_ROCEV2,
                  sack_coalesce_bytes: int = SACK_COALESCE_BYTES, start: bool = True, busy_poll: bool = False):
@@ -59,7 +61,7 @@ class NativeEndpoint(QpSetup):
         self.outbox = Outbox(self.lib.mrcep_ep_outbox(self.ptr))
         self.responder = NativeResponder(self.nic_addr, self.memory, outbox=self.outbox,
                                          ptr=self.lib.mrcep_ep_resp(self.ptr))
-        self.qps: dict[int, QueuePair] = {}
+        self.qps: dict[int, QueuePair[NativeRequestorQp, NativeResponderQp]] = {}
         self._next_qpn = 0x100
         self._recv_cv = threading.Condition()
         self._closed = False
@@ -92,15 +94,16 @@ class NativeEndpoint(QpSetup):
         with self._lock():
             return self.memory.register(length, base_va=base_va, rkey=rkey)
 
-    def _add_requestor(self, qp: QueuePair, remote_qpn: int) -> None:
+    def _add_requestor(self, qp: QueuePair[NativeRequestorQp, NativeResponderQp], remote_qpn: int) -> None:
         c = qp.config
-        qp.requestor = NativeRequestorQp(qp.qpn, remote_qpn, self.nic_addr, qp.peer, mtu=c.mtu, mpr=c.mpr,
-                                         initial_psn=c.initial_psn, retry=c.retry, cc=c.cc, outbox=self.outbox,
-                                         rc=c.transport == "rc")
-        self.lib.mrcep_ep_add_req(self.ptr, qp.qpn, qp.requestor.ptr)
+        rq = qp.requestor = NativeRequestorQp(qp.qpn, remote_qpn, self.nic_addr, qp.peer, mtu=c.mtu, mpr=c.mpr,
+                                              initial_psn=c.initial_psn, retry=c.retry, cc=c.cc,
+                                              outbox=self.outbox, rc=c.transport == "rc")
+        self.lib.mrcep_ep_add_req(self.ptr, qp.qpn, rq.ptr)
 
     # --- data path API ------------------------------------------------------------------
-    def write(self, qp: QueuePair, data, remote_va: int, rkey: int, imm: int | None = None) -> Completion:
+    def write(self, qp: QueuePair[NativeRequestorQp, NativeResponderQp], data, remote_va: int, rkey: int,
+              imm: int | None = None) -> Completion:
         """RDMA WRITE ``data`` to ``remote_va``/``rkey`` at the peer (WRITE_WITH_IMM when ``imm``
         is given); returns a :class:`Completion` at once. ``data`` must stay unchanged until
         completion.
@@ -142,7 +145,8 @@ class NativeEndpoint(QpSetup):
         timestamp (16 bits, 1.024 us units, design 3.2) is there for a data packet with BTH
         ts = 1. Entries the log could not keep (out of memory) are counted by
         :attr:`arrivals_lost`."""
-        out, chunk = [], (_lib.Arrival * 4096)()
+        out: list[tuple[int, int, int | None]] = []
+        chunk = (_lib.Arrival * 4096)()
         while True:
             with self._lock():
                 n = self.lib.mrcep_ep_arrivals(self.ptr, chunk, len(chunk))
@@ -168,12 +172,15 @@ class NativeEndpoint(QpSetup):
     def _event(self, ev) -> None:
         if ev.kind == _lib.EV_RECV:
             r = ev.recv
-            comp = RecvCompletion(r.qpn, r.imm, r.rqmsn, r.psn)
+            recv = RecvCompletion(r.qpn, r.imm, r.rqmsn, r.psn)
             with self._recv_cv:
-                self.responder.completions.append(comp)
+                self.responder.completions.append(recv)
                 self._recv_cv.notify_all()
             return
         rq = self.qps[ev.qpn].requestor
+        # The C thread completes only writes posted through the QP's requestor, and a QP
+        # keeps its requestor once connected.
+        assert rq is not None, f"a completion on QP {ev.qpn:#x}, which has no requestor"
         comp, _keeper = rq._pending.pop(ev.wr_id)
         if ev.status == 0:
             comp._finish()
