@@ -14,7 +14,7 @@ report. Prints a table per run and two BENCH lines (``bench/bench_result.py``):
   fault, of the run with the median ratio.
 
     .venv/bin/python bench/failover.py [--runs 5] [--fail down] [--endpoint native] [--timeout-exp N]
-                                       [--duration S] [--keep DIR]
+                                       [--max-cwnd W] [--duration S] [--keep DIR]
 
 A run whose dead EVs were not all taken out has no failover time; it counts as missing (the
 median is over the runs that have one) and the table says so. Needs root.
@@ -44,13 +44,15 @@ def main() -> int:
     ap.add_argument("--fail", choices=FAIL_KINDS, default=DemoOptions.fail)
     ap.add_argument("--endpoint", choices=["native", "python"], default=DemoOptions.endpoint)
     ap.add_argument("--timeout-exp", type=int, default=None, help="the writer's RTO, 1.024 us x 2^N")
+    ap.add_argument("--max-cwnd", type=int, default=None,
+                    help="cap of the writer's window in packets, 0 for none (default: the demo's)")
     ap.add_argument("--duration", type=float, default=DemoOptions.duration_s)
     ap.add_argument("--keep", default="", help="write each run's JSON report into this folder")
     args = ap.parse_args()
     rows = []
     for i in range(args.runs):
         opts = DemoOptions(target="ebpf", fail=args.fail, endpoint=args.endpoint, timeout_exp=args.timeout_exp,
-                           duration_s=args.duration, name=f"bfo{i}")
+                           max_cwnd=args.max_cwnd, duration_s=args.duration, name=f"bfo{i}")
         try:
             r = run_demo(opts)
         except MrcError as exc:
@@ -66,14 +68,16 @@ def main() -> int:
         print(f"run {i + 1}: failover {fo} ({f.dead_evs_out} of {f.dead_evs} dead EVs out), goodput before "
               f"{f.goodput_before_gbps:.3f} during {f.goodput_during_gbps:.3f} Gb/s"
               f" (kept {'-' if kept is None else f'{kept:.2f}'}), {r.bytes.sent} B in {r.duration_s:.2f} s, "
-              f"checks {'passed' if r.passed else 'FAILED'}", flush=True)
+              f"checks {'passed' if r.passed else 'FAILED: ' + ', '.join(c.name for c in r.checks if not c.ok)}",
+              flush=True)
     if not rows:
         print("no run completed", file=sys.stderr)
         return 1
     rto_us = rows[0][3].writer_rto_ns / 1e3
     times = [t for t, *_ in rows if t is not None]
     print(f"{len(times)} of {args.runs} runs timed; writer RTO {rto_us:.0f} us, host agents' RTO "
-          f"{rows[0][3].agent_rto_ns / 1e3:.0f} us, {args.endpoint} endpoint, fault {args.fail}")
+          f"{rows[0][3].agent_rto_ns / 1e3:.0f} us, writer window {rows[0][3].writer_max_cwnd or 'uncapped'} packets, "
+          f"{args.endpoint} endpoint, fault {args.fail}")
     if times:
         result("failover time", statistics.median(times), "us", "writer RTO", rto_us,
                goal="< 1000 us (moonshot <= 100 us)")

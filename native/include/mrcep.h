@@ -20,7 +20,7 @@
 /* --- tuning of ours, mirrored from the Python reference (requestor.py, responder.py);
  * tests/unit/endpoint/test_endpoint_native_binding.py checks each against it through
  * mrcep_tuning(). REORDER_PACKETS and the SACK coalescing bytes come from the caller. ------- */
-#define MRCEP_RTT_MAX_DECAY_SHIFT 10  /* slowest-RTT tracker loses 1/2^10 per sample */
+#define MRCEP_RTT_MAX_DECAY_SHIFT 6  /* slowest-RTT tracker loses 1/2^6 per sample */
 #define MRCEP_RTO_MAX_RTT_SHIFT 1     /* the RTO never fires before 2^1 x the slowest recent RTT */
 #define MRCEP_INFINITE_RETRIES 25     /* exp_retries value meaning "no limit" (reference 3.5) */
 #define MRCEP_MAX_TIMEOUT_EXP 24

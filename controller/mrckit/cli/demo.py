@@ -20,6 +20,9 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.option("--timeout-exp", type=int, default=None,
               help="The writer's RTO, 1.024 us x 2^N (default: the endpoint's own, native 8 = 262 us, "
               "python 16 = 67 ms).")
+@click.option("--max-cwnd", type=int, default=None,
+              help="Cap of the writer's window in packets, 0 for none (default: native 32 on the eBPF "
+              "target, 16 on bmv2, none for python).")
 @click.option("--duration", type=float, default=8.0, show_default=True,
               help="Seconds the write should last; a short warm-up write measures the rate that sizes it.")
 @click.option("--size", default=None, help="Bytes to write, e.g. 16M, 64MiB, 1G (overrides --duration; no warm-up write).")
@@ -31,7 +34,7 @@ DEFAULT_JSON, DEFAULT_PLOT = "mrc-demo.json", "mrc-demo.png"
 @click.option("--plot", "plot_path", default=DEFAULT_PLOT, show_default=True, help="Where to write the PNG plot.")
 @click.option("--name", default="", help="Fabric name (default demo<pid>).")
 @click.option("--logs", default="", help="Copy every fabric process's log into this folder before teardown.")
-def demo(target, mode, endpoint, timeout_exp, duration, size, fail, loss_percent, flap_hz, json_path, plot_path, name, logs):
+def demo(target, mode, endpoint, timeout_exp, max_cwnd, duration, size, fail, loss_percent, flap_hz, json_path, plot_path, name, logs):
     """Bring up the default fabric, run one RDMA write across it, fail a spine link at a third
     of the bytes and restore it at two thirds, verify every byte, tear down, and print the
     report. With --mode ecmp, do it in EV-hash mode and then in SRv6 mode, and compare the
@@ -43,7 +46,7 @@ def demo(target, mode, endpoint, timeout_exp, duration, size, fail, loss_percent
     from ..apps.demo.render import render
     from .endpoint import parse_size
 
-    opts = DemoOptions(target=target, mode=mode, endpoint=endpoint, timeout_exp=timeout_exp, duration_s=duration,
+    opts = DemoOptions(target=target, mode=mode, endpoint=endpoint, timeout_exp=timeout_exp, max_cwnd=max_cwnd, duration_s=duration,
                        size=parse_size(size) if size is not None else None, fail=fail, loss_percent=loss_percent,
                        flap_hz=flap_hz, name=name, logs=logs)
     opts.check()

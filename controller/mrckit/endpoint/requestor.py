@@ -46,9 +46,10 @@ from .stats import RequestorStats
 
 REORDER_PACKETS = 16
 """A packet is lost once one sent this many transmissions later is acknowledged (ours)..."""
-RTT_MAX_DECAY_SHIFT = 10
+RTT_MAX_DECAY_SHIFT = 6
 """... and it is older than the slowest recent RTT: the running maximum of RTT samples (ns)
-loses 1/2**10 of itself per sample, so it follows the slowest path for a few thousand acks."""
+loses 1/2**6 of itself per sample, so one slow sample (a descheduled peer) fades within about a
+hundred acks, and a loss is detected about one current RTT after its send (docs/endpoint.md)."""
 RTO_MAX_RTT_SHIFT = 1
 """The RTO never fires before 2**1 times that slowest recent RTT (ours; RFC 6298 section 2 keeps
 its RTO above the measured RTT for the same reason): a software endpoint shares its cores, and

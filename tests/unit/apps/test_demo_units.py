@@ -4,7 +4,8 @@ import pytest
 
 from mrckit.errors import MrcError
 from mrckit.apps.demo.run import (
-    AGENT_SETTINGS, BMV2_AGENT_SETTINGS, BMV2_RATE_ESTIMATE, PYTHON_AGENT_SETTINGS, RATE_ESTIMATE, WARMUP_S,
+    AGENT_SETTINGS, BMV2_AGENT_SETTINGS, BMV2_MAX_CWND, BMV2_RATE_ESTIMATE, NATIVE_MAX_CWND, PYTHON_AGENT_SETTINGS,
+    RATE_ESTIMATE, WARMUP_S,
     DemoOptions, write_size_for,
 )
 from mrckit.apps.demo.plots import zoom_window_us
@@ -76,9 +77,19 @@ def test_agent_settings_follow_the_endpoint_and_target():
     assert AGENT_SETTINGS.rto_ns < PYTHON_AGENT_SETTINGS.rto_ns
 
 
+def test_writer_window_follows_the_endpoint_and_target_unless_given():
+    assert DemoOptions().writer_window() == NATIVE_MAX_CWND
+    assert DemoOptions(endpoint="python").writer_window() == 0  # uncapped
+    assert DemoOptions(target="bmv2", endpoint="python").writer_window() == BMV2_MAX_CWND
+    assert DemoOptions(max_cwnd=0).writer_window() == 0
+    assert DemoOptions(endpoint="python", max_cwnd=64).writer_window() == 64
+
+
 @pytest.mark.parametrize("opts, word", [(DemoOptions(endpoint="rust"), "--endpoint"),
                                         (DemoOptions(duration_s=0.1), "--duration"),
-                                        (DemoOptions(size=100), "--size")])
+                                        (DemoOptions(size=100), "--size"),
+                                        (DemoOptions(max_cwnd=-1), "--max-cwnd"),
+                                        (DemoOptions(max_cwnd=4096), "--max-cwnd")])
 def test_bad_options_name_themselves(opts, word):
     with pytest.raises(MrcError, match=word):
         opts.check()

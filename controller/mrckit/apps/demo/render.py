@@ -45,6 +45,11 @@ def _us(ns: int | None) -> float | None:
     return None if ns is None else ns / 1e3
 
 
+def _window_text(packets: int | None) -> str:
+    """The writer's window cap: ``max 32 packets``, or ``uncapped`` (the MPR)."""
+    return f"max {packets} packets" if packets else "uncapped"
+
+
 def summary(r: DemoReport) -> Table:
     """Transfer, bytes and endpoint counters."""
     b, e = r.bytes, r.endpoint
@@ -52,8 +57,8 @@ def summary(r: DemoReport) -> Table:
     nacks = ", ".join(f"{k} {v}" for k, v in sorted(r.endpoint.nacks.items())) or "none"
     return _kv("transfer", [
         ("mode", MODE_NAMES.get(r.mode, r.mode)),
-        ("endpoint", f"{r.endpoint_name} (writer RTO {duration_text(_us(r.writer_rto_ns))}, host agents' RTO "
-                     f"{duration_text(_us(r.agent_rto_ns))})"),
+        ("endpoint", f"{r.endpoint_name} (writer RTO {duration_text(_us(r.writer_rto_ns))}, window "
+                     f"{_window_text(r.writer_max_cwnd)}, host agents' RTO {duration_text(_us(r.agent_rto_ns))})"),
         ("write", f"{r.sender} -> {r.receiver} on the {r.target} target, {b.sent} B in {r.duration_s:.2f} s "
                   f"({r.goodput_gbps:.3f} Gb/s)"),
         ("bytes", f"sent {b.sent}, placed {b.placed}, verified {b.verified}"),

@@ -288,6 +288,7 @@ class DemoReport(JsonFile):
     endpoint_name: Literal["native", "python"] = "python"
     agent_rto_ns: int | None = None
     writer_rto_ns: int | None = None
+    writer_max_cwnd: int | None = None
     topology: dict[str, int]
     sender: str
     receiver: str

@@ -64,7 +64,17 @@ FAILED_PLANE, FAILED_LEAF, FAILED_SPINE = 0, 1, 1
 """The failed link p0/t0-1/t1-1: spine 1 of plane 0 to the receiver's leaf."""
 DEFAULT_LOSS_PERCENT, DEFAULT_FLAP_HZ = 10.0, 2.0
 BMV2_MAX_CWND = 16
-"""The writer's window on the bmv2 target, in packets (see ``_Run._bmv2_args``)."""
+"""The writer's window on the bmv2 target, in packets (see ``DemoOptions.writer_window``)."""
+NATIVE_MAX_CWND = 32
+"""The native writer's window on the eBPF target, in packets (64 KiB): about twice the default
+fabric's bandwidth-delay product here (about 1.7 Gb/s x 150 us). The NSCC-style window grows on
+every ACK that carries no ECN mark, and nothing on this path marks: the bottleneck is the CPU,
+whose queues (socket buffers, veth backlogs) no switch sees. Uncapped, it grows to the MPR
+(1024 packets) and its own queue lifts the RTT to about 10 ms; every loss is then detected 10 ms
+late, and the failover takes that long. Capped, the RTT stays near its base and goodput is the
+same or better (docs/demo.md, "The writer's window")."""
+MAX_WINDOW = 1024
+"""Largest ``--max-cwnd``: the endpoint's MPR in packets (``QpConfig.mpr``)."""
 BMV2_TIMEOUT_EXP = 18
 """The writer's RTO on bmv2: 1.024 us x 2^18 = 268 ms. Ten bmv2 processes on two cores delay
 some packets by tens of ms; a spurious RTO retransmits a packet that was only late, and the
@@ -133,6 +143,7 @@ class DemoOptions:
     duration_s: float = DEFAULT_DURATION_S
     endpoint: str = "native"
     timeout_exp: int | None = None
+    max_cwnd: int | None = None
     fail: str = "down"
     loss_percent: float = DEFAULT_LOSS_PERCENT
     flap_hz: float = DEFAULT_FLAP_HZ
@@ -158,6 +169,16 @@ class DemoOptions:
             return self.size
         return write_size_for(self.duration_s, rate_bps or self.expected_rate())
 
+    def writer_window(self) -> int:
+        """The cap of the writer's window in packets (0: none, the MPR): ``max_cwnd`` when
+        given, else ``BMV2_MAX_CWND`` on bmv2, ``NATIVE_MAX_CWND`` for the native endpoint, and
+        none for the Python one (its own per-packet cost keeps its queue short)."""
+        if self.max_cwnd is not None:
+            return self.max_cwnd
+        if self.target == "bmv2":
+            return BMV2_MAX_CWND
+        return NATIVE_MAX_CWND if self.endpoint == "native" else 0
+
     def agent_settings(self) -> Settings:
         """The host agents' settings: ``settings`` when given, else the ones tuned for this
         endpoint and target (bmv2: a long RTO whatever the endpoint)."""
@@ -177,6 +198,8 @@ class DemoOptions:
             raise MrcError(f"--endpoint {self.endpoint!r}: use native or python")
         if self.timeout_exp is not None and not 0 <= self.timeout_exp <= 24:
             raise MrcError(f"--timeout-exp {self.timeout_exp}: use 0 .. 24 (RTO = 1.024 us x 2^N)")
+        if self.max_cwnd is not None and not 0 <= self.max_cwnd <= MAX_WINDOW:
+            raise MrcError(f"--max-cwnd {self.max_cwnd}: use 0 (no cap) .. {MAX_WINDOW} packets")
         if not 0.5 <= self.duration_s <= 120:
             raise MrcError(f"--duration {self.duration_s:g}: use 0.5 .. 120 s")
         if self.fail not in FAIL_KINDS:
@@ -320,7 +343,7 @@ class _Run:
         tx = WorkerProcess(self.a, ["write", "--nic", self.a.nic_address, "--peer", b.nic_address,
                                     "--qpn", str(QPN_SENDER), "--remote-qpn", str(QPN_RECEIVER),
                                     "--imm", str(IMM), "--timeout-exp", str(self._timeout_exp()), *common,
-                                    *self._bmv2_args()])
+                                    *self._window_args()])
         workers.append(tx)
         rx.wait("ready", 60)
         tx.wait("ready", 60)
@@ -394,7 +417,8 @@ class _Run:
             mode=self.opts.mode, **({"path_of": self.path_of} if self.path_of else {}),
             rx_sent=rx.ev_rx_sent, endpoint_name=self.opts.endpoint, t_fault_injected_ns=marks["t_fault"],
             t_first_drop_ns=self.first_drop_ns, agent_rto_ns=self.opts.agent_settings().rto_ns,
-            writer_rto_ns=TIME_UNIT_NS << self._timeout_exp(), t_restored_ns=marks.get("t_restored"), flap=self.flap,
+            writer_rto_ns=TIME_UNIT_NS << self._timeout_exp(), writer_max_cwnd=self.opts.writer_window(),
+            t_restored_ns=marks.get("t_restored"), flap=self.flap,
             packets_sent=rq["packets"] + rq["probes"], packets_received=rx.state["stats"]["packets"],
             link_packets_lost=link_lost, dead_evs=self.dead_evs, fault_program_drops=self.fault_drops,
             link_denied_at_fault=self.denied_at_fault)
@@ -411,14 +435,13 @@ class _Run:
         # so a busy machine no longer makes a short timer thrash the EV set), Python 2^16.
         return timeout_exp(self.opts.endpoint, None)
 
-    def _bmv2_args(self) -> list[str]:
-        """bmv2 reads its ports through libpcap rings; a window it cannot forward at once is
-        lost in them, where no counter, trim or ECN mark sees it, and the controller takes
-        those losses for failed links. The writer's window is capped there, and its RTO is
-        longer (``BMV2_TIMEOUT_EXP``)."""
-        if self.opts.target != "bmv2":
-            return []
-        return ["--max-cwnd", str(BMV2_MAX_CWND)]
+    def _window_args(self) -> list[str]:
+        """The writer's window cap (``DemoOptions.writer_window``). On bmv2 it matters most:
+        bmv2 reads its ports through libpcap rings, and a window it cannot forward at once is
+        lost in them, where no counter, trim or ECN mark sees it, and the controller takes those
+        losses for failed links (its RTO is longer too, ``BMV2_TIMEOUT_EXP``)."""
+        window = self.opts.writer_window()
+        return ["--max-cwnd", str(window)] if window else []
 
     def _drive(self, tx, rx, sampler, phases: Phases, marks: dict) -> None:
         """Until the writer reports, fire the fault and the restore as the bytes come in."""

@@ -152,6 +152,7 @@ class RunRecord:
     t_first_drop_ns: int | None = None
     agent_rto_ns: int | None = None
     writer_rto_ns: int | None = None
+    writer_max_cwnd: int | None = None
     t_restored_ns: int | None = None
     flap: FlapWindow | None = None
 
@@ -170,7 +171,7 @@ def analyze(run: RunRecord) -> DemoReport:
     duration = (run.t_end_ns - rec.t0_ns) / 1e9
     report = DemoReport(
         target=run.target, mode=run.mode, endpoint_name=run.endpoint_name, agent_rto_ns=run.agent_rto_ns,
-        writer_rto_ns=run.writer_rto_ns, topology=run.topology, sender=run.sender, receiver=run.receiver,
+        writer_rto_ns=run.writer_rto_ns, writer_max_cwnd=run.writer_max_cwnd, topology=run.topology, sender=run.sender, receiver=run.receiver,
         duration_s=duration, goodput_gbps=_gbps(run.bytes.sent, duration), bytes=run.bytes,
         endpoint=run.endpoint, fault=run.fault, failover=failover,
         ev_transitions=_transitions(run.events), ev_cycles=_cycles(run), paths=paths,
