@@ -18,6 +18,8 @@ SCHEMA_VERSION = 1
 FAIL_KINDS = ("down", "flap", "loss", "blackhole")
 FailKind = Literal["down", "flap", "loss", "blackhole"]
 Mode = Literal["srv6", "ecmp"]
+Target = Literal["ebpf", "bmv2"]
+EndpointName = Literal["native", "python"]
 
 
 class FaultInfo(BaseModel):
@@ -283,9 +285,9 @@ class DemoReport(JsonFile):
     """Everything ``mrc demo`` measured; ``passed`` is the AND of ``checks``."""
 
     schema_version: int = SCHEMA_VERSION
-    target: Literal["ebpf", "bmv2"]
+    target: Target
     mode: Mode = "srv6"
-    endpoint_name: Literal["native", "python"] = "python"
+    endpoint_name: EndpointName = "python"
     agent_rto_ns: int | None = None
     writer_rto_ns: int | None = None
     writer_max_cwnd: int | None = None

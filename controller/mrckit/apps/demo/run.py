@@ -17,7 +17,7 @@ import hashlib
 import os
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...endpoint.choices import ENDPOINTS
@@ -27,7 +27,10 @@ from ...topology import Role, generate_clos
 from ...topology.plan import switch_name
 from ...wire.addressing import t1_link_name
 from ...wire.constants import TIME_UNIT_NS
-from .report import FAIL_KINDS, ByteCounts, DemoReport, EndpointCounts, FaultInfo, SwitchCounts
+from ...fabric.flap import FlapWindow
+from .report import (
+    FAIL_KINDS, ByteCounts, DemoReport, EndpointCounts, EndpointName, FailKind, FaultInfo, Mode, SwitchCounts, Target,
+)
 from .worker import WorkerProcess, demo_data
 from .observe import EventWatcher, EvTableSampler, controller_events, dataplane_rows, link_counters, switch_counts
 from .scenario import Phases, RunRecord, analyze
@@ -134,17 +137,18 @@ class DemoOptions:
     """The demo's knobs (CLI options). ``size`` in bytes; ``loss_percent`` for ``loss``,
     ``flap_hz`` for ``flap``; ``name`` is the fabric's name (default ``demo<pid>``); ``mode``
     the fabric's forwarding mode (``srv6`` or ``ecmp``); ``seed`` the data's seed (None: random;
-    the EV-hash comparison gives both runs the same one)."""
+    the EV-hash comparison gives both runs the same one). The CLI hands over plain strings:
+    :meth:`check` holds them to the values the types name."""
 
-    target: str = "ebpf"
-    mode: str = "srv6"
+    target: Target = "ebpf"
+    mode: Mode = "srv6"
     seed: int | None = None
     size: int | None = None
     duration_s: float = DEFAULT_DURATION_S
-    endpoint: str = "native"
+    endpoint: EndpointName = "native"
     timeout_exp: int | None = None
     max_cwnd: int | None = None
-    fail: str = "down"
+    fail: FailKind = "down"
     loss_percent: float = DEFAULT_LOSS_PERCENT
     flap_hz: float = DEFAULT_FLAP_HZ
     name: str = ""
@@ -293,6 +297,29 @@ def run_on_fabric(fab, opts: DemoOptions, observer: Observer | None = None) -> D
     return analyze(record)
 
 
+@dataclass
+class _Marks:
+    """When the demo injected its fault, began and ended its restore (CLOCK_MONOTONIC ns; None
+    until it did), and the sender's EV rows just before the fault and the restore."""
+
+    t_fault: int | None = None
+    t_restore: int | None = None
+    t_restored: int | None = None
+    fault_rows: list[dict] = field(default_factory=list)
+    restore_rows: list[dict] = field(default_factory=list)
+
+    def fault_times(self, size: int) -> tuple[int, int]:
+        """``(t_fault, t_restore)`` of a write of ``size`` bytes that saw both.
+
+        Raises:
+            MrcError: the write finished before the fault could be injected and restored.
+        """
+        if self.t_fault is None or self.t_restore is None:
+            raise MrcError(f"the write of {size} B finished before the fault could be injected and "
+                           "restored; use a longer --duration or a larger --size")
+        return self.t_fault, self.t_restore
+
+
 class _Run:
     """One write with its fault, on a running fabric."""
 
@@ -303,7 +330,7 @@ class _Run:
             from .ecmp_paths import nominal_path
 
             self.path_of = nominal_path(fab.compiled, fab.compiled.host(SENDER).leaf)
-        self.link_before: dict | None = None
+        self.link_before: dict[str, int] | None = None
         self.a, self.b = fab.host(SENDER), fab.host(RECEIVER)
         self.fault = fault_info(opts)
         self.demo_log: list[tuple[int, str]] = []
@@ -312,9 +339,19 @@ class _Run:
         self.fault_drops: int | None = None
         self.denied_at_fault: bool | None = None
         self.first_drop_ns: int | None = None
-        self.flap = None  # a flap fault's FlapWindow, read once it is restored
+        self.flap: FlapWindow | None = None  # a flap fault's, read once it is restored
         self.size = opts.size
         """Bytes of the write: ``--size``, or set by the warm-up write."""
+
+    def _write_size(self) -> int:
+        """Bytes of the write, once known.
+
+        Raises:
+            MrcError: asked before the warm-up write sized the write.
+        """
+        if self.size is None:
+            raise MrcError("the demo's write has no size yet: the warm-up write sizes it")
+        return self.size
 
     def say(self, text: str) -> None:
         self.demo_log.append((time.monotonic_ns(), text))
@@ -326,10 +363,10 @@ class _Run:
         try:
             return self._transfer(watchers, workers)
         finally:
-            for w in workers:
-                w.close()
-            for w in watchers:
-                w.stop()
+            for worker in workers:
+                worker.close()
+            for watcher in watchers:
+                watcher.stop()
 
     def _pair(self, size: int, seed: int, workers: list, receiver=None) -> tuple[WorkerProcess, WorkerProcess]:
         """Start the responder (on ``receiver``, default the demo's) and the writer of a
@@ -365,7 +402,7 @@ class _Run:
                  f"the write is sized to last {self.opts.duration_s:g} s at that rate")
         return size / seconds
 
-    def _transfer(self, watchers, workers) -> RunRecord:
+    def _transfer(self, watchers: list[EventWatcher], workers: list[WorkerProcess]) -> RunRecord:
         if self.size is None:
             self.size = self.opts.write_size(self._warm_up(workers))
         size = self.size
@@ -381,7 +418,7 @@ class _Run:
         self._snapshot(sampler)  # the first read opens libbpf's handles: not at the fault
         self._wait_allowed()
         tx.send("go")
-        marks = dict(t_fault=None, t_restore=None, fault_rows=[], restore_rows=[])
+        marks = _Marks()
         try:
             self._drive(tx, rx, sampler, phases, marks)
             if "error" in tx.state:
@@ -390,15 +427,13 @@ class _Run:
             result = rx.wait("done", 60)
             t_end = tx.state["finished_ns"]
             self._step(sampler, rx.state["placed"], phases, marks)
-            if marks["t_restore"] is None:
-                raise MrcError(f"the write of {size} B finished before the fault could be injected and "
-                               "restored; use a longer --duration or a larger --size")
+            t_fault, t_restore = marks.fault_times(size)
             self.say(f"write complete: {rx.state['placed']} B placed in {(t_end - rec.t0_ns) / 1e9:.2f} s")
         finally:
-            if marks["t_fault"] is not None and marks["t_restore"] is None:
+            if marks.t_fault is not None and marks.t_restore is None:
                 self._restore(marks, [])
             sampler.stop()
-        self._wait_lift(marks["t_restore"])
+        self._wait_lift(t_restore)
         link_lost = self._link_lost()
         rx.close()  # its final counts include the requestor's last retransmissions
         sha_got, verified = result["sha256"], result["verified"]
@@ -408,17 +443,17 @@ class _Run:
         return RunRecord(
             target=self.opts.target, topology=_topology_sizes(self.fab.topology), sender=SENDER,
             receiver=RECEIVER, receiver_nic=self.b.nic_address, fault=self.fault, recorder=rec,
-            t_fault_ns=self.first_drop_ns or marks["t_fault"], t_restore_ns=marks["t_restore"], t_end_ns=t_end,
+            t_fault_ns=self.first_drop_ns or t_fault, t_restore_ns=t_restore, t_end_ns=t_end,
             bytes=ByteCounts(sent=size, placed=rs["placed_bytes"], verified=verified,
                              sha256_sent=sha_sent, sha256_received=sha_got, hash_match=sha_got == sha_sent),
             endpoint=_endpoint_counts(rq, rs), switches=SwitchCounts(),
             events=events, controller=controller_events(self.fab), fault_log=self.fault_log,
-            demo_log=self.demo_log, fault_rows=marks["fault_rows"], restore_rows=marks["restore_rows"],
+            demo_log=self.demo_log, fault_rows=marks.fault_rows, restore_rows=marks.restore_rows,
             mode=self.opts.mode, **({"path_of": self.path_of} if self.path_of else {}),
-            rx_sent=rx.ev_rx_sent, endpoint_name=self.opts.endpoint, t_fault_injected_ns=marks["t_fault"],
+            rx_sent=rx.ev_rx_sent, endpoint_name=self.opts.endpoint, t_fault_injected_ns=t_fault,
             t_first_drop_ns=self.first_drop_ns, agent_rto_ns=self.opts.agent_settings().rto_ns,
             writer_rto_ns=TIME_UNIT_NS << self._timeout_exp(), writer_max_cwnd=self.opts.writer_window(),
-            t_restored_ns=marks.get("t_restored"), flap=self.flap,
+            t_restored_ns=marks.t_restored, flap=self.flap,
             packets_sent=rq["packets"] + rq["probes"], packets_received=rx.state["stats"]["packets"],
             link_packets_lost=link_lost, dead_evs=self.dead_evs, fault_program_drops=self.fault_drops,
             link_denied_at_fault=self.denied_at_fault)
@@ -443,7 +478,7 @@ class _Run:
         window = self.opts.writer_window()
         return ["--max-cwnd", str(window)] if window else []
 
-    def _drive(self, tx, rx, sampler, phases: Phases, marks: dict) -> None:
+    def _drive(self, tx, rx, sampler, phases: Phases, marks: _Marks) -> None:
         """Until the writer reports, fire the fault and the restore as the bytes come in."""
         deadline = time.monotonic() + WRITE_TIMEOUT_S
         while "done" not in tx.state and "error" not in tx.state:
@@ -454,25 +489,26 @@ class _Run:
             self._step(sampler, rx.state.get("placed", 0), phases, marks)
             time.sleep(PHASE_POLL_S)
 
-    def _step(self, sampler, placed: int, phases: Phases, marks: dict) -> None:
-        self.obs.progress(min(placed, self.size), self.size)
+    def _step(self, sampler, placed: int, phases: Phases, marks: _Marks) -> None:
+        size = self._write_size()
+        self.obs.progress(min(placed, size), size)
         action = phases.due(placed, time.monotonic_ns())
         rows = self._snapshot(sampler) if action else sampler.last_rows
         if action == "fail":
             self.link_before = self._link_counts()
-            marks["fault_rows"] = rows
+            marks.fault_rows = rows
             self.denied_at_fault = self._denied()
             down_before = self._links_down()
-            marks["t_fault"] = time.monotonic_ns()
+            marks.t_fault = time.monotonic_ns()
             line = self._fail()
             phases.in_effect(time.monotonic_ns())
-            self.fault_log.append((marks["t_fault"], line))
+            self.fault_log.append((marks.t_fault, line))
             self.dead_evs = self._dead_evs(rows, down_before)
-            self.say(f"fault injected at {placed * 100 // self.size} % of the bytes: "
+            self.say(f"fault injected at {placed * 100 // size} % of the bytes: "
                      f"{self.fault.describe()} on {self.fault.link}")
         elif action == "restore":
             self._restore(marks, rows)
-            self.say(f"fault restored at {placed * 100 // self.size} % of the bytes")
+            self.say(f"fault restored at {placed * 100 // size} % of the bytes")
 
     def _snapshot(self, sampler) -> list[dict]:
         """The sender's EV set toward the receiver now, read from its dataplane's map (the
@@ -525,7 +561,7 @@ class _Run:
         except MrcError:
             return None
 
-    def _link_counts(self) -> dict | None:
+    def _link_counts(self) -> dict[str, int] | None:
         """The failed link's port counters at both ends (None if a switch did not answer)."""
         try:
             return link_counters(self.fab, self.p4info, *self._link_nodes()) if self.p4info else None
@@ -535,8 +571,11 @@ class _Run:
     def _link_lost(self) -> int | None:
         from .loss import link_loss
 
-        after = self._link_counts() if self.link_before else None
-        return link_loss(self.link_before, after) if after else None
+        before = self.link_before
+        if not before:
+            return None
+        after = self._link_counts()
+        return link_loss(before, after) if after else None
 
     def _link_nodes(self) -> tuple[str, str]:
         return (switch_name(Role.T0, FAILED_PLANE, FAILED_LEAF), switch_name(Role.T1, FAILED_PLANE, FAILED_SPINE))
@@ -545,14 +584,14 @@ class _Run:
         value = {"loss": self.opts.loss_percent, "flap": self.opts.flap_hz}.get(self.opts.fail)
         return self.fab.fail_link(*self._link_nodes(), kind=self.opts.fail, value=value)
 
-    def _restore(self, marks: dict, rows: list[dict]) -> None:
+    def _restore(self, marks: _Marks, rows: list[dict]) -> None:
         if self.opts.fail in ("loss", "blackhole"):
             self.fault_drops = self._fault_drops()  # before the restore removes the program
         self.first_drop_ns = self._first_drop()  # before the restore removes the program
-        marks["restore_rows"] = rows
-        marks["t_restore"] = time.monotonic_ns()
-        self.fault_log.append((marks["t_restore"], self.fab.restore(*self._link_nodes())))
-        marks["t_restored"] = time.monotonic_ns()
+        marks.restore_rows = rows
+        marks.t_restore = time.monotonic_ns()
+        self.fault_log.append((marks.t_restore, self.fab.restore(*self._link_nodes())))
+        marks.t_restored = time.monotonic_ns()
         if self.opts.fail == "flap":
             self.flap = self.fab.flap_window(*self._link_nodes())
 
@@ -577,10 +616,8 @@ class _Run:
         if self._denied():
             self.say(f"{self.fault.link} is still denied after {ALLOW_WAIT_S:g} s; the write starts anyway")
 
-    def _wait_lift(self, t_restore: int | None) -> None:
+    def _wait_lift(self, t_restore: int) -> None:
         """Give the controller a moment to lift its DENY, so the report can show it."""
-        if t_restore is None:
-            return
         end = time.monotonic() + LIFT_WAIT_S
         while time.monotonic() < end:
             events = controller_events(self.fab)

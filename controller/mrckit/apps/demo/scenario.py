@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from ...fabric.flap import FlapWindow
 from ...wire.ev import ev_plane, ev_t1
 from .report import (
-    ByteCounts, Check, DeadEvMark, DemoReport, EndpointCounts, EvCycle, EvTransition, Failover, FaultEffect, FaultInfo,
-    PathStats,
-    SwitchCounts, TimelineEvent, path_name,
+    ByteCounts, Check, DeadEvMark, DemoReport, EndpointCounts, EndpointName, EvCycle, EvTransition, Failover,
+    FaultEffect, FaultInfo, LossStats, Mode, PathStats, SwitchCounts, Target, TimelineEvent, path_name,
 )
 from .loss import loss_stats, per_ev_loss
 from .series import Recorder, Sample
@@ -119,7 +118,7 @@ class RunRecord:
     ``fault_program_drops``: what the loss/blackhole program dropped (None: not read).
     ``link_denied_at_fault``: the sender denied the link when the fault came (None: not read)."""
 
-    target: str
+    target: Target
     topology: dict[str, int]
     sender: str
     receiver: str
@@ -138,7 +137,7 @@ class RunRecord:
     demo_log: list[tuple[int, str]] = field(default_factory=list)
     fault_rows: list[dict] = field(default_factory=list)
     restore_rows: list[dict] = field(default_factory=list)
-    mode: str = "srv6"
+    mode: Mode = "srv6"
     path_of: Callable[[int], tuple[int, int]] = field(default=lambda ev: _ev_path(ev))
     rx_sent: dict[int, list[int]] = field(default_factory=dict)
     packets_sent: int = 0
@@ -147,7 +146,7 @@ class RunRecord:
     dead_evs: frozenset[int] = frozenset()
     fault_program_drops: int | None = None
     link_denied_at_fault: bool | None = None
-    endpoint_name: str = "python"
+    endpoint_name: EndpointName = "python"
     t_fault_injected_ns: int | None = None
     t_first_drop_ns: int | None = None
     agent_rto_ns: int | None = None
@@ -183,7 +182,7 @@ def analyze(run: RunRecord) -> DemoReport:
     return report
 
 
-def _loss(run: RunRecord):
+def _loss(run: RunRecord) -> LossStats:
     retirements = [(e.t_ns, e.ev) for e in _sender_events(run)
                    if e.ev and e.new_state == "ASSUMED_BAD" and e.reason in RETIRE_REASONS]
     rec = run.recorder
@@ -195,7 +194,7 @@ def _loss(run: RunRecord):
     return stats
 
 
-def _dead_link_figures(run: RunRecord, loss) -> None:
+def _dead_link_figures(run: RunRecord, loss: LossStats) -> None:
     """Fill ``loss``'s figures of the EVs that crossed the failed link at fault time."""
     dead = run.dead_evs
     out = {e.ev for e in _sender_events(run)
@@ -251,11 +250,7 @@ def _failover(run: RunRecord) -> Failover:
     # Failover is complete once the path is out of service AND its last packet has left: the
     # dataplane applies the agent's decision a moment after the decision's timestamp.
     t_failover = None if t_out is None else max([t_out, *dead_tx])
-    silent = None
-    a, b = (rec.at(t_failover), rec.before(run.t_restore_ns)) if t_failover is not None else (None, None)
-    if a is not None and a.t_ns < b.t_ns:  # at least one sampling interval of the fault left
-        key = (fault.plane, fault.spine)
-        silent = max(0, b.path_packets[key] - a.path_packets[key])
+    silent = _dead_path_packets(rec, fault, t_failover, run.t_restore_ns)
     b_fault, b_restore = rec.before(run.t_fault_ns), rec.before(run.t_restore_ns)
     end = rec.samples[-1]
     return Failover(
@@ -270,6 +265,18 @@ def _failover(run: RunRecord) -> Failover:
         goodput_during_gbps=_window_gbps(b_fault, b_restore),
         goodput_after_gbps=_window_gbps(b_restore, end, end_bytes=run.bytes.placed, end_ns=run.t_end_ns),
         dead_path_packets_failover_to_restore=silent, **_dataplane(run))
+
+
+def _dead_path_packets(rec: Recorder, fault: FaultInfo, t_failover: int | None, t_restore_ns: int) -> int | None:
+    """Data packets the samples count on the failed path from failover to the restore. None
+    without a failover, or when less than one sampling interval of the fault was left after it."""
+    if t_failover is None:
+        return None
+    a, b = rec.at(t_failover), rec.before(t_restore_ns)
+    if a.t_ns >= b.t_ns:
+        return None
+    key = (fault.plane, fault.spine)
+    return max(0, b.path_packets[key] - a.path_packets[key])
 
 
 def dead_ev_out_times(events: list[AgentEvent], dead_evs: frozenset[int], t_from_ns: int,
@@ -378,8 +385,10 @@ def _ev_path(ev: int) -> tuple[int, int]:
     return ev_plane(ev), ev_t1(ev)
 
 
-def _per_path_cycles(run: RunRecord) -> tuple[Counter, Counter]:
-    retired, back = Counter(), Counter()
+def _per_path_cycles(run: RunRecord) -> tuple[Counter[tuple[int, int]], Counter[tuple[int, int]]]:
+    """Per path (plane, spine), how often the sender retired one of its EVs and probed one back."""
+    retired: Counter[tuple[int, int]] = Counter()
+    back: Counter[tuple[int, int]] = Counter()
     for e in _sender_events(run):
         if not e.ev:
             continue

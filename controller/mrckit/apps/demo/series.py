@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import overload
 
 from .report import Series, path_name
 
@@ -124,6 +125,13 @@ class Recorder:
         sample = Sample(t_ns, bytes_placed, {p: per_path.get(p, 0) for p in self.paths})
         self.samples.append(sample)
         return sample
+
+    # A time that is set gives plain seconds: the report's required times take them as they are.
+    @overload
+    def seconds(self, t_ns: int) -> float: ...
+
+    @overload
+    def seconds(self, t_ns: None) -> None: ...
 
     def seconds(self, t_ns: int | None) -> float | None:
         """``t_ns`` as seconds since the transfer started (None stays None)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ...errors import MrcError
 from ...topology import generate_clos
 from ..demo.plots import BIN_S, rates
-from ..demo.report import DemoReport
+from ..demo.report import DemoReport, FailKind
 from ..demo.run import AGENT_SETTINGS, DemoOptions, Observer, run_on_fabric
 from .bringup import experiment_fabric
 from .linkspeed import DEFAULT_LINK_SPEED_PPS
@@ -57,7 +57,7 @@ class DemoFault:
     evs: int = 128
     link_speed_pps: int = DEFAULT_LINK_SPEED_PPS
     duration_s: float = 6.0
-    fail: str = "down"
+    fail: FailKind = "down"
     flap_hz: float = 2.0
     loss_percent: float = 10.0
     seed: int = 1
