@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...endpoint.choices import ENDPOINTS
+from ...endpoint.endpoint import QpConfig
 from ...errors import MrcError
 from ...host.config import Settings
 from ...topology import Role, generate_clos
@@ -76,8 +77,8 @@ whose queues (socket buffers, veth backlogs) no switch sees. Uncapped, it grows 
 (1024 packets) and its own queue lifts the RTT to about 10 ms; every loss is then detected 10 ms
 late, and the failover takes that long. Capped, the RTT stays near its base and goodput is the
 same or better (docs/demo.md, "The writer's window")."""
-MAX_WINDOW = 1024
-"""Largest ``--max-cwnd``: the endpoint's MPR in packets (``QpConfig.mpr``)."""
+MAX_WINDOW = QpConfig.mpr
+"""Largest ``--max-cwnd``: the writer's MPR in packets (the window never exceeds it)."""
 BMV2_TIMEOUT_EXP = 18
 """The writer's RTO on bmv2: 1.024 us x 2^18 = 268 ms. Ten bmv2 processes on two cores delay
 some packets by tens of ms; a spurious RTO retransmits a packet that was only late, and the
