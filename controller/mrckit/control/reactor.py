@@ -30,7 +30,15 @@ Rules:
   that timed out are the usual trace of a late host (its sweep, or its peer's SACKs, late), not
   of a failed link. The weak suspect waits until ``ambiguous_wait_ns`` after its episode began,
   time for its EVs' probes to succeed and for good evidence to clear it; if it is still named
-  then, it is denied like an ambiguous answer's suspect, and probes lift it if it is innocent;
+  then, it is treated like an ambiguous answer's suspect (next rule);
+- probes confirm weak evidence: after the wait, an ambiguous answer's suspect or a weak one
+  is denied only once the hosts' probes across it have failed for ``probe_confirm_ns`` with
+  none answered in between (PROBE_RESULT events of retired paths; failures on a path that a
+  denied or reported link explains do not count). Until then it is *withheld*, and a probe
+  answered across it starts the count again. A busy machine delays timers and SACKs, and one
+  spurious loss retires a whole path (path-aware retirement) and names its links; the probes
+  of a healthy path are answered within milliseconds of the host running again, while those
+  of a failed link keep failing. Time alone never decides such a deny;
 - a host link that only one host pair's failing paths cross is withheld too: a failed host
   link fails that host's paths toward every peer on its plane, while one pair's plane failing
   alone is most often a lossy T0-T1 link beside a spurious timeout on that pair's other
@@ -83,6 +91,11 @@ MIN_SUPPORT = 3
 at the settle time; a suspect with fewer waits (module docstring, "weak evidence")."""
 LIFT_SUCCESSES = 3
 """Consecutive successful probes across a denied link that lift the denial."""
+PROBE_CONFIRM_NS = SETTLE_NS
+"""How long probes across a weak or ambiguous suspect must keep failing, with none answered,
+for it to be denied (module docstring, "probes confirm weak evidence"). Hosts report a path's
+failing probes at once and then every 100 ms (``host.probing.PROBE_REPORT_NS``), so a path
+whose probes all fail confirms its links one report interval after the first failure."""
 REPORT_REASON = "link report"
 """How the reason of a deny or lift that a link report decided begins (host evidence decides
 the others)."""
@@ -116,6 +129,7 @@ class FailureReactor:
     ambiguous_wait_ns: int = AMBIGUOUS_WAIT_NS
     lift_successes: int = LIFT_SUCCESSES
     min_support: int = MIN_SUPPORT
+    probe_confirm_ns: int = PROBE_CONFIRM_NS
     evidence_ttl_ns: int = EVIDENCE_TTL_NS
     timeline: Timeline = field(default_factory=Timeline)
     denied: dict[str, int] = field(default_factory=dict)        # link -> time denied (ns)
@@ -126,6 +140,7 @@ class FailureReactor:
     _good: dict[tuple, _Evidence] = field(default_factory=dict)
     _ports_down: dict[str, int] = field(default_factory=dict)   # host links a host saw go down
     _streak: dict[str, int] = field(default_factory=dict)
+    _probe_fails: dict[str, tuple[int, int]] = field(default_factory=dict)  # link -> first, last failed probe (ns)
     _pending: set[str] = field(default_factory=set)             # decided, not yet on all hosts
     _episode: int | None = None
     _paths: dict[tuple, frozenset[str] | None] = field(default_factory=dict)
@@ -160,11 +175,11 @@ class FailureReactor:
             return
         key = (host, ev.peer, ev.ev & EV_PATH_MASK)
         if reason == "PROBE_RESULT":
-            self._probe(links, ev.probe_ok)
+            self._probe(links, ev.probe_ok, now_ns)
         elif ev.new_state == ASSUMED_BAD and reason not in CONGESTION_REASONS:
             self._failing(key, links, host, ev, now_ns)
         elif ev.new_state == GOOD and reason == "PROBE_OK":
-            self._probe(links, True)
+            self._probe(links, True, now_ns)
             self._bad.pop(key, None)
             if self._episode is not None:
                 self._good[key] = _Evidence(links, now_ns)
@@ -231,9 +246,24 @@ class FailureReactor:
             what = f"{host}: {ev.reason} peer {ev.peer or '-'} EV 0x{ev.ev:08x}"
             self.timeline.add("first_assumed_bad", ev.wall_time_ns or now_ns, (), what)
 
-    def _probe(self, links: frozenset[str], ok: bool) -> None:
+    def _probe(self, links: frozenset[str], ok: bool, now_ns: int) -> None:
         for link in links & self.denied.keys():
             self._streak[link] = self._streak.get(link, 0) + 1 if ok else 0
+        if ok:
+            for link in links:
+                self._probe_fails.pop(link, None)
+        elif not links & self._explaining():
+            for link in links:
+                first, _ = self._probe_fails.get(link, (now_ns, now_ns))
+                self._probe_fails[link] = (first, now_ns)
+
+    def _probes_failing_ns(self, link: str) -> int:
+        """How long probes across ``link`` have failed in the current episode with none
+        answered (ns; 0 when none failed in it)."""
+        first, last = self._probe_fails.get(link, (0, 0))
+        if self._episode is None or last < self._episode:
+            return 0
+        return last - first
 
     # --- decisions out ------------------------------------------------------------------
     @property
@@ -316,11 +346,14 @@ class FailureReactor:
         weak = {link for link, evs in support.items() if len(evs) < self.min_support}
         one_pair = {link for link in loc.suspects if is_host_link(link)
                     and len({_pair(k) for k, e in evidence if link in e.links}) < 2}
-        deny = self._guarded(loc, ports_down, now_ns, weak, waiting, one_pair)
+        doubtful = set(loc.suspects) if loc.ambiguous else weak
+        unconfirmed = {link for link in doubtful if self._probes_failing_ns(link) < self.probe_confirm_ns}
+        deny = self._guarded(loc, ports_down, now_ns, weak, waiting, one_pair, unconfirmed)
         if deny:
             if loc.ambiguous or weak.intersection(deny):
                 self._suspected.update({link: list(failing) for link in deny})
-            self.timeline.add("localised", now_ns, deny, _why(loc, deny, support, evidence))
+            probed = {link: self._probes_failing_ns(link) for link in doubtful.intersection(deny)}
+            self.timeline.add("localised", now_ns, deny, _why(loc, deny, support, evidence, probed))
             self._pending |= set(deny)
             actions.append(Action("deny", deny, loc))
         return actions
@@ -355,11 +388,13 @@ class FailureReactor:
                             and all(s & (reported - {link}) for s in sets)))
 
     def _guarded(self, loc: Localisation, ports_down: list[str], now_ns: int, weak: AbstractSet[str] = frozenset(),
-                 waiting: bool = False, one_pair: AbstractSet[str] = frozenset()) -> tuple[str, ...]:
+                 waiting: bool = False, one_pair: AbstractSet[str] = frozenset(),
+                 unconfirmed: AbstractSet[str] = frozenset()) -> tuple[str, ...]:
         """The links to deny now: ports reported down, plus the suspects that neither the
         host-link rules (``one_pair``: host links only one host pair's traffic names), the
-        weak-evidence rule (``weak`` suspects wait while ``waiting``) nor the connectivity
-        guard withholds (module docstring)."""
+        weak-evidence rule (``weak`` suspects wait while ``waiting``), the probe rule
+        (``unconfirmed``: weak or ambiguous suspects whose probes have not failed long
+        enough) nor the connectivity guard withholds (module docstring)."""
         wanted = set(loc.suspects) - self.denied.keys() - self._pending
         if waiting:
             wanted -= weak
@@ -367,6 +402,9 @@ class FailureReactor:
                 for link in wanted if loc.ambiguous and is_host_link(link)}
         held |= {link: "host link named by one host pair's traffic only (hosts report their own ports)"
                  for link in wanted & one_pair if link not in held}
+        held |= {link: "weak or ambiguous evidence, and probes across it have not failed "
+                       f"for {self.probe_confirm_ns / 1e6:g} ms (a busy host's timeouts recover by probes)"
+                 for link in wanted & unconfirmed if link not in held}
         wanted -= held.keys()
         ports = set(ports_down) - self._pending
         base = set(self.denied) | self._pending | ports
@@ -429,17 +467,22 @@ def _support(suspects: frozenset[str], evidence: list[tuple[tuple, _Evidence]]) 
 
 
 def _why(loc: Localisation, deny: tuple[str, ...], support: dict[str, set[tuple]],
-         evidence: list[tuple[tuple, _Evidence]]) -> str:
+         evidence: list[tuple[tuple, _Evidence]], probed: dict[str, int] | None = None) -> str:
     """The timeline's reason for denying ``deny``: the answer, then for each link the failing
-    EVs that name it alone (a unique answer) or that cross it (an ambiguous one)."""
+    EVs that name it alone (a unique answer) or that cross it (an ambiguous one), and for a
+    weak or ambiguous suspect how long probes across it failed (``probed``, ns)."""
     parts = [loc.describe()]
+    probed = probed or {}
     for link in deny:
         if link not in support:  # a port its host reported down: a fact, not part of the answer
             continue
         if loc.ambiguous:
-            parts.append(_support_text(link, _support(frozenset({link}), evidence)[link], "cross it"))
+            text = _support_text(link, _support(frozenset({link}), evidence)[link], "cross it")
         else:
-            parts.append(_support_text(link, support[link]))
+            text = _support_text(link, support[link])
+        if link in probed:
+            text += f", probes across it failed for {probed[link] / 1e6:.0f} ms"
+        parts.append(text)
     return "; ".join(parts)
 
 

@@ -130,6 +130,8 @@ class ProbeMixin(AgentCore):
         target.streak = target.streak + 1 if ok else 0
         need = self._config().settings.probe_successes
         if ev in st.retired:
+            if target.streak < need:
+                self._report_probe(peer, st, ev, BAD, ok, now)
             if target.streak >= need:
                 del st.retired[ev]
                 st.backups.setdefault(ev_plane(ev), []).append(ev)
@@ -154,13 +156,16 @@ class ProbeMixin(AgentCore):
             self._set_state(peer, slot, GOOD, Reason.PROBE_OK, now, probe_ok=True)
             st.probes.pop(ev, None)
             dp.merge_slots(peer, evset, {index} | self._path_back(peer, st, evset, index, now))
-        elif slot.state == DENIED or (slot.state == GOOD and self._crosses_denied(peer, ev)):
+        elif slot.state in (BAD, DENIED) or (slot.state == GOOD and self._crosses_denied(peer, ev)):
             self._report_probe(peer, st, ev, slot.state, ok, now)
 
     def _report_probe(self, peer: ipaddress.IPv6Address, st: PeerState, ev: int, state: int, ok: bool,
                       now: int) -> None:
-        """Publish a probe result across denied links (PROBE_RESULT): at once when the result
-        of the EV's path changes, else at most once per :data:`PROBE_REPORT_NS` per path.
+        """Publish a probe result (PROBE_RESULT) of a path that is retired (ASSUMED_BAD) or
+        crosses a denied link: at once when the result of the EV's path changes, else at most
+        once per :data:`PROBE_REPORT_NS` per path. The controller lifts a denied link on its
+        successes, and denies a link that only weak or ambiguous evidence names once probes
+        across it have failed for a while (docs/controller.md, "Probes confirm weak evidence").
 
         Every EV across a denied link is probed every probe interval (1 ms): one event per
         probe would be thousands a second per host, more than the controller, which needs

@@ -168,3 +168,26 @@ def test_probe_results_across_a_denied_link_are_published_per_path_and_on_change
     agent._probe_result(peer, evs[3], ok=False, now=t0 + 100 + PROBE_REPORT_NS)  # the same, later
     assert results() == [(evs[0], True), (evs[1], False), (evs[3], False)]
     assert agent.counters["probe_results_held"] == len(evs) - 1 + 1
+
+
+def test_probe_results_of_retired_paths_are_published_until_they_come_back(agent):
+    """The controller confirms weak evidence by failing probes (docs/controller.md): a retired
+    EV's results are published as PROBE_RESULT, per path and on change, until its successes
+    bring it back (PROBE_OK, no result)."""
+    from mrckit.host.state import ProbeTarget
+    dp = agent.dp
+    send(dp, 1)
+    peer = pkt.ip(pkt.NIC_B)
+    st = agent.peers.setdefault(peer, agent._new_peer_state())
+    ev = rows_of(dp)[0]["ev"]
+    st.retired[ev] = ProbeTarget()
+    t0 = time.monotonic_ns()
+    agent._probe_result(peer, ev, ok=False, now=t0)
+    agent._probe_result(peer, ev, ok=False, now=t0 + 1)  # the same result: held
+    for k in range(agent.cfg.settings.probe_successes):
+        agent._probe_result(peer, ev, ok=True, now=t0 + 2 + k)
+    got = [(e.reason, e.ev, e.probe_ok, e.new_state) for e in agent.events.history
+           if e.reason in ("PROBE_RESULT", "PROBE_OK")]
+    assert got == [("PROBE_RESULT", ev, False, EvState.ASSUMED_BAD), ("PROBE_RESULT", ev, True, EvState.ASSUMED_BAD),
+                   ("PROBE_OK", ev, True, EvState.GOOD)]
+    assert ev not in st.retired

@@ -23,9 +23,17 @@ def bad(peer, e, t):
                       wall_time_ns=t)
 
 
-def probe(peer, e, ok, links, t):
-    return pb.EvEvent(peer=NIC[peer], ev=e, old_state=DENIED, new_state=DENIED, reason="PROBE_RESULT",
+def probe(peer, e, ok, links, t, state=DENIED):
+    return pb.EvEvent(peer=NIC[peer], ev=e, old_state=state, new_state=state, reason="PROBE_RESULT",
                       probe_ok=ok, link=",".join(links), wall_time_ns=t)
+
+
+def probes_fail(r, host, peer, e, t, span=SETTLE, nic=NIC):
+    """``host``'s probes of its retired EV ``e`` toward ``peer`` fail from ``t`` for ``span``:
+    the first failure reported at once, the last ``span`` later (the agent's report rate)."""
+    for when in (t, t + span):
+        r.event(host, pb.EvEvent(peer=nic[peer], ev=e, old_state=ASSUMED_BAD, new_state=ASSUMED_BAD,
+                                 reason="PROBE_RESULT", probe_ok=False, wall_time_ns=when), when)
 
 
 def reactor():
@@ -108,17 +116,19 @@ def test_successful_probes_across_the_link_lift_it_and_a_failed_one_resets_the_c
     assert [m.kind for m in r.timeline.marks][-1] == "lifted"
 
 
-def test_an_ambiguous_answer_denies_every_suspect_and_probes_lift_the_innocent():
+def test_an_ambiguous_answer_whose_probes_fail_denies_every_suspect_and_probes_lift_the_innocent():
     r, t0 = reactor(), 1_000 * MS
     r.event("h0-0", bad("h1-0", ev(0, 1), t0), t0)  # one failing path only
     r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + MS, now_ns=t0 + 50 * MS)  # clears both host links
+    probes_fail(r, "h0-0", "h1-0", ev(0, 1), t0 + 2 * MS)
     assert r.decide(t0 + SETTLE) == [] and r.last.ambiguous  # waits for more evidence
     assert r.decide(t0 + 3 * SETTLE - 1) == []
     (action,) = r.decide(t0 + 3 * SETTLE)
     assert action.localisation.ambiguous
     assert action.links == ("p0/t0-0/t1-1", "p0/t0-1/t1-1")
     (mark,) = [m for m in r.timeline.marks if m.kind == "localised"]
-    assert "p0/t0-0/t1-1: 1 failing EV of h0-0 cross it" in mark.detail
+    assert "p0/t0-0/t1-1: 1 failing EV of h0-0 cross it, no good path crosses it, " \
+           "probes across it failed for 100 ms" in mark.detail
     r.done(action, t0 + SETTLE, hosts=6)
     t = t0 + 2 * SETTLE
     for _ in range(3):  # leaf 1 -> leaf 2 over T1 1 crosses only the innocent link
@@ -127,6 +137,42 @@ def test_an_ambiguous_answer_denies_every_suspect_and_probes_lift_the_innocent()
     assert lift.links == ("p0/t0-1/t1-1",)
     r.done(lift, t, hosts=6)
     assert list(r.denied) == ["p0/t0-0/t1-1"]
+
+
+def test_an_ambiguous_answer_whose_probes_do_not_fail_denies_nothing():
+    """A busy host's spurious loss retires one path and names its links; its probes are not
+    failing, or fail for a moment and are answered again: time alone denies nothing."""
+    r, t0 = reactor(), 1_000 * MS
+    r.event("h0-0", bad("h1-0", ev(0, 1), t0), t0)
+    r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
+    assert r.decide(t0 + 10 * SETTLE) == [] and r.last.ambiguous
+    assert sorted(r.withheld) == ["p0/t0-0/t1-1", "p0/t0-1/t1-1"]
+    assert "probes across it have not failed for 100 ms" in r.withheld["p0/t0-0/t1-1"]
+    (mark,) = [m for m in r.timeline.marks if m.kind == "withheld"]
+    assert mark.links == ("p0/t0-0/t1-1", "p0/t0-1/t1-1")
+    t = t0 + 11 * SETTLE
+    probes_fail(r, "h0-0", "h1-0", ev(0, 1), t, span=SETTLE // 2)
+    r.event("h0-0", probe("h1-0", ev(0, 1), True, [], t + SETTLE // 2 + MS, ASSUMED_BAD), t + SETTLE // 2 + MS)
+    r.event("h0-0", probe("h1-0", ev(0, 1), False, [], t + SETTLE, ASSUMED_BAD), t + SETTLE)
+    assert r.decide(t + SETTLE + MS) == []  # the answer in between started the count again
+    assert r.denied == {}
+
+
+def test_failed_probes_across_a_reported_link_confirm_no_other_suspect():
+    """Probes toward h1-0 over T1 1 fail because p0/t0-1/t1-1 is reported down; they cross
+    p0/t0-0/t1-1 too, which a lone timeout toward h2-0 names: they must not confirm it."""
+    r, t0 = reactor(), 1_000 * MS
+    r.report("p0/t0-1/t1-1", up=False, source="fault")
+    (deny,) = r.decide(t0)
+    r.done(deny, t0 + MS, hosts=6)
+    r.event("h0-0", bad("h2-0", ev(0, 1), t0 + 2 * MS), t0 + 2 * MS)
+    r.good("h0-0", NIC["h2-0"], ev(0, 0), since_ns=t0 + 3 * MS, now_ns=t0 + 50 * MS)
+    probes_fail(r, "h0-0", "h1-0", ev(0, 1), t0 + 3 * MS)
+    assert r.decide(t0 + 10 * SETTLE) == [] and r.last.ambiguous
+    assert list(r.denied) == ["p0/t0-1/t1-1"] and "p0/t0-0/t1-1" in r.withheld
+    probes_fail(r, "h0-0", "h2-0", ev(0, 1), t0 + 10 * SETTLE)  # its own probes fail: confirmed
+    (second,) = r.decide(t0 + 11 * SETTLE + MS)
+    assert second.links == ("p0/t0-0/t1-1", "p0/t0-2/t1-1")
 
 
 def test_a_spurious_assumed_bad_that_recovers_denies_nothing():
@@ -250,6 +296,7 @@ def test_an_ambiguous_set_that_would_split_the_fabric_is_cut_down_to_a_safe_one(
                                 reason="RTO_TIMEOUT", wall_time_ns=t0), t0)
         for a, b in (("h0-0", "h0-1"), ("h1-0", "h1-1")):  # same-leaf traffic clears the host links
             r.good(a, nic[b], ev(plane, 0), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
+        probes_fail(r, src, dst, ev(plane, 0), t0 + MS, nic=nic)
     (action,) = r.decide(t0 + 3 * SETTLE)
     assert r.last.ambiguous and len(r.last.suspects) == 4
     assert action.links == ("p0/t0-0/t1-0", "p0/t0-1/t1-0")
@@ -300,6 +347,7 @@ def test_a_late_report_lifts_the_innocent_suspect_of_an_ambiguous_deny():
     r, t0 = reactor(), 1_000 * MS
     r.event("h0-0", bad("h1-0", ev(0, 1), t0), t0)
     r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + MS, now_ns=t0 + 50 * MS)
+    probes_fail(r, "h0-0", "h1-0", ev(0, 1), t0 + MS)
     (deny,) = r.decide(t0 + 3 * SETTLE)
     assert deny.links == ("p0/t0-0/t1-1", "p0/t0-1/t1-1") and deny.localisation.ambiguous
     r.done(deny, t0 + 3 * SETTLE + MS, hosts=6)
@@ -380,7 +428,7 @@ def test_a_host_link_that_one_pairs_traffic_names_is_withheld():
     assert list(r.denied) == [DOWN]
 
 
-def test_a_weak_t0_t1_suspect_still_named_after_the_wait_is_denied():
+def test_a_weak_t0_t1_suspect_still_named_after_the_wait_is_denied_once_its_probes_fail():
     r, t0 = reactor(), 1_000 * MS
     fail_evs(r, "h0-0", "h1-0", 0, 1, t0)
     fail_evs(r, "h0-0", "h2-0", 0, 1, t0 + MS, salts=(9, 10, 11))
@@ -391,8 +439,9 @@ def test_a_weak_t0_t1_suspect_still_named_after_the_wait_is_denied():
     assert r.last.failed == {DOWN, "p0/t0-1/t1-0"} and first.links == (DOWN,)
     r.done(first, t0 + SETTLE, hosts=6)
     assert r.decide(t0 + 2 * SETTLE) == []  # a new episode begins for the evidence left
-    assert r.decide(t0 + 2 * SETTLE + 3 * SETTLE - 1) == []
-    (second,) = r.decide(t0 + 2 * SETTLE + 3 * SETTLE)
+    assert r.decide(t0 + 2 * SETTLE + 3 * SETTLE) == []  # its probes have not failed yet
+    probes_fail(r, "h1-1", "h2-0", ev(0, 0, 7), t0 + 5 * SETTLE)
+    (second,) = r.decide(t0 + 6 * SETTLE)
     assert second.kind == "deny" and second.links == ("p0/t0-1/t1-0",)
     (mark,) = [m for m in r.timeline.marks if m.kind == "localised" and m.links == second.links]
     assert "1 failing EV of h1-1 name it alone" in mark.detail
