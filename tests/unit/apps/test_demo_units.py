@@ -112,3 +112,15 @@ def test_seeded_bytes_reach_past_randbytes_limit_and_match_one_draw():
     assert seeded_bytes(7, n) == random.Random(7).randbytes(n)
     big = seeded_bytes(3, (256 << 20) + 1)
     assert len(big) == (256 << 20) + 1 and big[-4096:] != bytes(4096)
+
+
+def test_the_senders_probe_results_are_not_state_changes():
+    """A dead EV's probe results (PROBE_RESULT, its state repeated) come every 100 ms after it
+    left service: the failover figures must not take them for a later departure."""
+    from types import SimpleNamespace
+
+    from mrckit.apps.demo.scenario import _sender_events
+    retired = ev(1_000, 1)
+    probed = [ev(1_000 + k * 100, 1, reason="PROBE_RESULT", old="ASSUMED_BAD") for k in range(1, 4)]
+    run = SimpleNamespace(events=[retired, *probed], sender="h0-0", receiver_nic="2001:db8::1")
+    assert _sender_events(run) == [retired]

@@ -233,7 +233,11 @@ def _on_path(plane: int, spine: int, fault: FaultInfo) -> bool:
 
 
 def _sender_events(run: RunRecord) -> list[AgentEvent]:
-    return [e for e in run.events if e.host == run.sender and e.peer in ("", run.receiver_nic)]
+    """The sender agent's EV state changes toward the receiver (and its port and link events).
+    A PROBE_RESULT repeats its EV's state (a probe's outcome, not a change): left out, or a dead
+    EV's later probe results would move the time it left service."""
+    return [e for e in run.events if e.host == run.sender and e.peer in ("", run.receiver_nic)
+            and e.reason != "PROBE_RESULT"]
 
 
 def _failover(run: RunRecord) -> Failover:
