@@ -132,7 +132,7 @@ class ProbeMixin(AgentCore):
         if ev in st.retired:
             if target.streak < need:
                 self._report_probe(peer, st, ev, BAD, ok, now)
-            if target.streak >= need:
+            else:
                 del st.retired[ev]
                 st.backups.setdefault(ev_plane(ev), []).append(ev)
                 self._publish(make_event(str(peer), ev, BAD, GOOD, Reason.PROBE_OK.name, ts_ns=now,

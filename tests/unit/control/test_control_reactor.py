@@ -23,8 +23,8 @@ def bad(peer, e, t):
                       wall_time_ns=t)
 
 
-def probe(peer, e, ok, links, t, state=DENIED):
-    return pb.EvEvent(peer=NIC[peer], ev=e, old_state=state, new_state=state, reason="PROBE_RESULT",
+def probe(peer, e, ok, links, t, state=DENIED, nic=NIC):
+    return pb.EvEvent(peer=nic[peer], ev=e, old_state=state, new_state=state, reason="PROBE_RESULT",
                       probe_ok=ok, link=",".join(links), wall_time_ns=t)
 
 
@@ -32,8 +32,7 @@ def probes_fail(r, host, peer, e, t, span=SETTLE, nic=NIC):
     """``host``'s probes of its retired EV ``e`` toward ``peer`` fail from ``t`` for ``span``:
     the first failure reported at once, the last ``span`` later (the agent's report rate)."""
     for when in (t, t + span):
-        r.event(host, pb.EvEvent(peer=nic[peer], ev=e, old_state=ASSUMED_BAD, new_state=ASSUMED_BAD,
-                                 reason="PROBE_RESULT", probe_ok=False, wall_time_ns=when), when)
+        r.event(host, probe(peer, e, False, [], when, ASSUMED_BAD, nic), when)
 
 
 def reactor():
