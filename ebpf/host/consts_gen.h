@@ -5,6 +5,7 @@
 /* Limits */
 #define HOST_MAX_EVS 256 /* slots in one EV set */
 #define HOST_TX_RECORDS 65536 /* entries of tx_records, a power of two */
+#define HOST_RX_PATHS 4096 /* entries of rx_paths (LRU) */
 
 /* host_config.mode */
 #define HOST_MODE_SRV6 0

@@ -33,23 +33,6 @@ static __always_inline void path_da(struct mrc_usid_container *da, __u32 locator
 	*u = bpf_htons(usid(plane, MRC_USID_ROLE_DOWN, dst_down));
 }
 
-/* dst is an mrckit NIC address 2001:db8:100:L::H (design 3.3)? Fills leaf and downlink. */
-static __always_inline int parse_nic(const struct mrc_host_addr *a, __u32 *leaf, __u32 *down)
-{
-	__u32 h;
-
-	if (a->prefix != bpf_htonl(MRC_ADDR_PREFIX) || a->kind != bpf_htons(MRC_NIC_HEXTET))
-		return 0;
-	if (a->zero_hi | a->zero_lo)
-		return 0;
-	*leaf = bpf_ntohs(a->leaf);
-	h = bpf_ntohs(a->host);
-	if (*leaf >= MRC_MAX_T0_PER_PLANE || h == 0 || h > MRC_MAX_DOWNLINKS_PER_T0 - 1)
-		return 0;
-	*down = h - 1;
-	return 1;
-}
-
 #define TX_HDRS (MRC_ETH_LEN + MRC_IPV6_LEN + MRC_UDP_LEN + MRC_BTH_LEN)
 
 static __always_inline __u8 tx_dscp(__u8 opcode, __u8 bth_flags, __u8 *ecn)

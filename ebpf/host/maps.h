@@ -217,6 +217,20 @@ struct {
 	__type(value, struct tx_rec);
 } tx_records SEC(".maps");
 
+/* Packets XDP ingress accepted from the fabric, by the path they came on (docs/host.md,
+ * "Arrivals"): key = the sender's EV path bits (plane and T1: EV bits 31..20, read from the UDP
+ * source port) | the sender's leaf * MRC_MAX_DOWNLINKS_PER_T0 + its downlink (from its NIC
+ * address), value = packets, per CPU. A count that grows proves that path good in the direction
+ * toward this host, whatever the endpoint above made of the packets: a slow host's timeouts are
+ * not a failed link's. Counted after any fault program in front of the port, so a fault's drops
+ * are not arrivals. LRU: an evicted key starts again from 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, HOST_RX_PATHS);
+	__type(key, __u32);
+	__type(value, __u64);
+} rx_paths SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
@@ -245,6 +259,24 @@ static __always_inline __u32 addr_fold(const void *a)
 
 	__builtin_memcpy(&w, a, sizeof(w));
 	return w.w0 ^ w.w1 ^ w.w2 ^ w.w3;
+}
+
+/* Is a an mrckit NIC address 2001:db8:100:L::H (design 3.3)? Fills leaf and downlink. Tc egress
+ * reads the destination's, XDP ingress the sender's (rx_paths). */
+static __always_inline int parse_nic(const struct mrc_host_addr *a, __u32 *leaf, __u32 *down)
+{
+	__u32 h;
+
+	if (a->prefix != bpf_htonl(MRC_ADDR_PREFIX) || a->kind != bpf_htons(MRC_NIC_HEXTET))
+		return 0;
+	if (a->zero_hi | a->zero_lo)
+		return 0;
+	*leaf = bpf_ntohs(a->leaf);
+	h = bpf_ntohs(a->host);
+	if (*leaf >= MRC_MAX_T0_PER_PLANE || h == 0 || h > MRC_MAX_DOWNLINKS_PER_T0 - 1)
+		return 0;
+	*down = h - 1;
+	return 1;
 }
 
 #endif /* MRC_HOST_MAPS_H */

@@ -17,6 +17,25 @@ static __always_inline void count(__u32 idx)
 		*v += 1;
 }
 
+/* One more arrival from the host at src through the sender's EV's plane and T1 (the UDP source
+ * port holds EV bits 31..16): the rx_paths key (maps.h). A sender that is no mrckit host counts
+ * nowhere. */
+static __always_inline void count_rx_path(const struct udphdr *udp, const struct mrc_host_addr *src)
+{
+	__u32 key = ((__u32)bpf_ntohs(udp->source) << MRC_EV_SPORT_SHIFT) & ~(__u32)MRC_EV_SALT_MASK;
+	__u32 leaf, down;
+	__u64 one = 1, *n;
+
+	if (!parse_nic(src, &leaf, &down))
+		return;
+	key |= leaf * MRC_MAX_DOWNLINKS_PER_T0 + down;
+	n = bpf_map_lookup_elem(&rx_paths, &key);
+	if (n)
+		*n += 1;
+	else
+		bpf_map_update_elem(&rx_paths, &key, &one, BPF_NOEXIST);
+}
+
 static __always_inline void emit(const __u8 *peer, struct ev_slot *s, __u8 new_state,
 				 __u8 reason, __u64 now)
 {

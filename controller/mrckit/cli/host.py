@@ -204,7 +204,8 @@ def deny(target, ev_value, peer, link, allow, fabric) -> None:
 @click.option("--fabric", help=FABRIC_HELP)
 def planes(target, fabric) -> None:
     """Show HOST's per-plane statistics: EVs by state, retired EVs and traffic, summed over the
-    live peers, then per peer. In ecmp mode (EVs are opaque) this is the failure evidence."""
+    live peers, then per peer, and its arrivals: the packets it accepted by the path they came
+    on. In ecmp mode (EVs are opaque) this is the failure evidence."""
     from rich.console import Console
     from rich.table import Table
 
@@ -225,7 +226,26 @@ def planes(target, fabric) -> None:
         table.add_row(r.peer or "(all)", str(r.plane), "up" if r.port_up else "DOWN", str(r.evs), str(r.good),
                       str(r.skip), str(r.assumed_bad), str(r.denied), str(r.retired), str(r.tx_packets),
                       str(r.tx_bytes), str(r.acked), str(r.nacks), str(r.skips))
-    Console(width=None if sys.stdout.isatty() else 240).print(table)
+    console = Console(width=None if sys.stdout.isatty() else 240)
+    console.print(table)
+    if stats.rx_paths:
+        console.print(arrivals_table(stats.mode, stats.rx_paths))
+
+
+def arrivals_table(mode: str, rx_paths):
+    """The arrivals (``RxPath`` rows) as a table: plane, T1, sender (its NIC address), packets.
+    The T1 cell is ``-`` in ecmp mode, where EVs name no spine."""
+    from rich.table import Table
+
+    from ..wire.addressing import nic_address
+
+    table = Table(title="arrivals: packets accepted, by the path they came on")
+    for col in ("plane", "T1", "sender", "packets"):
+        table.add_column(col, justify="left" if col == "sender" else "right")
+    for r in rx_paths:
+        table.add_row(str(r.plane), ev_t1_cell(mode, r.t1), str(nic_address(r.src_leaf, r.src_downlink)),
+                      str(r.packets))
+    return table
 
 
 def _where(target: str, where: str) -> str:

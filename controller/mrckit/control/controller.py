@@ -186,6 +186,7 @@ class Controller:
         self.ready = asyncio.Event()  # every switch reconciled once and every host configured once
         self._wake = asyncio.Event()
         self._acked: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
+        self._arrivals: dict[str, dict[tuple[int, int, int, int], tuple[int, int]]] = {}
         self._last_poll = 0
         self._dirty = True
 
@@ -535,8 +536,9 @@ class Controller:
         return None
 
     async def _poll_good(self) -> None:
-        """Poll every host's EV table; an EV still GOOD whose acks grew since the last poll
-        is a working path (good evidence for the reactor)."""
+        """Poll every host's EV table and arrivals: an EV still GOOD whose acks grew since the
+        last poll is a working path, and so is a path whose arrivals at its receiver grew
+        (good evidence for the reactor)."""
         self._last_poll = time.time_ns()
         live = [hs for hs in self.hosts.values() if hs.watching and hs.session is not None]
         replies = await asyncio.gather(*(_open(hs).stats(include_evs=True) for hs in live), return_exceptions=True)
@@ -553,6 +555,20 @@ class Controller:
                     if prev is not None and e.state == GOOD and e.acked > prev[0]:
                         self.reactor.good(hs.target.name, peer.peer, e.ev, prev[1], now)
             self._acked[hs.target.name] = after
+            self._poll_arrivals(hs.target.name, reply.rx_paths, now)
+
+    def _poll_arrivals(self, host: str, rx_paths, now: int) -> None:
+        """Tell the reactor which of ``host``'s arrival counts (``RxPath`` rows) grew since the
+        last poll. A count that fell (its key was evicted and came back) only resets the base."""
+        before = self._arrivals.get(host, {})
+        after = {}
+        for row in rx_paths:
+            key = (row.plane, row.t1, row.src_leaf, row.src_downlink)
+            after[key] = (row.packets, now)
+            prev = before.get(key)
+            if prev is not None and row.packets > prev[0]:
+                self.reactor.arrived(host, row, prev[1], now)
+        self._arrivals[host] = after
 
     async def _carry_out(self, action: Action) -> None:
         deny = action.kind == "deny"

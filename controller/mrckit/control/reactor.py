@@ -24,6 +24,15 @@ Rules:
   touches one plane only. That pair's evidence is set aside (an ``end_host`` mark on the
   timeline says so) and does not localise; a host whose port really went down says so itself
   (PORT_DOWN). A one-plane fabric keeps all evidence;
+- arrivals prove paths good: each host's dataplane counts the packets it accepts by the path
+  they came on (plane, T1 and sender: ``rx_paths``, polled with the EV counters). A count that
+  grew in a poll window that began after a path's failing evidence proves that path's links
+  good in the direction it crosses them (the sender's host link and leaf uplink up, the
+  receiver's leaf uplink and host link down), and those links are taken out of that evidence.
+  A path whose every link is so proven is not failing: its packets arrived, and the timeouts
+  were a slow host's (its SACKs or its sweep late), not a failed link's; an ``arrivals`` mark
+  on the timeline says so. Such evidence counts toward no rule below, the end-host rule's
+  included. A failed link carries nothing, so no count across it grows;
 - weak evidence waits: a suspect that fewer than ``min_support`` failing EVs name alone (EVs
   whose path crosses no other suspect of the answer) is not denied at ``settle_ns`` with the
   rest of the answer. A failed link fails every EV across it, from every sender; one or two EVs
@@ -70,6 +79,7 @@ from dataclasses import dataclass, field
 
 from ..topology import Topology, TopologyError, path_for_ev
 from ..topology.paths import EV_PATH_MASK
+from ..wire.addressing import host_link_name, t1_link_name
 from ..wire.ev import ev_unpack
 from .localise import Localisation, localise
 from .reach import is_host_link, safe_subset
@@ -148,6 +158,9 @@ class FailureReactor:
     _reported_up: dict[str, str] = field(default_factory=dict)  # denied link reported up -> source
     _end_hosts_noted: set[frozenset[str]] = field(default_factory=set)
     _suspected: dict[str, list[frozenset[str]]] = field(default_factory=dict)  # ambiguous deny -> its evidence
+    _arrived: dict[tuple[str, str], int] = field(default_factory=dict)  # (link, direction) -> proof window start (ns)
+    _directed: dict[tuple, frozenset[tuple[str, str]] | None] = field(default_factory=dict)
+    _arrivals_noted: set[frozenset[str]] = field(default_factory=set)
 
     # --- evidence in --------------------------------------------------------------------
     def links_of(self, host: str, peer: str, ev: int) -> frozenset[str] | None:
@@ -194,6 +207,24 @@ class FailureReactor:
             key = (host, peer, ev & EV_PATH_MASK)
             self._good[key] = _Evidence(links, now_ns)
             self._bad.pop(key, None)
+
+    def arrived(self, host: str, path, since_ns: int, now_ns: int) -> None:
+        """``host`` received packets on ``path`` (an ``RxPath`` of host_agent.proto, a key of its
+        dataplane's ``rx_paths``: plane, t1, src_leaf, src_downlink) between two polls at
+        ``since_ns`` and ``now_ns`` (ns): every link of that path carried them toward ``host``,
+        if that was after the episode began (module docstring, "arrivals"). Senders, planes or
+        T1s the topology lacks are ignored."""
+        if self._episode is None or since_ns < self._episode:
+            return
+        src = self.topology.host_at(path.src_leaf, path.src_downlink)
+        if src is None:
+            return
+        try:
+            links = _directed_links(self.topology, src, self.topology.host(host), path.plane, path.t1)
+        except (TopologyError, ValueError):
+            return
+        for link in links:
+            self._arrived[link] = max(self._arrived.get(link, 0), since_ns)
 
     def note_link_down(self, link: str, time_ns: int, source: str = "fault") -> None:
         """Record that ``link`` went down at ``time_ns`` (a fault injector's log), for the
@@ -243,6 +274,7 @@ class FailureReactor:
         if self._episode is None:
             self._episode = now_ns
             self._good.clear()
+            self._arrived.clear()
             what = f"{host}: {ev.reason} peer {ev.peer or '-'} EV 0x{ev.ev:08x}"
             self.timeline.add("first_assumed_bad", ev.wall_time_ns or now_ns, (), what)
 
@@ -277,10 +309,47 @@ class FailureReactor:
         return [e.links for _, e in self._unexplained(end_hosts)]
 
     def _unexplained(self, end_hosts: set[frozenset[str]] | None = None) -> list[tuple[tuple, _Evidence]]:
-        """(key, evidence) of :meth:`unexplained_failing`'s paths."""
+        """(key, evidence) of :meth:`unexplained_failing`'s paths, each without the links that
+        arrivals prove good in the direction the path crosses them."""
         end_hosts = self.end_host_pairs() if end_hosts is None else end_hosts
+        return [(k, e) for k, e in self._failing_now() if _pair(k) not in end_hosts]
+
+    def _failing_now(self) -> list[tuple[tuple, _Evidence]]:
+        """The failing evidence that no denied or reported link explains, each path without
+        its links that packets crossed toward its receiver since it failed (arrivals); a path
+        left with no link is not failing."""
         explained = self._explaining()
-        return [(k, e) for k, e in self._bad.items() if not (e.links & explained) and _pair(k) not in end_hosts]
+        out = []
+        for k, e in self._bad.items():
+            if e.links & explained:
+                continue
+            proven = {link for link, way in self._directions(k) if self._arrived.get((link, way), -1) >= e.time_ns}
+            if proven:
+                e = _Evidence(e.links - proven, e.time_ns, e.evs)
+            if e.links:
+                out.append((k, e))
+        return out
+
+    def arrivals_explain(self) -> set[frozenset[str]]:
+        """Host pairs (as :func:`_pair` names them) with failing evidence that arrivals
+        explain entirely: the receiver got packets across every link of each such path after
+        it failed. Those are a slow host's timeouts, not a failed link's."""
+        explained = self._explaining()
+        left = {_pair(k) for k, _ in self._failing_now()}
+        return {_pair(k) for k, e in self._bad.items() if not (e.links & explained)} - left
+
+    def _directions(self, key: tuple) -> frozenset[tuple[str, str]]:
+        """The (link, direction) pairs that the path of evidence ``key`` crosses (empty when the
+        topology lacks it)."""
+        if key not in self._directed:
+            host, peer, bits = key
+            try:
+                plane, t1, _ = ev_unpack(bits)
+                self._directed[key] = _directed_links(self.topology, self.topology.host(host),
+                                                      self.topology.host(peer), plane, t1)
+            except (TopologyError, ValueError):
+                self._directed[key] = None
+        return self._directed[key] or frozenset()
 
     def _explaining(self) -> set[str]:
         """Links that explain failing evidence across them: denied, being denied, or reported
@@ -294,10 +363,8 @@ class FailureReactor:
         if self.topology.planes < 2:
             return set()
         planes: dict[frozenset[str], set[int]] = {}
-        explained = self._explaining()
-        for key, e in self._bad.items():
-            if not (e.links & explained):
-                planes.setdefault(_pair(key), set()).add(ev_unpack(key[2])[0])
+        for key, _ in self._failing_now():
+            planes.setdefault(_pair(key), set()).add(ev_unpack(key[2])[0])
         return {pair for pair, seen in planes.items() if len(seen) >= self.topology.planes}
 
     def _note_end_hosts(self, current: set[frozenset[str]], now_ns: int) -> None:
@@ -308,6 +375,16 @@ class FailureReactor:
             self.timeline.add("end_host", now_ns, (), f"every plane between {a} and {b} failing alike: "
                               "an end host's trouble (slow or stopped), not a link's; not localised")
         self._end_hosts_noted = current
+
+    def _note_arrivals(self, now_ns: int) -> None:
+        """Put each host pair whose failing paths arrivals newly explain on the timeline, once
+        while that lasts."""
+        current = self.arrivals_explain()
+        for pair in sorted(current - self._arrivals_noted, key=sorted):
+            a, b = sorted(pair)
+            self.timeline.add("arrivals", now_ns, (), f"failing paths between {a} and {b} carried packets to "
+                              "their receiver after they failed: a slow host's timeouts, not a link's; not localised")
+        self._arrivals_noted = current
 
     def quiet(self) -> bool:
         """Whether no decision can change with time alone: no failure evidence is held (so no
@@ -329,6 +406,7 @@ class FailureReactor:
         failing = [e.links for _, e in evidence]
         ports_down = [link for link in self._ports_down if link not in self.denied]
         self._note_end_hosts(end_hosts, now_ns)
+        self._note_arrivals(now_ns)
         if not failing and not ports_down:
             self._episode = None
             self.withheld.clear()  # a new episode judges its evidence afresh
@@ -499,3 +577,25 @@ def _pair(key: tuple) -> frozenset[str]:
     is named by its name on one end and its NIC address on the other, so the two directions of
     one pair are two pairs here; each is judged on its own evidence."""
     return frozenset(key[:2])
+
+
+UP, DOWN = "up", "down"
+"""Directions of a link: toward the T1 (up) or toward the host (down)."""
+
+
+def _directed_links(topo: Topology, src, dst, plane: int, t1: int) -> frozenset[tuple[str, str]]:
+    """The (link name, direction) pairs of the path from host ``src`` to host ``dst`` on
+    ``plane`` through ``t1`` (design 3.3; T1 ignored within one leaf): the source's host link
+    and its leaf's uplink up, the destination leaf's uplink and host link down.
+
+    Raises:
+        TopologyError: the fabric lacks the plane or T1.
+    """
+    if plane >= topo.planes:
+        raise TopologyError(f"plane {plane} outside the fabric's 0..{topo.planes - 1}")
+    out = {(host_link_name(plane, src.leaf, src.downlink), UP), (host_link_name(plane, dst.leaf, dst.downlink), DOWN)}
+    if src.leaf != dst.leaf:
+        if t1 >= topo.t1_per_plane[plane]:
+            raise TopologyError(f"plane {plane} has no T1 {t1}")
+        out |= {(t1_link_name(plane, src.leaf, t1), UP), (t1_link_name(plane, dst.leaf, t1), DOWN)}
+    return frozenset(out)

@@ -1,5 +1,5 @@
 """The failure timeline: link down -> first ASSUMED_BAD (-> evidence set aside as an end
-host's, not a link's) -> localisation (-> links the connectivity guard withheld) -> DENY on all hosts -> lifted; in EV-hash mode link down ->
+host's, not a link's, or explained by arrivals) -> localisation (-> links the connectivity guard withheld) -> DENY on all hosts -> lifted; in EV-hash mode link down ->
 reroute (groups changed on the switches) -> link up -> restore (``reroute.py``). Times are
 wall-clock ns (CLOCK_REALTIME: the hosts' ``wall_time_ns`` and the controller's clock agree on
 one machine; across machines they are as good as NTP)."""
@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-KINDS = ("link_down", "first_assumed_bad", "end_host", "localised", "withheld", "deny_all_hosts", "lifted",
+KINDS = ("link_down", "first_assumed_bad", "end_host", "arrivals", "localised", "withheld", "deny_all_hosts", "lifted",
          "link_up", "reroute", "restore")
 MAX_ENTRIES = 1000
 

@@ -454,6 +454,15 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             out["agent_live_peers"] = sum(1 for _ in dp.peers.keys())
             return out
 
+    def rx_paths(self) -> list[dict]:
+        """Packets the XDP ingress accepted from the fabric by the path they came on, one row
+        per (plane, t1, src_leaf, src_downlink) with its ``packets`` (the ``RxPath`` message of
+        host_agent.proto; docs/host.md, "Arrivals"). Raises MrcError: not configured."""
+        with self._lock:
+            self._require()
+            counts = self._dataplane().rx_path_counts()
+        return [dict(k._asdict(), packets=n) for k, n in sorted(counts.items())]
+
     def ev_table(self, peer: str | None = None) -> list[dict]:
         """Rows of the EV table of every live peer (or one): peer, slot, ev, plane, t1, state,
         path (outer DA), tx/ack counters; retired EVs follow with ``retired`` true."""

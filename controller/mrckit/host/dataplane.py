@@ -22,7 +22,8 @@ from ..wire.ev import ev_plane
 from ..wire.usid import DEFAULT_LOCATOR
 from .maps import (HOST_MODES, LINK_KIND, MAX_EVS, SLOT_WRITE_CLEAR_PENDING, U8, EvEvent, EvSet,
                    EvSlot, HostConfigMap, HostLoad, LinkKey, PeerKey, PlaneGroup, PlanePort,
-                   SlotWrite, SlotWriteResult, Stat, TxRec, tx_index)
+                   RxPath, SlotWrite, SlotWriteResult, Stat, TxRec, split_rx_path_key,
+                   tx_index)
 
 OBJECT = "mrc_host"
 TC_PROG = "mrc_host_egress"
@@ -117,6 +118,7 @@ class HostDataplane:
         self.denied = self.obj.map("denied_links", key_type=LinkKey, value_type=ctypes.c_uint8)
         self.stats = self.obj.map("host_stats", key_type=U32, value_type=ctypes.c_uint64)
         self.tx_records = self.obj.map("tx_records", key_type=U32, value_type=TxRec)
+        self.rx_paths = self.obj.map("rx_paths", key_type=U32, value_type=ctypes.c_uint64)
         self.egress: Program = self.obj.program(TC_PROG)
         self.ingress: Program = self.obj.program(XDP_PROG)
         self.slot_writer: Program = self.obj.program(SLOT_WRITE_PROG)
@@ -311,6 +313,11 @@ class HostDataplane:
         if rec is None or rec.psn != psn or bytes(rec.peer) != raw:
             return None
         return rec
+
+    def rx_path_counts(self) -> dict[RxPath, int]:
+        """Packets XDP ingress accepted, summed over CPUs, by (plane, T1, sender): the
+        ``rx_paths`` map (docs/host.md, "Arrivals")."""
+        return {split_rx_path_key(int(k)): int(v) for k, v in self.rx_paths.items_sum()}
 
     def stat_values(self) -> dict[str, int]:
         """Every ``host_stats`` counter summed over CPUs, by ``Stat`` name."""

@@ -74,6 +74,7 @@ def render_c() -> str:
     lines += _defines("Limits", [
         ("HOST_MAX_EVS", maps.MAX_EVS, "slots in one EV set"),
         ("HOST_TX_RECORDS", maps.TX_RECORDS, "entries of tx_records, a power of two"),
+        ("HOST_RX_PATHS", maps.RX_PATHS, "entries of rx_paths (LRU)"),
     ])
     lines += _defines("host_config.mode", [(f"HOST_MODE_{name.upper()}", v, "")
                                            for name, v in maps.HOST_MODES.items()])

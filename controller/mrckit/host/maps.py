@@ -7,8 +7,10 @@ other field is host order, as the BPF program reads it.
 
 import ctypes
 from enum import IntEnum
+from typing import NamedTuple
 
-from ..wire.constants import MAX_PLANES, EvState
+from ..wire.constants import MAX_DOWNLINKS_PER_T0, MAX_PLANES, MAX_T0_PER_PLANE, EvState
+from ..wire.ev import SALT_MASK, ev_pack, ev_plane, ev_t1
 
 MAX_EVS = 256
 """Slots in one EV set (the C HOST_MAX_EVS)."""
@@ -228,6 +230,41 @@ class TxRec(ctypes.Structure):
 
 TX_RECORDS = 65536
 """Entries of ``tx_records`` (the C HOST_TX_RECORDS, a power of two)."""
+
+RX_PATHS = 4096
+"""Entries of ``rx_paths`` (the C HOST_RX_PATHS): (plane, T1, sender) keys kept at once, least
+recently used evicted."""
+
+
+class RxPath(NamedTuple):
+    """One key of ``rx_paths``: packets came in on ``plane`` through ``t1`` (the sender's EV's
+    T1 field, which a path between hosts of one leaf ignores) from the host at ``src_leaf``,
+    ``src_downlink``."""
+
+    plane: int
+    t1: int
+    src_leaf: int
+    src_downlink: int
+
+
+def rx_path_key(plane: int, t1: int, src_leaf: int, src_downlink: int) -> int:
+    """The ``rx_paths`` key of (plane, T1, sender): the EV path bits | leaf * the downlinks per
+    T0 + downlink (the C count_rx_path).
+
+    Raises:
+        ValueError: a field out of range.
+    """
+    if not 0 <= src_leaf < MAX_T0_PER_PLANE:
+        raise ValueError(f"src_leaf={src_leaf} is out of range 0..{MAX_T0_PER_PLANE - 1}")
+    if not 0 <= src_downlink < MAX_DOWNLINKS_PER_T0:
+        raise ValueError(f"src_downlink={src_downlink} is out of range 0..{MAX_DOWNLINKS_PER_T0 - 1}")
+    return ev_pack(plane, t1, src_leaf * MAX_DOWNLINKS_PER_T0 + src_downlink)
+
+
+def split_rx_path_key(key: int) -> RxPath:
+    """The (plane, T1, sender leaf, sender downlink) of an ``rx_paths`` key."""
+    src_leaf, src_downlink = divmod(key & SALT_MASK, MAX_DOWNLINKS_PER_T0)
+    return RxPath(ev_plane(key), ev_t1(key), src_leaf, src_downlink)
 
 
 def tx_index(peer: bytes, psn: int) -> int:

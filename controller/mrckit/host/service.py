@@ -74,7 +74,8 @@ class HostAgentService(pbg.HostAgentServicer):
             out = pb.Stats(counters=self.agent.stats(), mode=self.agent.cfg.mode,
                            planes=[pb.PlaneStats(**row) for row in self.agent.plane_stats()],
                            denied_links=self.agent.denied_links(),
-                           denials_applied=not self.agent.denial_note())
+                           denials_applied=not self.agent.denial_note(),
+                           rx_paths=[pb.RxPath(**row) for row in self.agent.rx_paths()])
             if request.include_evs:
                 by_peer: dict[str, list] = {}
                 for row in self.agent.ev_table(request.peer or None):

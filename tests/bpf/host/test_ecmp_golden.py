@@ -9,7 +9,7 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from mrckit.host.maps import Reason
+from mrckit.host.maps import Reason, RxPath
 from mrckit.wire.constants import AGENT_UDP_PORT, QP_ENDPOINT_OPS, EvState, MultipathState, NackReason
 from mrckit.wire.ev import ev_pack
 
@@ -145,6 +145,7 @@ def test_data_passes_up_unchanged_with_its_marks(ecmp_dp):
     assert (res.retval, res.data) == (XDP_PASS, frame)  # nothing to decapsulate or copy
     st = ecmp_dp.stat_values()
     assert (st["RX_PLAIN"], st["RX_DECAP"], st["RX_DROP_CE_NOT_ECT"]) == (1, 0, 0)
+    assert ecmp_dp.rx_path_counts() == {RxPath(0, 3, pkt.B_LEAF, pkt.B_DOWN): 1}  # the sender's EV path bits, the sender
 
 
 def test_sack_on_a_plain_packet_acks_its_ev(fb):
@@ -211,3 +212,4 @@ def test_foreign_truncated_and_encapsulated_frames(ecmp_dp):
     st = ecmp_dp.stat_values()
     assert (st["RX_PASS_OTHER"], st["RX_DROP_MALFORMED"], st["RX_DROP_NOT_CONFIGURED"]) == (3, 1, 1)
     assert (st["RX_DECAP"], st["RX_PLAIN"]) == (0, 0)
+    assert ecmp_dp.rx_path_counts() == {}

@@ -7,7 +7,7 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from mrckit.host.maps import Reason
+from mrckit.host.maps import Reason, RxPath, rx_path_key, split_rx_path_key
 from mrckit.wire.constants import AGENT_UDP_PORT, QP_ENDPOINT_OPS, EvState, MultipathState, NackReason
 from mrckit.wire.ev import ev_pack
 
@@ -80,6 +80,32 @@ def test_not_local_and_truncated_are_dropped_plain_ipv6_passes(dp):
     assert (res.retval, res.data) == (XDP_PASS, plain)
     stats = dp.stat_values()
     assert (stats["RX_DROP_NOT_LOCAL"], stats["RX_DROP_MALFORMED"], stats["RX_PASS_OTHER"]) == (1, 1, 1)
+
+
+def test_arrivals_are_counted_by_plane_t1_and_sender_leaf(dp):
+    """rx_paths counts what XDP ingress accepted for this host, by the sender's EV path bits
+    and the sender; frames it drops or that are not this host's count nowhere."""
+    data = pkt.encapped(pkt.NIC_B, pkt.NIC_A, pkt.write_payload(), ev=PEER_EV, outer_tc=0, inner_tc=0)
+    same_leaf = pkt.encapped(pkt.NIC_C, pkt.NIC_A, pkt.write_payload(), ev=ev_pack(1, 2, 5),
+                             outer_tc=0, inner_tc=0)
+    for frame in (data, data, same_leaf):
+        assert dp.ingress.test_run(frame).retval == XDP_PASS
+    not_local = pkt.encapped(pkt.NIC_B, pkt.NIC_C, pkt.write_payload(), ev=PEER_EV, outer_tc=0, inner_tc=0)
+    ce_not_ect = pkt.encapped(pkt.NIC_B, pkt.NIC_A, pkt.write_payload(), ev=PEER_EV,
+                              outer_tc=pkt.tclass(Dscp.CONTROL, Ecn.CE), inner_tc=0)
+    for frame in (not_local, ce_not_ect, data[:70]):
+        assert dp.ingress.test_run(frame).retval == XDP_DROP
+    assert dp.rx_path_counts() == {RxPath(0, 3, pkt.B_LEAF, pkt.B_DOWN): 2,
+                                   RxPath(1, 2, pkt.C_LEAF, pkt.C_DOWN): 1}
+
+
+def test_rx_path_key_round_trips():
+    key = rx_path_key(15, 255, 1023, 1023)
+    assert key == 0xFFFFFFFF
+    assert split_rx_path_key(key) == RxPath(15, 255, 1023, 1023)
+    assert split_rx_path_key(rx_path_key(1, 2, 3, 4)) == RxPath(1, 2, 3, 4)
+    with pytest.raises(ValueError, match="src_leaf=1024"):
+        rx_path_key(0, 0, 1024, 0)
 
 
 # ---- feedback -------------------------------------------------------------------------------

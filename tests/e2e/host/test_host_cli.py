@@ -163,6 +163,15 @@ def test_cli_in_ecmp_mode_shows_planes_and_says_denials_are_not_applied(ecmp_age
     assert [(c[1], c[2], c[3]) for c in totals] == [("0", "up", "64"), ("1", "up", "64")]
     assert sum(int(c[9]) for c in totals) == 64
     assert [(c[0], c[9]) for c in cells if c[0] == b_nic] == [(b_nic, c[9]) for c in totals]
+    # The receiver counted every packet by the path it came on: plane, T1 ("-": opaque), sender.
+    b_stub = pbg.HostAgentStub(grpc.insecure_channel(f"unix:{tmp}/h1.sock"))
+    assert _wait(lambda: sum(r.packets for r in b_stub.GetStats(pb.GetStatsRequest()).rx_paths) == 64)
+    out = subprocess.run([*MRC, "host", "planes", f"unix:{tmp}/h1.sock"], capture_output=True, text=True)
+    assert out.returncode == 0 and "arrivals" in out.stdout, out.stderr
+    a_nic = str(nic_address(0, 0))
+    arrivals = [[c.strip() for c in line.split("│")[1:-1]] for line in out.stdout.splitlines() if a_nic in line]
+    assert {(r[0], r[1]) for r in arrivals} == {("0", "-"), ("1", "-")}
+    assert sum(int(r[3]) for r in arrivals) == 64
     out = subprocess.run([*MRC, "host", "ev", a_sock], capture_output=True, text=True)
     assert out.returncode == 0 and "(ecmp mode)" in out.stdout and b_nic in out.stdout
     # EVs are opaque in ecmp mode: the T1 column (peer, slot, EV, plane, T1, ...) names no spine.

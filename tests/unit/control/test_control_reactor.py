@@ -444,3 +444,83 @@ def test_a_weak_t0_t1_suspect_still_named_after_the_wait_is_denied_once_its_prob
     assert second.kind == "deny" and second.links == ("p0/t0-1/t1-0",)
     (mark,) = [m for m in r.timeline.marks if m.kind == "localised" and m.links == second.links]
     assert "1 failing EV of h1-1 name it alone" in mark.detail
+
+
+# ---- arrivals: the receiver's dataplane counted packets on the failing paths ------------------
+
+def arrive(r, host, src, plane, t1, since, now):
+    """``host``'s dataplane counted packets from ``src`` on (``plane``, ``t1``) between polls at
+    ``since`` and ``now``."""
+    s = TOPO.host(src)
+    r.arrived(host, pb.RxPath(plane=plane, t1=t1, src_leaf=s.leaf, src_downlink=s.downlink, packets=9),
+              since, now)
+
+
+def slow_receiver(r, t0):
+    """h0-0 and h1-0 time out toward h2-0 on plane 0 over both T1s: the evidence names h2-0's
+    plane-0 host link, strongly."""
+    fail_evs(r, "h0-0", "h2-0", 0, 1, t0)
+    fail_evs(r, "h1-0", "h2-0", 0, 0, t0 + MS, salts=(9, 10, 11))
+
+
+HOST_LINK_H20 = "p0/t0-2/down-0"
+
+
+def test_a_slow_receivers_host_link_is_denied_without_arrivals():
+    r, t0 = reactor(), 1_000 * MS
+    slow_receiver(r, t0)
+    (action,) = r.decide(t0 + SETTLE)
+    assert action.links == (HOST_LINK_H20,)
+
+
+def test_arrivals_on_the_failing_paths_explain_them_and_nothing_is_denied():
+    r, t0 = reactor(), 1_000 * MS
+    slow_receiver(r, t0)
+    arrive(r, "h2-0", "h0-0", 0, 1, t0 + 2 * MS, t0 + 40 * MS)
+    arrive(r, "h2-0", "h1-0", 0, 0, t0 + 2 * MS, t0 + 40 * MS)
+    for t in range(t0 + SETTLE, t0 + 10 * SETTLE, SETTLE):
+        assert r.decide(t) == []
+    assert r.unexplained_failing() == []
+    marks = [m.detail for m in r.timeline.marks if m.kind == "arrivals"]
+    assert len(marks) == 2 and all(NIC["h2-0"] in m for m in marks)  # once per sender and receiver
+
+
+def test_arrivals_from_before_the_failure_or_the_other_way_prove_nothing():
+    r, t0 = reactor(), 1_000 * MS
+    slow_receiver(r, t0)
+    fail_evs(r, "h0-0", "h2-0", 0, 1, t0 + 10 * MS, salts=(31,))  # the paths failed again, later
+    fail_evs(r, "h1-0", "h2-0", 0, 0, t0 + 10 * MS, salts=(32,))
+    arrive(r, "h2-0", "h0-0", 0, 1, t0 - 10 * MS, t0 + 40 * MS)  # the window began before the episode
+    arrive(r, "h2-0", "h1-0", 0, 0, t0 + 5 * MS, t0 + 40 * MS)   # ... before the paths' last failure
+    arrive(r, "h0-0", "h2-0", 0, 1, t0 + 20 * MS, t0 + 40 * MS)  # h2-0 -> h0-0: the other direction
+    (action,) = r.decide(t0 + SETTLE)
+    assert action.links == (HOST_LINK_H20,)
+
+
+def test_arrivals_on_one_path_leave_the_others_links_to_localise():
+    """h2-0's plane-0 host link is proven by h1-0's arrivals; h0-0's paths over T1 1 still fail
+    and nothing proves them: T1 1's uplink of leaf 0 is the answer, not the receiver's link."""
+    r, t0 = reactor(), 1_000 * MS
+    fail_evs(r, "h0-0", "h2-0", 0, 1, t0)
+    fail_evs(r, "h0-0", "h1-0", 0, 1, t0, salts=(9, 10, 11))
+    arrive(r, "h2-0", "h1-0", 0, 0, t0 + 2 * MS, t0 + 40 * MS)
+    arrive(r, "h1-0", "h2-0", 0, 1, t0 + 2 * MS, t0 + 40 * MS)
+    r.good("h0-0", NIC["h1-0"], ev(0, 0), since_ns=t0 + 2 * MS, now_ns=t0 + 40 * MS)
+    (action,) = r.decide(t0 + SETTLE)
+    assert action.links == (DOWN,)
+
+
+def test_a_plane_that_arrivals_explain_does_not_make_an_end_host():
+    """h0-0's EVs toward h2-0 fail on both planes; plane 1's paths carried packets all along (a
+    late SACK retired them), so this is no end host's trouble: plane 0's failure is localised."""
+    r, t0 = reactor(), 1_000 * MS
+    slow_receiver(r, t0)
+    fail_evs(r, "h0-0", "h2-0", 1, 0, t0, salts=(21, 22, 23))
+    fail_evs(r, "h1-0", "h2-0", 1, 1, t0, salts=(24, 25, 26))
+    assert r.end_host_pairs()
+    arrive(r, "h2-0", "h0-0", 1, 0, t0 + 2 * MS, t0 + 40 * MS)
+    arrive(r, "h2-0", "h1-0", 1, 1, t0 + 2 * MS, t0 + 40 * MS)
+    assert r.end_host_pairs() == set()
+    (action,) = r.decide(t0 + SETTLE)
+    assert action.links == (HOST_LINK_H20,)
+    assert not [m for m in r.timeline.marks if m.kind == "end_host"]
