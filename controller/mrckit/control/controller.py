@@ -171,7 +171,7 @@ class Controller:
         self.connect_timeout_s = connect_timeout_s
         self.reconfigure_hosts = reconfigure_hosts
         self.reactor = FailureReactor(topology, settle_ns=settle_ns, ambiguous_wait_ns=3 * settle_ns,
-                                      lift_successes=lift_successes)
+                                      lift_successes=lift_successes, arrival_polls=True)
         self.status_file = saved_status_path(name, run_dir) if run_dir is not None else None
         self.address = listen or (controller_address(name, run_dir) if run_dir is not None else None)
         if self.address is not None:
@@ -186,7 +186,7 @@ class Controller:
         self.ready = asyncio.Event()  # every switch reconciled once and every host configured once
         self._wake = asyncio.Event()
         self._acked: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
-        self._arrivals: dict[str, dict[tuple[int, int, int, int], tuple[int, int]]] = {}
+        self._arrivals: dict[str, tuple[int, dict[tuple[int, int, int, int], int]]] = {}
         self._last_poll = 0
         self._dirty = True
 
@@ -558,17 +558,20 @@ class Controller:
             self._poll_arrivals(hs.target.name, reply.rx_paths, now)
 
     def _poll_arrivals(self, host: str, rx_paths, now: int) -> None:
-        """Tell the reactor which of ``host``'s arrival counts (``RxPath`` rows) grew since the
-        last poll. A count that fell (its key was evicted and came back) only resets the base."""
-        before = self._arrivals.get(host, {})
+        """Tell the reactor that ``host``'s arrivals were polled over the window since its last
+        poll, and which of its counts (``RxPath`` rows) grew in it. A count that fell (its key
+        was evicted and came back) only resets the base."""
+        since, before = self._arrivals.get(host, (None, {}))
         after = {}
         for row in rx_paths:
             key = (row.plane, row.t1, row.src_leaf, row.src_downlink)
-            after[key] = (row.packets, now)
+            after[key] = row.packets
             prev = before.get(key)
-            if prev is not None and row.packets > prev[0]:
-                self.reactor.arrived(host, row, prev[1], now)
-        self._arrivals[host] = after
+            if since is not None and prev is not None and row.packets > prev:
+                self.reactor.arrived(host, row, since, now)
+        if since is not None:
+            self.reactor.polled(host, since)
+        self._arrivals[host] = (now, after)
 
     async def _carry_out(self, action: Action) -> None:
         deny = action.kind == "deny"

@@ -32,7 +32,10 @@ Rules:
   A path whose every link is so proven is not failing: its packets arrived, and the timeouts
   were a slow host's (its SACKs or its sweep late), not a failed link's; an ``arrivals`` mark
   on the timeline says so. Such evidence counts toward no rule below, the end-host rule's
-  included. A failed link carries nothing, so no count across it grows;
+  included. A failed link carries nothing, so no count across it grows. When the caller polls
+  arrivals (``arrival_polls``, the controller), nothing is localised until every failing path's
+  receiver has been polled over a window that began after the path failed (a busy machine
+  makes polls late), or until ``ambiguous_wait_ns`` after the episode began;
 - weak evidence waits: a suspect that fewer than ``min_support`` failing EVs name alone (EVs
   whose path crosses no other suspect of the answer) is not denied at ``settle_ns`` with the
   rest of the answer. A failed link fails every EV across it, from every sender; one or two EVs
@@ -141,6 +144,7 @@ class FailureReactor:
     min_support: int = MIN_SUPPORT
     probe_confirm_ns: int = PROBE_CONFIRM_NS
     evidence_ttl_ns: int = EVIDENCE_TTL_NS
+    arrival_polls: bool = False  # the caller polls arrivals (polled()): evidence waits for a window after it
     timeline: Timeline = field(default_factory=Timeline)
     denied: dict[str, int] = field(default_factory=dict)        # link -> time denied (ns)
     last: Localisation | None = None
@@ -161,6 +165,7 @@ class FailureReactor:
     _arrived: dict[tuple[str, str], int] = field(default_factory=dict)  # (link, direction) -> proof window start (ns)
     _directed: dict[tuple, frozenset[tuple[str, str]] | None] = field(default_factory=dict)
     _arrivals_noted: set[frozenset[str]] = field(default_factory=set)
+    _polled: dict[str, int] = field(default_factory=dict)  # host -> start of its latest arrivals poll window (ns)
 
     # --- evidence in --------------------------------------------------------------------
     def links_of(self, host: str, peer: str, ev: int) -> frozenset[str] | None:
@@ -225,6 +230,12 @@ class FailureReactor:
             return
         for link in links:
             self._arrived[link] = max(self._arrived.get(link, 0), since_ns)
+
+    def polled(self, host: str, since_ns: int) -> None:
+        """``host``'s arrivals were polled over a window that began at ``since_ns`` (ns), whether
+        or not any grew: evidence toward ``host`` from before ``since_ns`` has been judged
+        (module docstring, "arrivals")."""
+        self._polled[host] = max(self._polled.get(host, 0), since_ns)
 
     def note_link_down(self, link: str, time_ns: int, source: str = "fault") -> None:
         """Record that ``link`` went down at ``time_ns`` (a fault injector's log), for the
@@ -338,6 +349,18 @@ class FailureReactor:
         left = {_pair(k) for k, _ in self._failing_now()}
         return {_pair(k) for k, e in self._bad.items() if not (e.links & explained)} - left
 
+    def _unpolled(self, evidence: list[tuple[tuple, _Evidence]]) -> bool:
+        """Whether some failing path's receiver has not had its arrivals polled over a window
+        that began after the path failed (so arrivals could not have cleared it yet)."""
+        for (_, peer, _), e in evidence:
+            try:
+                receiver = self.topology.host(peer).name
+            except (TopologyError, ValueError):
+                continue
+            if self._polled.get(receiver, -1) < e.time_ns:
+                return True
+        return False
+
     def _directions(self, key: tuple) -> frozenset[tuple[str, str]]:
         """The (link, direction) pairs that the path of evidence ``key`` crosses (empty when the
         topology lacks it)."""
@@ -414,6 +437,9 @@ class FailureReactor:
         if self._episode is None:
             self._episode = now_ns
         if now_ns - self._episode < self.settle_ns and not ports_down:
+            return actions
+        if self.arrival_polls and now_ns - self._episode < self.ambiguous_wait_ns and not ports_down \
+                and self._unpolled(evidence):
             return actions
         loc = localise(failing, [e.links for e in self._good.values()])
         self.last = loc

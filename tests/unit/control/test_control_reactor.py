@@ -524,3 +524,23 @@ def test_a_plane_that_arrivals_explain_does_not_make_an_end_host():
     (action,) = r.decide(t0 + SETTLE)
     assert action.links == (HOST_LINK_H20,)
     assert not [m for m in r.timeline.marks if m.kind == "end_host"]
+
+
+def test_with_arrival_polls_evidence_waits_for_a_poll_of_its_receiver_after_it():
+    """A unique answer is not denied at the settle time while the receivers' arrivals were not
+    polled after the paths failed; once they were (nothing grew), it is."""
+    r, t0 = FailureReactor(TOPO, settle_ns=SETTLE, arrival_polls=True), 1_000 * MS
+    slow_receiver(r, t0)
+    r.polled("h2-0", t0 - 5 * MS)  # a window that began before the failures judges nothing
+    assert r.decide(t0 + SETTLE) == []
+    r.polled("h2-0", t0 + 2 * MS)
+    (action,) = r.decide(t0 + SETTLE + MS)
+    assert action.links == (HOST_LINK_H20,)
+
+
+def test_with_arrival_polls_and_no_poll_at_all_the_evidence_is_judged_at_the_ambiguous_wait():
+    r, t0 = FailureReactor(TOPO, settle_ns=SETTLE, arrival_polls=True), 1_000 * MS
+    slow_receiver(r, t0)
+    assert r.decide(t0 + 3 * SETTLE - 1) == []
+    (action,) = r.decide(t0 + 3 * SETTLE)
+    assert action.links == (HOST_LINK_H20,)
