@@ -89,16 +89,18 @@ static __always_inline __u16 repair_trim(const struct mrc_pkt *p)
 }
 
 /* What both modes do with an MRC packet for the local NIC address (ip6: the IPv6 header that
- * carries UDP, iplen its payload length, already checked against the frame): counted in
- * rx_paths, QP 0x2 traffic to the agent's port, SACK/NACK feedback to the EV state. */
+ * carries UDP, iplen its payload length, already checked against the frame): QP 0x2 traffic
+ * (probes and their answers) counted in rx_paths and sent to the agent's port, SACK/NACK
+ * feedback to the EV state. Only QP 0x2 traffic is counted: every failing path is probed, so
+ * its probes are what cross it after it failed, and data packets pay no map lookup. */
 static __always_inline void rx_mrc(const struct mrc_pkt *p, __u16 iplen, struct host_config *cfg)
 {
 	struct mrc_bth *bth = p->bth;
 
 	if (!bth || iplen < MRC_UDP_LEN + MRC_BTH_LEN || !mrc_is_rocev2(p->udp))
 		return;
-	count_rx_path(p->udp, (const struct mrc_host_addr *)&p->ip->saddr);
 	if (mrc_get24(bth->dqpn) == MRC_QP_ENDPOINT_OPS) {
+		count_rx_path(p->udp, (const struct mrc_host_addr *)&p->ip->saddr);
 		to_agent(p->udp, cfg->agent_port);
 		count(STAT_RX_AGENT);
 	} else if (bth->opcode == MRC_OP_SACK || bth->opcode == MRC_OP_NACK) {

@@ -17,7 +17,7 @@ static __always_inline void count(__u32 idx)
 		*v += 1;
 }
 
-/* One more arrival from the host at src through the sender's EV's plane and T1 (the UDP source
+/* One more endpoint operation from the host at src through the sender's EV's plane and T1 (the UDP source
  * port holds EV bits 31..16): the rx_paths key (maps.h). A sender that is no mrckit host counts
  * nowhere. */
 static __always_inline void count_rx_path(const struct udphdr *udp, const struct mrc_host_addr *src)

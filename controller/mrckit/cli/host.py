@@ -204,7 +204,7 @@ def deny(target, ev_value, peer, link, allow, fabric) -> None:
 @click.option("--fabric", help=FABRIC_HELP)
 def planes(target, fabric) -> None:
     """Show HOST's per-plane statistics: EVs by state, retired EVs and traffic, summed over the
-    live peers, then per peer, and its arrivals: the packets it accepted by the path they came
+    live peers, then per peer, and its arrivals: the probes it accepted by the path they came
     on. In ecmp mode (EVs are opaque) this is the failure evidence."""
     from rich.console import Console
     from rich.table import Table
@@ -233,13 +233,14 @@ def planes(target, fabric) -> None:
 
 
 def arrivals_table(mode: str, rx_paths):
-    """The arrivals (``RxPath`` rows) as a table: plane, T1, sender (its NIC address), packets.
+    """The arrivals (``RxPath`` rows: probes accepted) as a table: plane, T1, sender (its NIC
+    address), packets.
     The T1 cell is ``-`` in ecmp mode, where EVs name no spine."""
     from rich.table import Table
 
     from ..wire.addressing import nic_address
 
-    table = Table(title="arrivals: packets accepted, by the path they came on")
+    table = Table(title="arrivals: probes accepted, by the path they came on")
     for col in ("plane", "T1", "sender", "packets"):
         table.add_column(col, justify="left" if col == "sender" else "right")
     for r in rx_paths:

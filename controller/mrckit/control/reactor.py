@@ -24,8 +24,9 @@ Rules:
   touches one plane only. That pair's evidence is set aside (an ``end_host`` mark on the
   timeline says so) and does not localise; a host whose port really went down says so itself
   (PORT_DOWN). A one-plane fabric keeps all evidence;
-- arrivals prove paths good: each host's dataplane counts the packets it accepts by the path
-  they came on (plane, T1 and sender: ``rx_paths``, polled with the EV counters). A count that
+- arrivals prove paths good: each host's dataplane counts the probes it accepts by the path
+  they came on (plane, T1 and sender: ``rx_paths``, polled with the EV counters); every failing
+  path is probed by its sender. A count that
   grew in a poll window that began after a path's failing evidence proves that path's links
   good in the direction it crosses them (the sender's host link and leaf uplink up, the
   receiver's leaf uplink and host link down), and those links are taken out of that evidence.

@@ -455,9 +455,10 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             return out
 
     def rx_paths(self) -> list[dict]:
-        """Packets the XDP ingress accepted from the fabric by the path they came on, one row
-        per (plane, t1, src_leaf, src_downlink) with its ``packets`` (the ``RxPath`` message of
-        host_agent.proto; docs/host.md, "Arrivals"). Raises MrcError: not configured."""
+        """Probes (QP 0x2 packets) the XDP ingress accepted from the fabric by the path they
+        came on, one row per (plane, t1, src_leaf, src_downlink) with its ``packets`` (the
+        ``RxPath`` message of host_agent.proto; docs/host.md, "Arrivals"). Raises MrcError:
+        not configured."""
         with self._lock:
             self._require()
             counts = self._dataplane().rx_path_counts()

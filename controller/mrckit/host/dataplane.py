@@ -315,8 +315,8 @@ class HostDataplane:
         return rec
 
     def rx_path_counts(self) -> dict[RxPath, int]:
-        """Packets XDP ingress accepted, summed over CPUs, by (plane, T1, sender): the
-        ``rx_paths`` map (docs/host.md, "Arrivals")."""
+        """Probes (QP 0x2 packets) XDP ingress accepted, summed over CPUs, by (plane, T1,
+        sender): the ``rx_paths`` map (docs/host.md, "Arrivals")."""
         return {split_rx_path_key(int(k)): int(v) for k, v in self.rx_paths.items_sum()}
 
     def stat_values(self) -> dict[str, int]:

@@ -145,7 +145,7 @@ def test_data_passes_up_unchanged_with_its_marks(ecmp_dp):
     assert (res.retval, res.data) == (XDP_PASS, frame)  # nothing to decapsulate or copy
     st = ecmp_dp.stat_values()
     assert (st["RX_PLAIN"], st["RX_DECAP"], st["RX_DROP_CE_NOT_ECT"]) == (1, 0, 0)
-    assert ecmp_dp.rx_path_counts() == {RxPath(0, 3, pkt.B_LEAF, pkt.B_DOWN): 1}  # the sender's EV path bits, the sender
+    assert ecmp_dp.rx_path_counts() == {}  # data: not an arrival
 
 
 def test_sack_on_a_plain_packet_acks_its_ev(fb):
@@ -196,6 +196,7 @@ def test_qp2_on_a_plain_packet_goes_to_the_agent_port(ecmp_dp):
     del want[UDP].chksum
     assert res.data == bytes(want)
     assert ecmp_dp.stat_values()["RX_AGENT"] == 2
+    assert ecmp_dp.rx_path_counts() == {RxPath(0, 3, pkt.B_LEAF, pkt.B_DOWN): 2}  # the sender's EV path bits, the sender
 
 
 def test_foreign_truncated_and_encapsulated_frames(ecmp_dp):

@@ -82,18 +82,21 @@ def test_not_local_and_truncated_are_dropped_plain_ipv6_passes(dp):
     assert (stats["RX_DROP_NOT_LOCAL"], stats["RX_DROP_MALFORMED"], stats["RX_PASS_OTHER"]) == (1, 1, 1)
 
 
-def test_arrivals_are_counted_by_plane_t1_and_sender_leaf(dp):
-    """rx_paths counts what XDP ingress accepted for this host, by the sender's EV path bits
-    and the sender; frames it drops or that are not this host's count nowhere."""
+def test_probes_are_counted_by_plane_t1_and_sender(dp):
+    """rx_paths counts the QP 0x2 packets (probes, their answers) XDP ingress accepted for this
+    host, by the sender's EV path bits and the sender; data, and frames it drops or that are
+    not this host's, count nowhere."""
+    erth = pkt.bth(Opcode.EP_REQ, dqpn=QP_ENDPOINT_OPS) + bytes(16)
+    control = pkt.tclass(Dscp.CONTROL)
+    probe = pkt.encapped(pkt.NIC_B, pkt.NIC_A, erth, ev=PEER_EV, outer_tc=control, inner_tc=0)
+    same_leaf = pkt.encapped(pkt.NIC_C, pkt.NIC_A, erth, ev=ev_pack(1, 2, 5), outer_tc=control, inner_tc=0)
     data = pkt.encapped(pkt.NIC_B, pkt.NIC_A, pkt.write_payload(), ev=PEER_EV, outer_tc=0, inner_tc=0)
-    same_leaf = pkt.encapped(pkt.NIC_C, pkt.NIC_A, pkt.write_payload(), ev=ev_pack(1, 2, 5),
-                             outer_tc=0, inner_tc=0)
-    for frame in (data, data, same_leaf):
+    for frame in (probe, probe, same_leaf, data):
         assert dp.ingress.test_run(frame).retval == XDP_PASS
-    not_local = pkt.encapped(pkt.NIC_B, pkt.NIC_C, pkt.write_payload(), ev=PEER_EV, outer_tc=0, inner_tc=0)
-    ce_not_ect = pkt.encapped(pkt.NIC_B, pkt.NIC_A, pkt.write_payload(), ev=PEER_EV,
+    not_local = pkt.encapped(pkt.NIC_B, pkt.NIC_C, erth, ev=PEER_EV, outer_tc=control, inner_tc=0)
+    ce_not_ect = pkt.encapped(pkt.NIC_B, pkt.NIC_A, erth, ev=PEER_EV,
                               outer_tc=pkt.tclass(Dscp.CONTROL, Ecn.CE), inner_tc=0)
-    for frame in (not_local, ce_not_ect, data[:70]):
+    for frame in (not_local, ce_not_ect, probe[:70]):
         assert dp.ingress.test_run(frame).retval == XDP_DROP
     assert dp.rx_path_counts() == {RxPath(0, 3, pkt.B_LEAF, pkt.B_DOWN): 2,
                                    RxPath(1, 2, pkt.C_LEAF, pkt.C_DOWN): 1}

@@ -13,6 +13,8 @@ from pathlib import Path
 import grpc
 import pytest
 import yaml
+from support import host_pkt as pkt
+from support.host_pkt import Opcode
 from support.hostpair import PORT_MTU, mac
 
 from mrckit import netns
@@ -21,6 +23,7 @@ from mrckit.host.probing import PROBE_REPORT_NS
 from mrckit.proto import host_agent_pb2 as pb
 from mrckit.proto import host_agent_pb2_grpc as pbg
 from mrckit.wire.addressing import nic_address, port_address
+from mrckit.wire.constants import QP_ENDPOINT_OPS
 
 pytestmark = pytest.mark.root
 MRC = [str(Path(sys.executable).parent / "mrc")]
@@ -163,8 +166,16 @@ def test_cli_in_ecmp_mode_shows_planes_and_says_denials_are_not_applied(ecmp_age
     assert [(c[1], c[2], c[3]) for c in totals] == [("0", "up", "64"), ("1", "up", "64")]
     assert sum(int(c[9]) for c in totals) == 64
     assert [(c[0], c[9]) for c in cells if c[0] == b_nic] == [(b_nic, c[9]) for c in totals]
-    # The receiver counted every packet by the path it came on: plane, T1 ("-": opaque), sender.
+    # The receiver counts QP 0x2 packets (probes), not data, by the path they came on: plane,
+    # T1 ("-": opaque), sender.
     b_stub = pbg.HostAgentStub(grpc.insecure_channel(f"unix:{tmp}/h1.sock"))
+    assert not b_stub.GetStats(pb.GetStatsRequest()).rx_paths
+    with netns.enter(ns[0]):
+        tx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        tx.bind((str(nic_address(0, 0)), 0))
+    with tx:
+        for _ in range(64):
+            tx.sendto(pkt.bth(Opcode.EP_REQ, dqpn=QP_ENDPOINT_OPS) + bytes(16), (b_nic, 4791))
     assert _wait(lambda: sum(r.packets for r in b_stub.GetStats(pb.GetStatsRequest()).rx_paths) == 64)
     out = subprocess.run([*MRC, "host", "planes", f"unix:{tmp}/h1.sock"], capture_output=True, text=True)
     assert out.returncode == 0 and "arrivals" in out.stdout, out.stderr
