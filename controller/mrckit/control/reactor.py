@@ -30,7 +30,7 @@ Rules:
   grew in a poll window that began after a path's failing evidence proves that path's links
   good in the direction it crosses them (the sender's host link and leaf uplink up, the
   receiver's leaf uplink and host link down), and those links are taken out of that evidence.
-  A path whose every link is so proven is not failing: its packets arrived, and the timeouts
+  A path whose every link is so proven is not failing: its probes arrived, and the timeouts
   were a slow host's (its SACKs or its sweep late), not a failed link's; an ``arrivals`` mark
   on the timeline says so. Such evidence counts toward no rule below, the end-host rule's
   included. A failed link carries nothing, so no count across it grows. When the caller polls
