@@ -234,8 +234,7 @@ def planes(target, fabric) -> None:
 
 def arrivals_table(mode: str, rx_paths):
     """The arrivals (``RxPath`` rows: probes accepted) as a table: plane, T1, sender (its NIC
-    address), packets.
-    The T1 cell is ``-`` in ecmp mode, where EVs name no spine."""
+    address), packets. The T1 cell is ``-`` in ecmp mode, where EVs name no spine."""
     from rich.table import Table
 
     from ..wire.addressing import nic_address

@@ -237,7 +237,7 @@ recently used evicted."""
 
 
 class RxPath(NamedTuple):
-    """One key of ``rx_paths``: packets came in on ``plane`` through ``t1`` (the sender's EV's
+    """One key of ``rx_paths``: probes came in on ``plane`` through ``t1`` (the sender's EV's
     T1 field, which a path between hosts of one leaf ignores) from the host at ``src_leaf``,
     ``src_downlink``."""
 
