@@ -68,9 +68,10 @@ static __always_inline int tx_mark_inner(struct __sk_buff *skb, __u32 ev, __be32
 	old_sport = udp->source;
 	__builtin_memcpy(ip, &word, sizeof(word));
 	udp->source = new_sport;
-	/* RoCEv2 sends a zero UDP checksum; an ordinary socket's checksum must stay valid. */
-	if (udp->check && bpf_l4_csum_replace(skb, (void *)&udp->check - data, old_sport,
-					      new_sport, sizeof(new_sport)))
+	/* RoCEv2 sends a zero UDP checksum; an ordinary socket's checksum must stay valid, and
+	 * one that computes to zero goes out as 0xffff (RFC 768; RFC 8200 8.1: zero means none). */
+	if (udp->check && bpf_l4_csum_replace(skb, (void *)&udp->check - data, old_sport, new_sport,
+					      BPF_F_MARK_MANGLED_0 | sizeof(new_sport)))
 		return -1;
 	return 0;
 }

@@ -65,6 +65,24 @@ def test_nonzero_udp_checksum_stays_valid(dp):
     assert IPv6(bytes(inner))[UDP].chksum == sent
 
 
+def test_udp_checksum_that_sums_to_zero_is_sent_as_ffff(dp):
+    """RFC 768 / RFC 8200 section 8.1: a UDP checksum that computes to zero is sent as 0xFFFF;
+    over IPv6 a zero checksum means none and the receiver drops the datagram."""
+    dp.set_template([EV])
+    probe = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(payload=bytes(64)),
+                      sport=EV >> 16, chksum=None)
+    # Two payload bytes equal to that checksum make the one's complement sum 0xFFFF, whose
+    # checksum is zero: after the sport rewrite the frame must carry 0xFFFF.
+    fill = Ether(probe)[UDP].chksum.to_bytes(2, "big")
+    frame = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(payload=fill + bytes(62)), chksum=None)
+    res = run(dp, frame)
+    assert res.retval == TC_ACT_REDIRECT
+    inner = Ether(res.data)[IPv6].payload
+    assert (inner[UDP].sport, inner[UDP].chksum) == (EV >> 16, 0xFFFF)
+    del inner[UDP].chksum
+    assert IPv6(bytes(inner))[UDP].chksum == 0xFFFF
+
+
 def test_encapsulated_and_foreign_packets_pass_unchanged(dp):
     dp.set_template([EV])
     already = pkt.encapped(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(), ev=EV,
