@@ -217,13 +217,14 @@ struct {
 	__type(value, struct tx_rec);
 } tx_records SEC(".maps");
 
-/* Endpoint operations (QP 0x2: probes and their answers) XDP ingress accepted from the fabric,
- * by the path they came on (docs/host.md, "Arrivals"): key = the sender's EV path bits (plane and T1: EV bits 31..20, read from the UDP
- * source port) | the sender's leaf * MRC_MAX_DOWNLINKS_PER_T0 + its downlink (from its NIC
- * address), value = packets, per CPU. A count that grows proves that path good in the direction
- * toward this host, whatever the agent above made of the packets: a slow host's timeouts are
- * not a failed link's. Every path that failed is probed, so probes are what cross it after. Counted after any fault program in front of the port, so a fault's drops
- * are not arrivals. LRU: an evicted key starts again from 0. */
+/* Endpoint operations (QP 0x2: probes and their answers) that XDP ingress accepted from the
+ * fabric, by the path they came on (docs/host.md, "Arrivals"). Key = the sender's EV path bits
+ * (plane and T1: EV bits 31..20, read from the UDP source port) | the sender's leaf *
+ * MRC_MAX_DOWNLINKS_PER_T0 + its downlink (from its NIC address); value = packets, per CPU.
+ * A count that grows proves that path good toward this host, whatever the agent above made of
+ * the packets: a slow host's timeouts are not a failed link's. Every path that failed is
+ * probed, so probes are what cross it afterwards. Counted after any fault program in front of
+ * the port, so a fault's drops are not arrivals. LRU: an evicted key starts again from 0. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
 	__uint(max_entries, HOST_RX_PATHS);

@@ -17,9 +17,9 @@ static __always_inline void count(__u32 idx)
 		*v += 1;
 }
 
-/* One more endpoint operation from the host at src through the sender's EV's plane and T1 (the UDP source
- * port holds EV bits 31..16): the rx_paths key (maps.h). A sender that is no mrckit host counts
- * nowhere. */
+/* One more endpoint operation from the host at src, through the plane and T1 of the sender's
+ * EV (the UDP source port holds EV bits 31..16): the rx_paths key (maps.h). A sender that is
+ * no mrckit host counts nowhere. */
 static __always_inline void count_rx_path(const struct udphdr *udp, const struct mrc_host_addr *src)
 {
 	__u32 key = ((__u32)bpf_ntohs(udp->source) << MRC_EV_SPORT_SHIFT) & ~(__u32)MRC_EV_SALT_MASK;

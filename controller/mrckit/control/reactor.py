@@ -26,10 +26,10 @@ Rules:
   (PORT_DOWN). A one-plane fabric keeps all evidence;
 - arrivals prove paths good: each host's dataplane counts the probes it accepts by the path
   they came on (plane, T1 and sender: ``rx_paths``, polled with the EV counters); every failing
-  path is probed by its sender. A count that
-  grew in a poll window that began after a path's failing evidence proves that path's links
-  good in the direction it crosses them (the sender's host link and leaf uplink up, the
-  receiver's leaf uplink and host link down), and those links are taken out of that evidence.
+  path is probed by its sender. A count that grew in a poll window that began after a path's
+  failing evidence proves that path's links good in the direction it crosses them (the
+  sender's host link and leaf uplink up, the receiver's leaf uplink and host link down), and
+  those links are taken out of that evidence.
   A path whose every link is so proven is not failing: its probes arrived, and the timeouts
   were a slow host's (its SACKs or its sweep late), not a failed link's; an ``arrivals`` mark
   on the timeline says so. Such evidence counts toward no rule below, the end-host rule's

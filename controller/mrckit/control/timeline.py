@@ -1,6 +1,7 @@
 """The failure timeline: link down -> first ASSUMED_BAD (-> evidence set aside as an end
-host's, not a link's, or explained by arrivals) -> localisation (-> links the connectivity guard withheld) -> DENY on all hosts -> lifted; in EV-hash mode link down ->
-reroute (groups changed on the switches) -> link up -> restore (``reroute.py``). Times are
+host's, not a link's, or explained by arrivals) -> localisation (-> links the connectivity
+guard withheld) -> DENY on all hosts -> lifted; in EV-hash mode link down -> reroute (groups
+changed on the switches) -> link up -> restore (``reroute.py``). Times are
 wall-clock ns (CLOCK_REALTIME: the hosts' ``wall_time_ns`` and the controller's clock agree on
 one machine; across machines they are as good as NTP)."""
 
