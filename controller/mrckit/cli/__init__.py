@@ -40,4 +40,10 @@ def _register_all() -> None:
             register(main)
 
 
-_register_all()
+try:
+    _register_all()
+except KeyboardInterrupt:
+    # Ctrl-C while the commands load (most of mrc's start-up, a second on a busy machine):
+    # nothing has started yet, so there is nothing to undo and no traceback to show.
+    click.echo("mrc: interrupted", err=True)
+    sys.exit(130)

@@ -22,6 +22,20 @@ EXIT_TIMEOUT_S = 180.0
 PHASE_TIMEOUT_S = 180.0
 
 
+@pytest.fixture(autouse=True, scope="module")
+def sigint_reaches_children():
+    """Ctrl-C as a terminal sends it: a shell without job control starts background commands
+    with SIGINT ignored, and that disposition is inherited across exec. Run under such a parent
+    (a CI script, `make ... &`), the mrc processes here would ignore every SIGINT that comes
+    before they set their own handler, and wait for ever. A handled signal is reset to its
+    default at exec, so the children start as under a terminal."""
+    old = signal.getsignal(signal.SIGINT)
+    if old == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 class Cli:
     """An ``mrc`` process whose output lines are followed as they come."""
 

@@ -59,3 +59,17 @@ def test_topo_gen_uses_its_defaults():
     r = CliRunner().invoke(main, ["topo", "gen"])
     assert r.exit_code == 0, r.output
     assert r.output == dumps_topology(generate_clos())
+
+
+def test_ctrl_c_while_the_commands_load_is_one_line_and_exit_130():
+    # A KeyboardInterrupt raised by the import of one command module, as a Ctrl-C there would.
+    code = ("import sys\n"
+            "class Interrupt:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'mrckit.cli.fabric':\n"
+            "            raise KeyboardInterrupt\n"
+            "sys.meta_path.insert(0, Interrupt())\n"
+            "import mrckit.cli\n"
+            "print('not reached')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (out.returncode, out.stdout, out.stderr) == (130, "", "mrc: interrupted\n")
