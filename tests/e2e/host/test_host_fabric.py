@@ -1,6 +1,7 @@
 """The host dataplane and agents on a 2-plane, 2-spine Clos of eBPF switches (design 5)."""
 
 import pytest
+from support import drops
 from support.host_fabric import clos
 from support.host_helpers import udp_socket, wait_for
 
@@ -20,11 +21,16 @@ def test_socket_traffic_crosses_every_plane_and_spine_intact(make_netns):
                      for i in range(1000)]
         # In windows well inside a veth's 256-frame XDP ring: with no transport to retransmit,
         # a burst that overflows a ring on a busy machine (a real drop) would fail the test.
-        got = []
+        # A lost datagram fails it with the drop and error counters that moved.
+        before, got = drops.snapshot(fab.ns), []
         for w in range(0, len(payloads), WINDOW):
             for p in payloads[w:w + WINDOW]:
                 tx.sendto(p, (fab.nic(b), 4791))
-            got += [rx.recvfrom(4096)[0] for _ in payloads[w:w + WINDOW]]
+            try:
+                got += [rx.recvfrom(4096)[0] for _ in payloads[w:w + WINDOW]]
+            except TimeoutError:
+                pytest.fail(f"a datagram of {w}..{w + WINDOW - 1} was lost; counters that grew: "
+                            f"{drops.grown(before, drops.snapshot(fab.ns))}")
         got.sort()
         assert got == sorted(payloads)
         for plane in (0, 1):
