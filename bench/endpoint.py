@@ -15,6 +15,7 @@ and exits 0.
 
     .venv/bin/python bench/endpoint.py [--size 384M] [--fabric-size 96M] [--repeat 1]
                                        [--paths veth,fabric] [--busy-poll] [--rto-exp N]
+                                       [--max-cwnd PACKETS]
 """
 
 from __future__ import annotations
@@ -78,13 +79,18 @@ def _role_mrc_tx(a: dict) -> dict:
     import hashlib
 
     from mrckit.endpoint import QpConfig, RetryConfig, implementation
+    from mrckit.endpoint.cc import NsccConfig
     from mrckit.endpoint.native import NATIVE_TIMEOUT_EXP
+    from mrckit.wire.constants import DEFAULT_PAYLOAD_LEN
 
     data = os.urandom(a["size"])
     kw, config = {}, QpConfig()
     if a["impl"] == "native":
         # no retry limit: the native 262 us RTO must not fail the QP on a loaded machine
         config = QpConfig(retry=RetryConfig(a.get("rto_exp") or NATIVE_TIMEOUT_EXP, 7, 25))
+        if a.get("max_cwnd"):  # as mrc demo --max-cwnd: the window starts at and never passes it
+            config.cc = NsccConfig(initial_cwnd=a["max_cwnd"] * DEFAULT_PAYLOAD_LEN,
+                                   max_cwnd=a["max_cwnd"] * DEFAULT_PAYLOAD_LEN)
         if a["busy_poll"]:
             kw["busy_poll"] = True
     with implementation(a["impl"])(a["local"], **kw) as ep:
@@ -125,10 +131,11 @@ def _pair(rx_cmd: list[str], tx_cmd: list[str]) -> tuple[dict, dict]:
     return _last_json(rx_out, "receiver"), _last_json(tx.stdout, "sender")
 
 
-def _mrc(path: dict, impl: str, size: int, busy_poll: bool, rto_exp: int | None = None) -> dict:
+def _mrc(path: dict, impl: str, size: int, busy_poll: bool, rto_exp: int | None = None,
+         max_cwnd: int | None = None) -> dict:
     def cmd(ns, role, local, peer):
         arg = json.dumps({"impl": impl, "size": size, "local": local, "peer": peer, "busy_poll": busy_poll,
-                          "rto_exp": rto_exp})
+                          "rto_exp": rto_exp, "max_cwnd": max_cwnd})
         return _nsenter(ns) + [sys.executable, __file__, "--role", role, "--role-args", arg]
 
     rx, tx = _pair(cmd(path["ns_b"], "mrc-rx", path["b"], path["a"]), cmd(path["ns_a"], "mrc-tx", path["a"], path["b"]))
@@ -183,7 +190,7 @@ def _measure(name: str, path: dict, exe: str, args, payload: int) -> dict:
     rows = []
     for _ in range(args.repeat):
         rows.append({"blast": _blast(path, exe, size, payload),
-                     "native": _mrc(path, "native", size, args.busy_poll, args.rto_exp),
+                     "native": _mrc(path, "native", size, args.busy_poll, args.rto_exp, args.max_cwnd),
                      "python": _mrc(path, "python", py_size, False)})
     return {"name": name, "rows": rows, "size": size, "py_size": py_size}
 
@@ -193,7 +200,8 @@ def _report(measures: list[dict], args, payload: int) -> bool:
     sizes = "; ".join(f"{m['name']}: native {m['size']} B, Python {m['py_size']} B" for m in measures)
     print(f"single-QP goodput per write ({sizes}), blast of the native bytes; "
           f"{payload} B payload, {_datagram(payload)} B UDP payload per packet"
-          f"{', native busy-polling' if args.busy_poll else ''}, native RTO exponent {args.rto_exp or _native_rto()}")
+          f"{', native busy-polling' if args.busy_poll else ''}, native RTO exponent {args.rto_exp or _native_rto()}"
+          f"{f', native window at most {args.max_cwnd} packets' if args.max_cwnd else ''}")
     print(f"{'path':>6} {'run':>3} {'blast MB/s':>10} {'kpps':>6} {'arrived':>7} {'native MB/s':>11} {'kpps':>6} "
           f"{'rtx':>5} {'python MB/s':>11} {'kpps':>6} {'rtx':>5} {'nat/blast':>9} {'nat/py':>6} {'sha256':>6}")
     for m in measures:
@@ -228,6 +236,8 @@ def main() -> int:
     ap.add_argument("--busy-poll", action="store_true", help="the native endpoints busy-poll")
     ap.add_argument("--rto-exp", type=int, default=None,
                     help="native RTO = 1.024 us x 2^N (default: mrc write's, NATIVE_TIMEOUT_EXP)")
+    ap.add_argument("--max-cwnd", type=int, default=None, metavar="PACKETS",
+                    help="cap the native writer's window (default: none, up to the MPR), as mrc demo --max-cwnd")
     ap.add_argument("--role", choices=sorted(ROLES), help=argparse.SUPPRESS)
     ap.add_argument("--role-args", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -243,9 +253,10 @@ def main() -> int:
         print(f"bench/endpoint.py: {exc}", file=sys.stderr)
         return 2
     paths = [p for p in args.paths.split(",") if p]
-    if not paths or set(paths) - {"veth", "fabric"} or args.repeat < 1 or not 0 <= (args.rto_exp or 0) <= 24:
-        print("bench/endpoint.py: --paths takes veth and/or fabric, --repeat at least 1, --rto-exp 0..24",
-              file=sys.stderr)
+    if not paths or set(paths) - {"veth", "fabric"} or args.repeat < 1 or not 0 <= (args.rto_exp or 0) <= 24 \
+            or (args.max_cwnd is not None and not 1 <= args.max_cwnd <= 1024):
+        print("bench/endpoint.py: --paths takes veth and/or fabric, --repeat at least 1, --rto-exp 0..24, "
+              "--max-cwnd 1..1024", file=sys.stderr)
         return 2
     if os.geteuid() != 0:
         print("bench/endpoint.py: needs root (network namespaces, BPF); skipped")
