@@ -81,7 +81,6 @@ def _role_mrc_tx(a: dict) -> dict:
     from mrckit.endpoint import QpConfig, RetryConfig, implementation
     from mrckit.endpoint.cc import NsccConfig
     from mrckit.endpoint.native import NATIVE_TIMEOUT_EXP
-    from mrckit.wire.constants import DEFAULT_PAYLOAD_LEN
 
     data = os.urandom(a["size"])
     kw, config = {}, QpConfig()
@@ -89,8 +88,7 @@ def _role_mrc_tx(a: dict) -> dict:
         # no retry limit: the native 262 us RTO must not fail the QP on a loaded machine
         config = QpConfig(retry=RetryConfig(a.get("rto_exp") or NATIVE_TIMEOUT_EXP, 7, 25))
         if a.get("max_cwnd"):  # as mrc demo --max-cwnd: the window starts at and never passes it
-            config.cc = NsccConfig(initial_cwnd=a["max_cwnd"] * DEFAULT_PAYLOAD_LEN,
-                                   max_cwnd=a["max_cwnd"] * DEFAULT_PAYLOAD_LEN)
+            config.cc = NsccConfig.capped(a["max_cwnd"])
         if a["busy_poll"]:
             kw["busy_poll"] = True
     with implementation(a["impl"])(a["local"], **kw) as ep:

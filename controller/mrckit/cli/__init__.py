@@ -14,6 +14,12 @@ import click
 from ..errors import MrcError
 
 
+def _interrupted() -> None:
+    """Ctrl-C: one line on stderr and exit status 130 (128 + SIGINT), no traceback."""
+    click.echo("mrc: interrupted", err=True)
+    sys.exit(130)
+
+
 class _Group(click.Group):
     def invoke(self, ctx):
         try:
@@ -22,8 +28,7 @@ class _Group(click.Group):
             click.echo(f"mrc: error: {exc}", err=True)
             sys.exit(2)
         except KeyboardInterrupt:
-            click.echo("mrc: interrupted", err=True)
-            sys.exit(130)
+            _interrupted()
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -44,6 +49,5 @@ try:
     _register_all()
 except KeyboardInterrupt:
     # Ctrl-C while the commands load (most of mrc's start-up, a second on a busy machine):
-    # nothing has started yet, so there is nothing to undo and no traceback to show.
-    click.echo("mrc: interrupted", err=True)
-    sys.exit(130)
+    # nothing has started yet, so there is nothing to undo.
+    _interrupted()

@@ -50,6 +50,18 @@ class NsccConfig:
     gamma: float = 0.8
     max_md: float = 0.5
 
+    @classmethod
+    def capped(cls, packets: int) -> "NsccConfig":
+        """A window that starts at and never passes ``packets`` full packets
+        (``DEFAULT_PAYLOAD_LEN`` bytes each): ``mrc demo --max-cwnd``, ``mrc traffic``'s cap.
+
+        Raises:
+            ValueError: ``packets`` below 1.
+        """
+        if packets < 1:
+            raise ValueError(f"a window cap of {packets} packets: at least 1")
+        return cls(initial_cwnd=packets * DEFAULT_PAYLOAD_LEN, max_cwnd=packets * DEFAULT_PAYLOAD_LEN)
+
 
 class NsccWindow:
     """The congestion window of one QP (see the module docstring for the rules)."""

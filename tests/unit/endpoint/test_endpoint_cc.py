@@ -54,3 +54,18 @@ def test_trim_and_timeout_decrease_and_bounds_hold():
     for i in range(10000):
         w.on_ack(100 * MTU, 100_000, False, i)
     assert w.cwnd == 1000 * MTU
+
+
+def test_a_capped_window_starts_at_its_cap_and_never_passes_it():
+    w = NsccWindow(NsccConfig.capped(32))
+    assert w.cwnd == 32 * NsccConfig().mtu
+    for t in range(1, 100):
+        w.on_ack(64 * MTU, 100_000, False, t)
+    assert w.cwnd == 32 * NsccConfig().mtu
+
+
+def test_a_cap_below_one_packet_is_refused():
+    import pytest
+
+    with pytest.raises(ValueError, match="window cap of 0 packets"):
+        NsccConfig.capped(0)

@@ -194,7 +194,6 @@ def write(args) -> int:
     from ...endpoint.cc import NsccConfig
     from ...endpoint.endpoint import QpConfig
     from ...endpoint.requestor import INFINITE_RETRIES, RetryConfig
-    from ...wire.constants import DEFAULT_PAYLOAD_LEN
 
     ep = _endpoint(args)(args.nic)
     try:
@@ -204,8 +203,7 @@ def write(args) -> int:
         config = QpConfig(retry=RetryConfig(timeout_exp=timeout_exp(args.endpoint, args.timeout_exp),
                                             exp_retries=INFINITE_RETRIES))
         if args.max_cwnd:
-            config.cc = NsccConfig(initial_cwnd=args.max_cwnd * DEFAULT_PAYLOAD_LEN,
-                                   max_cwnd=args.max_cwnd * DEFAULT_PAYLOAD_LEN)
+            config.cc = NsccConfig.capped(args.max_cwnd)
         qp = ep.create_qp(args.peer, qpn=args.qpn, remote_qpn=args.remote_qpn, config=config)
         data = demo_data(args.seed, args.size)
         _say(ready=True)

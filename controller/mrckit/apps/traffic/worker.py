@@ -163,11 +163,8 @@ def _progress(regions: dict, every_s: float, until: threading.Event) -> None:
 def _window(packets: int):
     """The congestion settings of a window capped at ``packets`` full packets (None: no cap)."""
     from ...endpoint.cc import NsccConfig
-    from ...wire.constants import DEFAULT_PAYLOAD_LEN
 
-    if not packets:
-        return None
-    return NsccConfig(initial_cwnd=packets * DEFAULT_PAYLOAD_LEN, max_cwnd=packets * DEFAULT_PAYLOAD_LEN)
+    return NsccConfig.capped(packets) if packets else None
 
 
 def _stdin_lines() -> queue.Queue:
