@@ -10,8 +10,9 @@ a socket bound to [NIC]:4791 to [peer]:4791, so tc egress sprays it exactly as i
 endpoint; a recvmmsg receiver counts what arrives. It has no reliability, no ICRC and no
 window: the limit of our socket path, and the baseline. The endpoints' writes are reliable and
 verified (SHA-256 of the source against the responder's region). Each side runs in its own
-process, as `mrc write` and `mrc listen` do. Needs root (namespaces, BPF); without it, says so
-and exits 0.
+process, as `mrc write` and `mrc listen` do. Across the fabric it also prints the CPU time the
+two hosts' agents (Python processes that share the machine with the endpoints) used during
+each run. Needs root (namespaces, BPF); without it, says so and exits 0.
 
     .venv/bin/python bench/endpoint.py [--size 384M] [--fabric-size 96M] [--repeat 1]
                                        [--paths veth,fabric] [--busy-poll] [--rto-exp N]
@@ -30,6 +31,7 @@ import sys
 import tempfile
 
 from bench_result import result  # noqa: E402  (bench/: the common BENCH line)
+from fabric_scale import TICK_S, cpu_ticks  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -182,15 +184,37 @@ def _fabric(cleanup: list) -> dict:
     return {"ns_a": src.ns, "ns_b": dst.ns, "a": src.nic_address, "b": dst.nic_address, "fabric": fab}
 
 
+def _agents_cpu(path: dict, run):
+    """``run()``'s result, and the CPU seconds the source and destination hosts' agents used
+    meanwhile ({} off the fabric)."""
+    fab = path.get("fabric")
+    pids = {h: fab.state.hosts[h].pid for h in (SRC_HOST, DST_HOST)} if fab else {}
+    before = {h: cpu_ticks(p) for h, p in pids.items()}
+    out = run()
+    return out, {h: (cpu_ticks(p) - before[h]) / TICK_S for h, p in pids.items()}
+
+
 def _measure(name: str, path: dict, exe: str, args, payload: int) -> dict:
     size = args.size if name == "veth" else args.fabric_size
     py_size = max(size // PYTHON_SHARE, 1 << 20)
     rows = []
     for _ in range(args.repeat):
-        rows.append({"blast": _blast(path, exe, size, payload),
-                     "native": _mrc(path, "native", size, args.busy_poll, args.rto_exp, args.max_cwnd),
-                     "python": _mrc(path, "python", py_size, False)})
+        blast, blast_cpu = _agents_cpu(path, lambda: _blast(path, exe, size, payload))
+        native, native_cpu = _agents_cpu(path, lambda: _mrc(path, "native", size, args.busy_poll, args.rto_exp,
+                                                            args.max_cwnd))
+        rows.append({"blast": blast, "native": native, "python": _mrc(path, "python", py_size, False),
+                     "agents": {"blast": blast_cpu, "native": native_cpu}})
     return {"name": name, "rows": rows, "size": size, "py_size": py_size}
+
+
+def _agents_line(m: dict) -> str | None:
+    """The agents' CPU during each run of ``m``, or None when it has none (the veth)."""
+    runs = [r["agents"] for r in m["rows"] if r["agents"]["native"]]
+    if not runs:
+        return None
+    fmt = lambda cpu: "+".join(f"{cpu[h]:.2f}" for h in (SRC_HOST, DST_HOST))  # noqa: E731
+    return (f"{m['name']}: CPU seconds of the agents of {SRC_HOST}+{DST_HOST} per run: during the native write "
+            f"{', '.join(fmt(r['native']) for r in runs)}; during the blast {', '.join(fmt(r['blast']) for r in runs)}")
 
 
 def _report(measures: list[dict], args, payload: int) -> bool:
@@ -213,6 +237,8 @@ def _report(measures: list[dict], args, payload: int) -> bool:
                   f"{'ok' if good else 'BAD':>6}")
     print("blast: unreliable, goodput of the datagrams that arrived; endpoints: reliable, verified by SHA-256; "
           "best run of each")
+    for line in filter(None, map(_agents_line, measures)):
+        print(line)
     for m in measures:
         best = lambda k, m=m: max((r[k] for r in m["rows"]), key=lambda x: x["MBps"])  # noqa: E731
         b, n, p = best("blast"), best("native"), best("python")

@@ -70,11 +70,11 @@ struct ev_slot {
 	__u8 reason;         /* enum ev_reason of the last dataplane transition */
 	__u16 group;         /* index of the set's plane group that holds this slot */
 	__u32 skip_until_rot;/* SKIP ends once the set's rotation exceeds this */
-	__u32 unacked_tx;    /* packets sent since the last SACK or NACK on this EV */
+	__u32 unacked_tx;    /* writes and PROBEs sent since the last SACK or NACK on this EV */
 	__u64 tx_packets;
 	__u64 tx_bytes;      /* encapsulated frame bytes */
 	__u64 last_tx_ns;
-	__u64 pending_ns;    /* first send after the last ack; 0 = nothing outstanding */
+	__u64 pending_ns;    /* first write or PROBE after the last ack; 0 = nothing outstanding */
 	__u64 last_ack_ns;
 	__u64 acked_sent_ns; /* pending_ns when the last SACK came: a send time that got acked */
 	__u64 acked;         /* SACKs that echoed this EV */

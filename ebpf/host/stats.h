@@ -61,7 +61,8 @@ static __always_inline void emit(const __u8 *peer, struct ev_slot *s, __u8 new_s
 }
 
 /* The agent blocks while no EV needs its sweep (docs/host.md, "An idle agent"): it sets
- * host_config.agent_idle first, and the first send or ack after that pushes one WAKE record
+ * host_config.agent_idle first, and the first send that elicits an ack (a write or a PROBE),
+ * or the first ack, after that pushes one WAKE record
  * to ev_events, whose ring wakes it. A plain store, no atomics: two CPUs racing may both push
  * a record, and a spare record costs one extra sweep. */
 static __always_inline void wake_agent(struct host_config *cfg, __u64 now)
@@ -82,11 +83,16 @@ static __always_inline void wake_agent(struct host_config *cfg, __u64 now)
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline void tx_account(struct ev_slot *s, __u32 len, __u64 now)
+/* Count a send on slot s. Only a packet that elicits an ack (mrc_elicits_ack) starts the
+ * EV's RTO clock (pending_ns, unacked_tx): the agent's sweep judges an EV by the acks its
+ * packets should have brought back, and none comes for a SACK or a NACK. */
+static __always_inline void tx_account(struct ev_slot *s, __u32 len, __u64 now, int elicits_ack)
 {
 	__sync_fetch_and_add(&s->tx_packets, 1);
 	__sync_fetch_and_add(&s->tx_bytes, len);
 	s->last_tx_ns = now;
+	if (!elicits_ack)
+		return;
 	__sync_fetch_and_add(&s->unacked_tx, 1);
 	if (!s->pending_ns)
 		s->pending_ns = now;

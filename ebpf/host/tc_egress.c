@@ -25,7 +25,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 	__u16 inner_plen;
 	__u32 dqpn = 0, psn = 0, blamed_ev = 0;
 	__be32 word0;
-	int data_pkt, pinned;
+	int data_pkt, elicits_ack, pinned;
 
 	if (skb->protocol != bpf_htons(MRC_ETHERTYPE_IPV6))
 		goto other;
@@ -63,6 +63,7 @@ int mrc_host_egress(struct __sk_buff *skb)
 	}
 	bth_flags = bth->flags;
 	data_pkt = mrc_is_write(bth->opcode);
+	elicits_ack = mrc_elicits_ack(bth->opcode);
 	dqpn = mrc_get24(bth->dqpn);
 	if (data_pkt)
 		psn = mrc_get24(bth->psn);
@@ -130,8 +131,11 @@ int mrc_host_egress(struct __sk_buff *skb)
 		}
 		count(STAT_TX_ENCAP);
 	}
-	tx_account(s, skb->len, pc.now);
-	wake_agent(cfg, pc.now); /* after the accounting: the agent re-reads it once idle is set */
+	tx_account(s, skb->len, pc.now, elicits_ack);
+	/* After the accounting: the agent re-reads it once idle is set. A SACK or NACK sent
+	 * gives the sweep nothing to judge, so it lets an idle agent sleep. */
+	if (elicits_ack)
+		wake_agent(cfg, pc.now);
 	if (data_pkt)
 		tx_record((const __u8 *)&dst, psn, dqpn, s, pc.slot, blamed_ev, pc.now);
 	return bpf_redirect(pp->ifindex, 0);

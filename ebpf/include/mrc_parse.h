@@ -134,4 +134,12 @@ static __always_inline int mrc_is_write(__u8 opcode)
 	return opcode >= MRC_OP_WRITE_FIRST && opcode <= MRC_OP_WRITE_ONLY_IMM;
 }
 
+/* Whether the responder answers an opcode with a SACK or NACK that echoes its EV: a write or
+ * a PROBE (design 6). Nothing acknowledges a SACK, a NACK or an ACK, so the loss of one is
+ * invisible to its sender, as TCP arms no retransmission timer for a pure ACK. */
+static __always_inline int mrc_elicits_ack(__u8 opcode)
+{
+	return mrc_is_write(opcode) || opcode == MRC_OP_PROBE;
+}
+
 #endif /* MRC_PARSE_H */

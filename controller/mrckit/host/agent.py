@@ -278,10 +278,17 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
                 return True
         return False
 
-    def _activity(self) -> int:
-        """The latest send or ack time (ns) over every live peer's EVs."""
-        return max((max(evset.slots[i].last_tx_ns, evset.slots[i].last_ack_ns)
-                    for _, evset in self._dataplane().peer_sets() for i in range(evset.n)), default=0)
+    def _activity(self) -> tuple[int, int]:
+        """What a send that elicits an ack, or an ack, moves over every live peer's EVs: (the
+        writes and PROBEs unacked, the SACKs and NACKs received). An ack resets its EV's unacked
+        count but adds one to the second, so no such event leaves the pair as it was. A SACK
+        or NACK this host sends moves neither: it gives the sweep nothing to judge."""
+        unacked = answered = 0
+        for _, evset in self._dataplane().peer_sets():
+            for s in evset.slots[:evset.n]:
+                unacked += s.unacked_tx
+                answered += s.acked + s.nacks
+        return unacked, answered
 
     def sweep(self, now: int | None = None) -> None:
         """One pass of the state machine (the loop calls it every ``sweep_period_ns``)."""

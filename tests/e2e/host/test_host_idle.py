@@ -4,6 +4,7 @@ send is unacked and goes idle again; a denied EV keeps it probing until the deni
 
 import time
 
+from support import host_pkt as pkt
 from support.host_helpers import udp_socket, wait_for
 from support.hostpair import host_pair
 
@@ -31,7 +32,7 @@ def test_idle_agent_runs_no_sweep_and_a_send_wakes_it(make_netns):
         sleeps, sweeps = a.agent.stats()["agent_idle_sleeps"], _sweeps(a.agent)
         tx = udp_socket(a.ns, a.nic, 0)
         try:
-            tx.sendto(bytes(64), (b.nic, 4791))  # no SACK comes back: unacked for an RTO
+            tx.sendto(pkt.write_payload(), (b.nic, 4791))  # no SACK comes back: unacked for an RTO
             assert wait_for(lambda: a.agent.stats()["agent_idle_sleeps"] > sleeps, 20)
             stats = a.agent.stats()
             assert stats["agent_dataplane_wakes"] >= 1 and stats["agent_sweeps"] > sweeps
