@@ -62,9 +62,9 @@ static __always_inline void emit(const __u8 *peer, struct ev_slot *s, __u8 new_s
 
 /* The agent blocks while no EV needs its sweep (docs/host.md, "An idle agent"): it sets
  * host_config.agent_idle first, and the first send that elicits an ack (a write or a PROBE),
- * or the first ack, after that pushes one WAKE record
- * to ev_events, whose ring wakes it. A plain store, no atomics: two CPUs racing may both push
- * a record, and a spare record costs one extra sweep. */
+ * or the first ack, after that pushes one WAKE record to ev_events, whose ring wakes it. A
+ * plain store, no atomics: two CPUs racing may both push a record, and a spare record costs
+ * one extra sweep. */
 static __always_inline void wake_agent(struct host_config *cfg, __u64 now)
 {
 	struct ev_event *e;

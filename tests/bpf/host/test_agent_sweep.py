@@ -72,6 +72,17 @@ def test_rto_retires_and_replaces_in_plane_avoiding_the_suspect_spine(agent):
     assert sum(r["state"] != EvState.GOOD for r in rows_of(dp)) == 0
 
 
+def test_an_agent_whose_host_only_answers_goes_idle(agent):
+    dp = agent.dp
+    sack = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.bth(Opcode.SACK) + pkt.seth(0x12345))
+    for _ in range(128):
+        assert dp.egress.test_run(sack).retval == 7
+    assert agent._sweep_and_schedule() is None  # nothing a sweep could judge: blocks
+    assert dp.config.lookup(0).agent_idle == 1
+    send(dp, 1)
+    assert agent._sweep_and_schedule() is not None  # writes unacked: sweeps on
+
+
 def test_few_unacked_sends_do_not_retire(agent):
     dp = agent.dp
     send(dp, 1)
