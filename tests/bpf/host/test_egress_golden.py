@@ -69,11 +69,11 @@ def test_udp_checksum_that_sums_to_zero_is_sent_as_ffff(dp):
     """RFC 768 / RFC 8200 section 8.1: a UDP checksum that computes to zero is sent as 0xFFFF;
     over IPv6 a zero checksum means none and the receiver drops the datagram."""
     dp.set_template([EV])
-    probe = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(payload=bytes(64)),
+    zeros = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(payload=bytes(64)),
                       sport=EV >> 16, chksum=None)
     # Two payload bytes equal to that checksum make the one's complement sum 0xFFFF, whose
     # checksum is zero: after the sport rewrite the frame must carry 0xFFFF.
-    fill = Ether(probe)[UDP].chksum.to_bytes(2, "big")
+    fill = Ether(zeros)[UDP].chksum.to_bytes(2, "big")
     frame = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.write_payload(payload=fill + bytes(62)), chksum=None)
     res = run(dp, frame)
     assert res.retval == TC_ACT_REDIRECT

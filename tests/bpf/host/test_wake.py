@@ -23,6 +23,12 @@ def sack_frame(ev: int) -> bytes:
                         outer_tc=pkt.tclass(Dscp.CONTROL), inner_tc=pkt.tclass(Dscp.CONTROL))
 
 
+def sent_slots(dp) -> list:
+    """The slots of the set toward B that carried something."""
+    sent = dp.peer_set(pkt.NIC_B)
+    return [sent.slots[i] for i in range(sent.n) if sent.slots[i].tx_packets]
+
+
 def wakes(dp) -> list:
     return [e for e in dp.poll_events() if e.reason == Reason.WAKE]
 
@@ -40,11 +46,6 @@ def test_a_send_wakes_an_idle_agent_once(dp):
     assert wakes(dp) == []  # the flag is down until the agent sets it again
 
 
-def sent_slot(dp):
-    sent = dp.peer_set(pkt.NIC_B)
-    return next(sent.slots[i] for i in range(sent.n) if sent.slots[i].tx_packets)
-
-
 def test_a_sent_sack_starts_no_rto_clock_and_lets_the_agent_sleep(dp):
     dp.set_template(EVS)
     dp.set_agent_idle(True)
@@ -52,8 +53,7 @@ def test_a_sent_sack_starts_no_rto_clock_and_lets_the_agent_sleep(dp):
     nack = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.bth(Opcode.NACK) + pkt.neth(EVS[0], 1))
     for frame in (sack, nack):
         assert dp.egress.test_run(frame).retval == 7
-    sent = dp.peer_set(pkt.NIC_B)
-    slots = [sent.slots[i] for i in range(sent.n) if sent.slots[i].tx_packets]
+    slots = sent_slots(dp)
     assert sum(s.tx_packets for s in slots) == 2 and all(s.last_tx_ns > 0 for s in slots)
     assert [(s.pending_ns, s.unacked_tx) for s in slots] == [(0, 0)] * len(slots)
     assert wakes(dp) == [] and dp.config.lookup(0).agent_idle == 1
@@ -64,7 +64,7 @@ def test_a_probe_starts_the_rto_clock_and_wakes_the_agent(dp):
     dp.set_agent_idle(True)
     probe = pkt.plain(pkt.NIC_A, pkt.NIC_B, pkt.bth(Opcode.PROBE) + bytes(PETH_LEN))
     assert dp.egress.test_run(probe).retval == 7
-    slot = sent_slot(dp)
+    [slot] = sent_slots(dp)
     assert (slot.unacked_tx, slot.pending_ns) == (1, slot.last_tx_ns)
     assert len(wakes(dp)) == 1 and dp.config.lookup(0).agent_idle == 0
 
@@ -73,8 +73,7 @@ def test_an_ack_wakes_an_idle_agent(dp):
     dp.set_template(EVS)
     send(dp)
     dp.poll_events()
-    sent = dp.peer_set(pkt.NIC_B)
-    ev = next(sent.slots[i].ev for i in range(sent.n) if sent.slots[i].tx_packets)
+    ev = sent_slots(dp)[0].ev
     dp.set_agent_idle(True)
     assert dp.ingress.test_run(sack_frame(ev)).retval == 2  # XDP_PASS
     assert len(wakes(dp)) == 1 and dp.config.lookup(0).agent_idle == 0

@@ -1,5 +1,6 @@
 """The NSCC-style window: one test per quadrant, plus trims and timeouts (cc module docstring)."""
 
+import pytest
 from pytest import approx
 
 from mrckit.endpoint.cc import NsccConfig, NsccWindow
@@ -65,7 +66,5 @@ def test_a_capped_window_starts_at_its_cap_and_never_passes_it():
 
 
 def test_a_cap_below_one_packet_is_refused():
-    import pytest
-
     with pytest.raises(ValueError, match="window cap of 0 packets"):
         NsccConfig.capped(0)
