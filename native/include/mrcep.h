@@ -22,6 +22,7 @@
  * mrcep_tuning(). REORDER_PACKETS and the SACK coalescing bytes come from the caller. ------- */
 #define MRCEP_RTT_MAX_DECAY_SHIFT 6  /* slowest-RTT tracker loses 1/2^6 per sample */
 #define MRCEP_RTO_MAX_RTT_SHIFT 1     /* the RTO never fires before 2^1 x the slowest recent RTT */
+#define MRCEP_RTO_RTT_DECAY_SHIFT 12  /* ... of a second tracker, which loses 1/2^12 per sample */
 #define MRCEP_INFINITE_RETRIES 25     /* exp_retries value meaning "no limit" (reference 3.5) */
 #define MRCEP_MAX_TIMEOUT_EXP 24
 #define MRCEP_SACK_MIN_PACKET_BYTES 1024

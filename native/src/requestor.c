@@ -58,7 +58,8 @@ struct mrc_req {
 	uint32_t nheap, capheap;
 	int64_t inflight;
 	uint64_t tx_seq, highest_acked_tx;
-	int64_t max_rtt_ns;
+	int64_t max_rtt_ns;  /* slowest recent RTT, for the SACK-gap rule (fast decay) */
+	int64_t rto_rtt_ns;  /* slowest RTT over a longer past, for the RTO floor (slow decay) */
 	uint32_t retries;
 	int rto_credit;  /* a timeout's resend goes out whatever the window (requestor.py) */
 	uint16_t msn, rqmsn, probe_id;
@@ -69,12 +70,13 @@ struct mrc_req {
 };
 
 /* The timeout now: the profile's timer after r->retries timeouts, but never below
- * 2^MRCEP_RTO_MAX_RTT_SHIFT x the slowest recent RTT (requestor.py, RTO_MAX_RTT_SHIFT). */
+ * 2^MRCEP_RTO_MAX_RTT_SHIFT x the slowest RTT of the slow tracker (requestor.py,
+ * RTO_MAX_RTT_SHIFT, RTO_RTT_DECAY_SHIFT). */
 static int64_t rto_ns(const struct mrc_req *r)
 {
 	uint32_t retries = r->retries;
 	uint32_t n = r->cfg.timeout_exp + (retries > r->cfg.linear_retries ? retries - r->cfg.linear_retries : 0);
-	int64_t floor = r->max_rtt_ns << MRCEP_RTO_MAX_RTT_SHIFT;
+	int64_t floor = r->rto_rtt_ns << MRCEP_RTO_MAX_RTT_SHIFT;
 	int64_t timer;
 	if (n > MRCEP_MAX_TIMEOUT_EXP)
 		n = MRCEP_MAX_TIMEOUT_EXP;
@@ -481,6 +483,8 @@ static int64_t ack(struct mrc_req *r, struct slot *s, int64_t now)
 		int64_t decayed = r->max_rtt_ns - (r->max_rtt_ns >> MRCEP_RTT_MAX_DECAY_SHIFT);
 		int64_t sample = now - s->sent_at;
 		r->max_rtt_ns = sample > decayed ? sample : decayed;
+		decayed = r->rto_rtt_ns - (r->rto_rtt_ns >> MRCEP_RTO_RTT_DECAY_SHIFT);
+		r->rto_rtt_ns = sample > decayed ? sample : decayed;
 	}
 	order_remove(r, s);
 	if (!s->lost)

@@ -51,9 +51,15 @@ RTT_MAX_DECAY_SHIFT = 6
 loses 1/2**6 of itself per sample, so one slow sample (a descheduled peer) fades within about a
 hundred acks, and a loss is detected about one current RTT after its send (docs/endpoint.md)."""
 RTO_MAX_RTT_SHIFT = 1
-"""The RTO never fires before 2**1 times that slowest recent RTT (ours; RFC 6298 section 2 keeps
-its RTO above the measured RTT for the same reason): a software endpoint shares its cores, and
-a timer shorter than the RTT it measures only retransmits what is still on its way."""
+"""The RTO never fires before 2**1 times the slowest RTT of a second, slower tracker (ours; RFC
+6298 section 2 keeps its RTO above the measured RTT for the same reason): a software endpoint
+shares its cores, and a timer shorter than the RTT it measures only retransmits what is still
+on its way."""
+RTO_RTT_DECAY_SHIFT = 12
+"""That tracker loses 1/2**12 of itself per sample: a stall (the peer or a forwarding softirq
+waiting for a core) is remembered for a few thousand acks, so the next one, which comes before
+any sample can show it, finds the RTO above it. The SACK-gap rule keeps the fast tracker, so
+a loss is still detected about one current RTT after its send."""
 TCLASS_DATA = Dscp.TRIMMABLE << 2 | Ecn.ECT0
 TCLASS_RETX = Dscp.TRIMMABLE_RETX << 2 | Ecn.ECT0
 TCLASS_CONTROL = Dscp.CONTROL << 2
@@ -204,7 +210,8 @@ class RequestorQp:
         self.inflight = 0
         self.tx_seq = 0
         self.highest_acked_tx = 0
-        self.max_rtt_ns = 0
+        self.max_rtt_ns = 0  # slowest recent RTT (ns), RTT_MAX_DECAY_SHIFT: the SACK-gap rule
+        self.rto_rtt_ns = 0  # slowest RTT (ns), RTO_RTT_DECAY_SHIFT: the RTO floor
         self.retries = 0
         self.rto_credit = False  # a timeout's resend goes out whatever the window
         self.msn = 0
@@ -391,8 +398,9 @@ class RequestorQp:
     def _ack(self, psn: int, now: int) -> int:
         pkt = self.outstanding.pop(psn)
         if not pkt.reason:  # Karn: only a first transmission gives an RTT sample
-            decayed = self.max_rtt_ns - (self.max_rtt_ns >> RTT_MAX_DECAY_SHIFT)
-            self.max_rtt_ns = max(now - pkt.sent_at, decayed)
+            sample = now - pkt.sent_at
+            self.max_rtt_ns = max(sample, self.max_rtt_ns - (self.max_rtt_ns >> RTT_MAX_DECAY_SHIFT))
+            self.rto_rtt_ns = max(sample, self.rto_rtt_ns - (self.rto_rtt_ns >> RTO_RTT_DECAY_SHIFT))
         self.order.pop(psn, None)
         if not pkt.lost:
             self.inflight -= pkt.size
@@ -469,8 +477,8 @@ class RequestorQp:
     def _rto_ns(self) -> int:
         """The timeout now, ns: the profile's timer after ``retries`` timeouts
         (:meth:`RetryConfig.rto_ns`), but never below 2**:data:`RTO_MAX_RTT_SHIFT` times the
-        slowest recent RTT."""
-        return max(self.retry.rto_ns(self.retries), self.max_rtt_ns << RTO_MAX_RTT_SHIFT)
+        slowest RTT of the slow tracker (:data:`RTO_RTT_DECAY_SHIFT`)."""
+        return max(self.retry.rto_ns(self.retries), self.rto_rtt_ns << RTO_MAX_RTT_SHIFT)
 
     def _complete(self) -> None:
         una = self.una()

@@ -4,8 +4,8 @@ are refused with the Python endpoint's messages, and the C state survives being 
 import pytest
 
 from support.endpoint_harness import A, B, Link, NATIVE_MISSING, RKEY
-from mrckit.endpoint.requestor import (INFINITE_RETRIES, REORDER_PACKETS, RTO_MAX_RTT_SHIFT, RTT_MAX_DECAY_SHIFT,
-                                      RetryConfig)
+from mrckit.endpoint.requestor import (INFINITE_RETRIES, REORDER_PACKETS, RTO_MAX_RTT_SHIFT, RTO_RTT_DECAY_SHIFT,
+                                      RTT_MAX_DECAY_SHIFT, RetryConfig)
 from mrckit.endpoint.responder import ALWAYS_SKIP_HISTORY_MASK, SACK_MIN_PACKET_BYTES
 
 pytestmark = pytest.mark.skipif(NATIVE_MISSING is not None, reason=str(NATIVE_MISSING))
@@ -16,6 +16,7 @@ def test_tuning_constants_match_the_python_reference():
     tuning = _lib.lib().mrcep_tuning
     assert tuning(b"RTT_MAX_DECAY_SHIFT") == RTT_MAX_DECAY_SHIFT
     assert tuning(b"RTO_MAX_RTT_SHIFT") == RTO_MAX_RTT_SHIFT
+    assert tuning(b"RTO_RTT_DECAY_SHIFT") == RTO_RTT_DECAY_SHIFT
     assert tuning(b"INFINITE_RETRIES") == INFINITE_RETRIES
     assert tuning(b"SACK_MIN_PACKET_BYTES") == SACK_MIN_PACKET_BYTES
     assert tuning(b"ALWAYS_SKIP_HISTORY_MASK") == ALWAYS_SKIP_HISTORY_MASK

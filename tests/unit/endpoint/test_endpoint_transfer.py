@@ -204,6 +204,36 @@ def test_the_rto_waits_twice_the_slowest_rtt(impl):
     assert link.req.stats.timeouts == 1 and link.req.stats.retransmits["rto"] >= 1
 
 
+def test_the_rto_remembers_a_stall_that_the_sack_gap_rule_forgot(impl):
+    """One 5 ms stall, then 1000 packets acked at once: the SACK-gap rule's tracker (1/2^6 a
+    sample) is back near 0, the RTO floor's (RTO_RTT_DECAY_SHIFT, 1/2^12) still holds 3.9 ms.
+    A packet stalled again is not timed out by the 262 µs timer, but past twice that."""
+    link = Link(4 << 20, impl=impl, retry=RetryConfig(timeout_exp=8))
+    link.req.post(os.urandom(40 * 2048), 0, RKEY)
+    link.req.pump(link.now)
+    stalled, link.wire = link.wire, []
+    link.now += 5_000_000
+    link.deliver(stalled)
+    link.resp.flush()
+    link.feedback()
+    prompt = link.req.post(os.urandom(1000 * 2048), 40 * 2048, RKEY)
+    while not prompt.done():  # every RTT sample 0: the clock stands still
+        link.req.pump(link.now, budget=64)
+        batch, link.wire = link.wire, []
+        link.deliver(batch)
+        link.resp.flush()
+        link.feedback()
+    link.req.post(os.urandom(2048), 1040 * 2048, RKEY)
+    link.req.pump(link.now)
+    link.wire = []  # the last packet stalls
+    link.now += 4_000_000
+    link.req.on_timer(link.now)
+    assert link.req.stats.timeouts == 0
+    link.now += 4_000_000  # 8 ms: past 2 x 3.9 ms
+    link.req.on_timer(link.now)
+    assert link.req.stats.timeouts == 1
+
+
 def test_a_timeout_resends_the_oldest_packet_only(impl):
     """RFC 6298 section 5.4: the first window (32 packets) stalls past the RTO, none lost,
     none acked; the timeout resends only the oldest PSN, so the host dataplane judges one EV,
