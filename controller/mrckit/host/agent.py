@@ -1,8 +1,9 @@
 """The host agent: one per host, owning that host's BPF maps (design section 5).
 
 Its loop blocks (epoll) on the dataplane's event ring, its UDP socket, rtnetlink and a wake-up
-eventfd, and sweeps every fraction of an RTO only while some EV needs it (:func:`~mrckit.host.
-sweep.needs_sweep`); idle, it sleeps until the dataplane or the API wakes it. A sweep:
+eventfd, and sweeps only while time alone can change a verdict (:func:`~mrckit.host.sweep.sweep_due`):
+every probe period while it probes, else at the earliest RTO verdict; idle, it sleeps until the
+dataplane or the API wakes it. A sweep:
 - drains the dataplane's EV events (SKIP, ASSUMED_BAD from feedback) and publishes them;
 - follows the plane ports' link state; a port that goes down retires its plane's EVs at once
   and tells every live peer with an EP_REQ PORT_STATUS_UPDATE;
@@ -45,12 +46,12 @@ from .core import NOT_CONFIGURED, opened
 from .dataplane import HostDataplane, PortSetting
 from .events import EventHub, EvEvent, make_event
 from .evset import Template, build_template
-from .maps import EvSlot, Reason, state_name
+from .maps import EvSet, EvSlot, Reason, state_name
 from .planestats import plane_rows, sum_planes
 from .ports import PortMixin, link_up
 from .probing import IPV6_FLOWINFO, ProbeMixin
 from .state import BAD, DENIED, GOOD, PeerState, ProbeTarget
-from .sweep import SweepMixin, needs_sweep
+from .sweep import SweepMixin, sweep_due
 
 log = logging.getLogger("mrckit.host")
 
@@ -226,17 +227,25 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         s), or None to block until something happens."""
         try:
             with self._lock:
+                urgent = False
                 if self._bell in ready:
                     os.eventfd_read(self._bell)
+                    urgent = True  # the API changed EV states
                 if ring in ready:
-                    self._drain_dataplane_events()
+                    urgent |= self._drain_dataplane_events()
                 if opened(self._udp).fileno() in ready:
                     self._receive()
                 if opened(self._ipr).fileno() in ready:
                     self._link_messages()
-                if deadline is None:
-                    deadline = time.monotonic()  # woken while idle: anything may need a sweep
-                if time.monotonic() < deadline:
+                    urgent = True  # a port went up or down
+                now = time.monotonic()
+                if urgent:
+                    deadline = now
+                elif deadline is None:
+                    # Woken while idle by a send, an ack or a peer's message: no RTO verdict
+                    # can fall due sooner than a sweep period from now.
+                    deadline = now + self._sweep_period()
+                if now < deadline:
                     return deadline
                 return self._sweep_and_schedule()
         except Exception:  # keep the agent alive; the log says what went wrong
@@ -244,39 +253,56 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
                 return None
             log.exception("host agent loop")
             self.counters["loop_errors"] += 1
-            return time.monotonic() + self._period()
+            return time.monotonic() + self._probe_period()
 
-    def _period(self) -> float:
+    def _sweep_period(self) -> float:
+        """The sweep period in s: an RTO verdict falls due at most this long before a sweep
+        finds it."""
+        return self._config().settings.sweep_period_ns / 1e9
+
+    def _probe_period(self) -> float:
+        """The period in s of the sweeps that probe: the sweep period, or the probe interval
+        when that is shorter."""
         s = self._config().settings
         return min(s.sweep_period_ns, s.probe_interval_ns) / 1e9
 
     def _sweep_and_schedule(self) -> float | None:
-        """Sweep, then the next sweep time: one period on while some EV needs it, else None,
-        after marking the dataplane idle (its next send or ack wakes us)."""
+        """Sweep, then the next sweep time (:meth:`_next_sweep`), or None after marking the
+        dataplane idle (its next send or ack wakes us)."""
         self.sweep()
-        if self._sweep_needed():
-            return time.monotonic() + self._period()
+        nxt = self._next_sweep()
+        if nxt is not None:
+            return nxt
         activity = self._activity()
         dp = self._dataplane()
         dp.set_agent_idle(True)
         # A send or ack between the sweep's read and the flag rang no bell: look once more.
-        if self._activity() != activity or self._sweep_needed():
+        if self._activity() != activity or self._next_sweep() is not None:
             dp.set_agent_idle(False)
-            return time.monotonic() + self._period()
+            return time.monotonic() + self._sweep_period()
         self.counters["idle_sleeps"] += 1
         return None
 
-    def _sweep_needed(self, now: int | None = None) -> bool:
-        """Whether some EV needs the sweep (:func:`~mrckit.host.sweep.needs_sweep`) or a probe
-        is awaited."""
-        if self._outstanding:
-            return True
-        now = now or time.monotonic_ns()
+    def _next_sweep(self) -> float | None:
+        """The next sweep time (monotonic s), or None when no sweep can change anything by
+        the passing of time alone. Probing (or an EV to replace) sweeps every probe period;
+        otherwise the sweep waits for the earliest RTO verdict (:func:`~mrckit.host.sweep.
+        sweep_due`), but at least one sweep period: under traffic every EV's unacked send is
+        recent, so the agent sweeps about once an RTO instead of every probe interval."""
+        now = time.monotonic_ns()
         settings = self._config().settings
+        due = now if self._outstanding else None
         for peer, evset in self._dataplane().peer_sets():
-            if needs_sweep(evset, self.peers.get(peer), now, settings.rto_ns, settings.pinned_ev):
-                return True
-        return False
+            t = sweep_due(evset, self.peers.get(peer), now, settings.rto_ns, settings.pinned_ev)
+            if t is not None and (due is None or t < due):
+                due = t
+                if due <= now:
+                    break
+        if due is None:
+            return None
+        if due <= now:
+            return now / 1e9 + self._probe_period()
+        return max(due / 1e9, now / 1e9 + self._sweep_period())
 
     def _activity(self) -> tuple[int, int]:
         """What a send that elicits an ack, or an ack, moves over every live peer's EVs: (the
@@ -314,27 +340,40 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
     def _new_peer_state(self) -> PeerState:
         return PeerState(backups={p: list(v) for p, v in self._template().backups.items()})
 
-    def _drain_dataplane_events(self) -> None:
-        for e in self._dataplane().poll_events():
+    def _drain_dataplane_events(self) -> bool:
+        """Publish the dataplane's EV events. Returns whether one made an EV ASSUMED_BAD (the
+        sweep should replace it now)."""
+        dp = self._dataplane()
+        sets: dict[str, EvSet | None] = {}  # a LOSS comes with its path's PATH_LOSSes: read once
+        went_bad = False
+        for e in dp.poll_events():
             if e.reason == Reason.WAKE:
                 self.counters["dataplane_wakes"] += 1
                 continue
             peer = str(ipaddress.IPv6Address(bytes(e.peer)))
+            bad = e.new_state == BAD and e.old_state != BAD
+            if bad and peer not in sets:
+                sets[peer] = dp.peer_set(peer)
+            went_bad |= bad
             self._publish(make_event(peer, e.ev, e.old_state, e.new_state, Reason(e.reason).name,
-                                     ts_ns=e.ts_ns, plane=ev_plane(e.ev)))
+                                     ts_ns=e.ts_ns, plane=ev_plane(e.ev)), sets.get(peer))
+        return went_bad
 
-    def _publish(self, event: EvEvent) -> None:
+    def _publish(self, event: EvEvent, evset: EvSet | None = None) -> None:
+        """Publish ``event``; a change to ASSUMED_BAD carries the failure report, read from
+        ``evset`` (the peer's set in hand) or else from the map."""
         if event.peer and event.new_state == BAD and event.old_state != BAD:
-            event = self._failure_report(event)
+            event = self._failure_report(event, evset)
         if self.cfg is not None and self.cfg.opaque_evs:
             event = dataclasses.replace(event, opaque=True)
         self.counters[f"events_{event.reason.lower()}"] += 1
         self.events.publish(event)
 
-    def _failure_report(self, event: EvEvent) -> EvEvent:
+    def _failure_report(self, event: EvEvent, evset: EvSet | None = None) -> EvEvent:
         """``event`` with the EV's counters and its plane's state toward the peer (the
-        evidence that replaces link guesses in ecmp mode)."""
-        evset = self.dp.peer_set(event.peer) if self.dp is not None else None
+        evidence that replaces link guesses in ecmp mode), from ``evset`` or the map."""
+        if evset is None and self.dp is not None:
+            evset = self.dp.peer_set(event.peer)
         if evset is None:
             return event
         slots = [evset.slots[i] for i in range(evset.n)]

@@ -40,7 +40,7 @@ class SweepMixin(AgentCore):
                 # left at least half an RTO after this EV's oldest unacked one.
                 other = latest_sent[1] if latest_sent[0] == s.acked_sent_ns else latest_sent[0]
                 if other > s.pending_ns + rto // 2:
-                    self._set_state(peer, s, BAD, Reason.RTO_TIMEOUT, now)
+                    self._set_state(peer, s, BAD, Reason.RTO_TIMEOUT, now, evset)
                     changed.add(i)
                     changed |= self._retire_siblings(peer, evset, i, now)
             if s.state == BAD and not dead and self._replace(peer, st, s, now):
@@ -76,7 +76,7 @@ class SweepMixin(AgentCore):
         for j in path_siblings(evset, index, self._same_leaf(peer)):
             s = evset.slots[j]
             if s.state in (GOOD, SKIP) and s.pending_ns and now - s.pending_ns > rto:
-                self._set_state(peer, s, BAD, Reason.PATH_LOSS, now)
+                self._set_state(peer, s, BAD, Reason.PATH_LOSS, now, evset)
                 out.add(j)
         return out
 
@@ -102,13 +102,15 @@ class SweepMixin(AgentCore):
         return not self._port_up.get(plane, False) or plane in st.dead_planes
 
     def _set_state(self, peer: ipaddress.IPv6Address, slot: EvSlot, state: int, reason: Reason, now: int,
-                   **extra: object) -> None:
+                   evset: EvSet | None = None, **extra: object) -> None:
+        """Set ``slot`` (of ``evset``, the set in hand, when given) to ``state`` for ``reason``
+        and publish the change."""
         old = slot.state
         slot.state, slot.reason, slot.skip_until_rot = state, min(int(reason), 255), 0
         if state == BAD and old != BAD:
             slot.bad_ns = now
         self._publish(make_event(str(peer), slot.ev, old, state, reason.name, ts_ns=now,
-                                 plane=ev_plane(slot.ev), **extra))
+                                 plane=ev_plane(slot.ev), **extra), evset)
 
     def _replace(self, peer: ipaddress.IPv6Address, st: PeerState, slot: EvSlot, now: int) -> bool:
         """Retire the ASSUMED_BAD EV of ``slot`` and put a backup EV of the same plane in."""
@@ -140,33 +142,39 @@ class SweepMixin(AgentCore):
         return True
 
 
-def needs_sweep(evset: EvSet, st: PeerState | None, now: int, rto: int, pinned: bool = False) -> bool:
-    """Whether the peer of ``evset`` still needs the agent's periodic sweep at ``now`` (ns,
-    CLOCK_MONOTONIC), given its RTO ``rto`` (ns). Only time can change a verdict while the
-    dataplane is quiet, so the sweep must keep running while:
+def sweep_due(evset: EvSet, st: PeerState | None, now: int, rto: int, pinned: bool = False) -> int | None:
+    """When the agent's sweep can next change something for the peer of ``evset`` by the
+    passing of time alone: a CLOCK_MONOTONIC time in ns (``now`` when it is due already), or
+    None when only a send, an ack or the API can (the agent may then block). ``rto`` is the
+    agent's RTO in ns. Due:
 
-    - an EV is probed (retired, ASSUMED_BAD, DENIED or across a denied link: ``st.probes`` and
-      ``st.retired``);
-    - a GOOD EV has a send unacked for at most ``rto``: its RTO verdict is still to come (one
-      unacked for longer was judged by an earlier sweep; only a later ack can change that, and
-      an ack wakes an idle agent);
-    - an EV is SKIP with a send recorded: it ends after an RTO without traffic.
+    - now, while an EV is probed (retired, ASSUMED_BAD, DENIED or across a denied link:
+      ``st.probes`` and ``st.retired``) or is ASSUMED_BAD or DENIED and not probed yet;
+    - at ``pending_ns + rto`` for a GOOD EV with a send unacked for at most ``rto``: its RTO
+      verdict cannot come sooner (one unacked for longer was judged by an earlier sweep; only
+      a later ack can change that, and an ack wakes an idle agent);
+    - at ``max(last_tx_ns, last_ack_ns) + rto`` for a SKIP EV with a send recorded: a SKIP ends
+      after an RTO without traffic.
 
     Pinned-EV mode has no sweep, so only probes count there.
     """
     if st is not None and (st.probes or st.retired):
-        return True
+        return now
     if pinned:
-        return False
+        return None
+    due = None
     for i in range(evset.n):
         s = evset.slots[i]
-        if s.state == GOOD and s.pending_ns and now - s.pending_ns <= rto:
-            return True
-        if s.state == SKIP and s.last_tx_ns:
-            return True
         if s.state in (BAD, DENIED):
-            return True  # not probed yet: the sweep replaces or probes it
-    return False
+            return now  # not probed yet: the sweep replaces or probes it
+        t = None
+        if s.state == GOOD and s.pending_ns and now - s.pending_ns <= rto:
+            t = s.pending_ns + rto
+        elif s.state == SKIP and s.last_tx_ns:
+            t = max(s.last_tx_ns, s.last_ack_ns, now - rto) + rto
+        if t is not None and (due is None or t < due):
+            due = t
+    return due
 
 
 def path_siblings(evset: EvSet, index: int, same_leaf: bool) -> list[int]:

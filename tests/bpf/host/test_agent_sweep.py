@@ -3,6 +3,7 @@ explicit times (design section 5): RTO retirement needs sibling evidence and sev
 sends, replacement stays in the plane and avoids the suspect spine, a dead plane is not
 replaced, and an idle SKIP ends after an RTO."""
 
+import socket
 import time
 
 from support import host_pkt as pkt
@@ -81,6 +82,49 @@ def test_an_agent_whose_host_only_answers_goes_idle(agent):
     assert dp.config.lookup(0).agent_idle == 1
     send(dp, 1)
     assert agent._sweep_and_schedule() is not None  # writes unacked: sweeps on
+
+
+def test_under_traffic_the_agent_sweeps_at_the_earliest_rto_verdict(agent):
+    send(agent.dp, 1)
+    s = agent.dp.peer_set(pkt.NIC_B)
+    first = min(s.slots[i].pending_ns for i in range(s.n))
+    nxt = agent._sweep_and_schedule()
+    # Not every probe interval (1 ms): no verdict can fall before the oldest unacked send's RTO.
+    assert nxt is not None and nxt * 1e9 >= first + RTO - 1_000
+
+
+def test_an_ev_to_replace_is_swept_every_probe_period(agent):
+    pkt.configure_host_a(agent.dp, path_retire=True)
+    lose_one(agent.dp, 5)
+    assert agent._next_sweep() <= time.monotonic() + agent._probe_period()
+
+
+@pytest.fixture
+def looping(agent):
+    """``agent`` with stand-in sockets, so that a turn of its loop runs (nothing arrives)."""
+    agent._udp, agent._ipr = (socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) for _ in range(2))
+    agent._udp.setblocking(False)  # the sweep reads it dry, as the agent's own
+    yield agent
+    agent._udp.close()
+    agent._ipr.close()
+    agent._udp = agent._ipr = None
+
+
+def test_a_wake_waits_a_sweep_period_and_a_loss_is_swept_at_once(looping):
+    agent, dp = looping, looping.dp
+    pkt.configure_host_a(dp, path_retire=True)
+    ring = dp.events_fd()
+    assert agent._sweep_and_schedule() is None  # nothing sent: the agent blocks
+    sweeps = agent.counters["sweeps"]
+    send(dp, 1)  # the doorbell: one WAKE
+    before = time.monotonic()
+    deadline = agent._turn({ring}, ring, None)
+    assert (agent.counters["dataplane_wakes"], agent.counters["sweeps"]) == (1, sweeps)
+    assert deadline >= before + agent._sweep_period()
+    lose_one(dp, 5)  # LOSS and PATH_LOSS: replace them now, not at the next RTO verdict
+    agent._turn({ring}, ring, deadline)
+    assert agent.counters["sweeps"] == sweeps + 1
+    assert agent.counters["events_replaced"] > 0 and agent.counters["loop_errors"] == 0
 
 
 def test_few_unacked_sends_do_not_retire(agent):
