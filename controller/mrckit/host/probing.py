@@ -19,7 +19,7 @@ from .core import AgentCore
 from .events import make_event
 from .maps import EvSet, Reason
 from .state import BAD, DENIED, GOOD, SKIP, PeerState, ProbeTarget
-from .sweep import path_siblings
+from .sweep import path_key, path_siblings
 
 PROBE_REPORT_NS = 100_000_000
 """Least time (ns) between two published probe results of one path that say the same."""
@@ -39,7 +39,7 @@ class ProbeMixin(AgentCore):
     def _probe_peer(self, peer: ipaddress.IPv6Address, st: PeerState, evset: EvSet, now: int,
                     budget: list[int]) -> None:
         interval = self._config().settings.probe_interval_ns
-        targets: list[tuple[int, ProbeTarget]] = [(ev, t) for ev, t in st.retired.items()]
+        targets: list[tuple[int, ProbeTarget]] = self._retired_to_probe(peer, st, now)
         in_set = set()
         for i in range(evset.n):
             s = evset.slots[i]
@@ -57,6 +57,31 @@ class ProbeMixin(AgentCore):
                 continue  # a down local port cannot carry the probe
             if self._send_probe(peer, ev, target, now):
                 budget[0] -= 1
+
+    def _shared_paths(self) -> bool:
+        """Whether retired EVs share their path's probes: with path-aware retirement in SRv6
+        mode, where the EVs of one path (:func:`~mrckit.host.sweep.path_key`) take the same
+        links, so one probe answers for all of them."""
+        return self._config().path_retire
+
+    def _retired_to_probe(self, peer: ipaddress.IPv6Address, st: PeerState, now: int) -> list[tuple[int, ProbeTarget]]:
+        """The retired EVs to consider probing: all of them, or, when paths are shared, one
+        per path (the path's first retired EV) unless one of the path's is probed already or
+        was within the probe interval. A path retired whole (about 32 EVs) then costs one
+        probe per interval, not 32."""
+        if not self._shared_paths():
+            return list(st.retired.items())
+        interval = self._config().settings.probe_interval_ns
+        same_leaf = self._same_leaf(peer)
+        busy = {path_key(ev, same_leaf) for ev, t in st.retired.items()
+                if t.outstanding is not None or now - t.last_probe_ns < interval}
+        out = []
+        for ev, t in st.retired.items():
+            key = path_key(ev, same_leaf)
+            if key not in busy:
+                busy.add(key)
+                out.append((ev, t))
+        return out
 
     def _crosses_denied(self, peer: ipaddress.IPv6Address, ev: int) -> bool:
         if not self._denied_links:
@@ -132,11 +157,16 @@ class ProbeMixin(AgentCore):
         if ev in st.retired:
             if target.streak < need:
                 self._report_probe(peer, st, ev, BAD, ok, now)
-            else:
-                del st.retired[ev]
-                st.backups.setdefault(ev_plane(ev), []).append(ev)
-                self._publish(make_event(str(peer), ev, BAD, GOOD, Reason.PROBE_OK.name, ts_ns=now,
-                                         plane=ev_plane(ev), probe_ok=True))
+                return
+            back = [ev]
+            if self._shared_paths():  # the answers proved the path: its retired EVs come back
+                same_leaf = self._same_leaf(peer)
+                back += [e for e in st.retired if e != ev and path_key(e, same_leaf) == path_key(ev, same_leaf)]
+            for e in back:
+                del st.retired[e]
+                st.backups.setdefault(ev_plane(e), []).append(e)
+                self._publish(make_event(str(peer), e, BAD, GOOD, Reason.PROBE_OK.name, ts_ns=now,
+                                         plane=ev_plane(e), probe_ok=True))
             return
         self._probe_result_in_set(peer, st, ev, target, ok, now)
 

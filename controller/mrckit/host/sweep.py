@@ -177,14 +177,17 @@ def sweep_due(evset: EvSet, st: PeerState | None, now: int, rto: int, pinned: bo
     return due
 
 
+def path_key(ev: int, same_leaf: bool) -> tuple[int, int]:
+    """What names the path of ``ev`` toward a peer (design 3.3): (plane, T1), or, toward a
+    peer on this host's leaf (no T1 on the path), (plane, 0). EVs with one key share a path."""
+    return (ev_plane(ev), 0 if same_leaf else ev_t1(ev))
+
+
 def path_siblings(evset: EvSet, index: int, same_leaf: bool) -> list[int]:
     """The other slots of ``evset`` whose EVs take the path of slot ``index``'s EV toward the
-    set's peer (design 3.3): same plane and T1, or, toward a peer on this host's leaf (no T1 on
-    the path), the same plane."""
-    ev = evset.slots[index].ev
-    def key(e: int) -> tuple[int, int]:
-        return (ev_plane(e), 0 if same_leaf else ev_t1(e))
-    return [j for j in range(evset.n) if j != index and key(evset.slots[j].ev) == key(ev)]
+    set's peer (:func:`path_key`)."""
+    key = path_key(evset.slots[index].ev, same_leaf)
+    return [j for j in range(evset.n) if j != index and path_key(evset.slots[j].ev, same_leaf) == key]
 
 
 OWN_SPINE_WEIGHT = 4

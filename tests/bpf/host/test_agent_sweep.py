@@ -246,3 +246,44 @@ def test_probe_results_of_retired_paths_are_published_until_they_come_back(agent
     assert got == [("PROBE_RESULT", ev, False, EvState.ASSUMED_BAD), ("PROBE_RESULT", ev, True, EvState.ASSUMED_BAD),
                    ("PROBE_OK", ev, True, EvState.GOOD)]
     assert ev not in st.retired
+
+
+def retire_paths(agent, per_path=3):
+    """``per_path`` EVs of each of two paths toward B retired (out of the set, probed); the
+    peer state and the two paths' EV lists."""
+    from mrckit.host.state import ProbeTarget
+    send(agent.dp, 1)  # the set toward B exists once a packet went there
+    rows = rows_of(agent.dp)
+    paths = list(dict.fromkeys(ev_unpack(r["ev"])[:2] for r in rows))  # (plane, T1), in order
+    one, other = ([r["ev"] for r in rows if ev_unpack(r["ev"])[:2] == p][:per_path] for p in paths[:2])
+    st = agent.peers.setdefault(pkt.ip(pkt.NIC_B), agent._new_peer_state())
+    for ev in one + other:
+        st.retired[ev] = ProbeTarget()
+    return st, one, other
+
+
+def test_a_retired_path_shares_one_probe_and_comes_back_whole(agent):
+    """Path-aware retirement: one probe per interval answers for every retired EV of its path
+    (they take the same links), and its successes bring them all back to the backups."""
+    peer, now = pkt.ip(pkt.NIC_B), time.monotonic_ns()
+    st, one, other = retire_paths(agent)
+    probed = [ev for ev, _ in agent._retired_to_probe(peer, st, now)]
+    assert probed == [one[0], other[0]]
+    st.retired[one[0]].outstanding, st.retired[other[0]].last_probe_ns = 7, now
+    assert agent._retired_to_probe(peer, st, now) == []  # one in flight, one probed just now
+    for k in range(agent.cfg.settings.probe_successes):
+        agent._probe_result(peer, one[0], ok=True, now=now + k)
+    assert sorted(e.ev for e in agent.events.history if e.reason == "PROBE_OK") == sorted(one)
+    assert sorted(st.retired) == sorted(other)
+    assert all(ev in st.backups[ev_unpack(ev).plane] for ev in one)
+
+
+def test_per_ev_retirement_probes_every_retired_ev(agent):
+    import dataclasses
+    agent.cfg = dataclasses.replace(agent.cfg, settings=dataclasses.replace(agent.cfg.settings, retirement="ev"))
+    peer, now = pkt.ip(pkt.NIC_B), time.monotonic_ns()
+    st, one, other = retire_paths(agent)
+    assert [ev for ev, _ in agent._retired_to_probe(peer, st, now)] == one + other
+    for k in range(agent.cfg.settings.probe_successes):
+        agent._probe_result(peer, one[0], ok=True, now=now + k)
+    assert sorted(st.retired) == sorted(one[1:] + other)
