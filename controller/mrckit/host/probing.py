@@ -24,6 +24,9 @@ from .sweep import path_key, path_siblings
 PROBE_REPORT_NS = 100_000_000
 """Least time (ns) between two published probe results of one path that say the same."""
 
+LOSS_REASONS = (Reason.LOSS, Reason.PATH_LOSS, Reason.RTO_TIMEOUT)
+"""The reasons of an ASSUMED_BAD EV that a probe answer on its path undoes for the whole path."""
+
 log = logging.getLogger("mrckit.host")
 IPV6_FLOWINFO = 11       # linux/in6.h: deliver the flow label (the EV's low half) as a cmsg
 
@@ -39,13 +42,16 @@ class ProbeMixin(AgentCore):
     def _probe_peer(self, peer: ipaddress.IPv6Address, st: PeerState, evset: EvSet, now: int,
                     budget: list[int]) -> None:
         interval = self._config().settings.probe_interval_ns
-        targets: list[tuple[int, ProbeTarget]] = self._retired_to_probe(peer, st, now)
+        targets = self._one_per_path(peer, list(st.retired.items()), now)
         in_set = set()
+        lost: list[tuple[int, ProbeTarget]] = []  # in the set, ASSUMED_BAD for a loss
         for i in range(evset.n):
             s = evset.slots[i]
             if s.state in (BAD, DENIED) or (s.state == GOOD and self._crosses_denied(peer, s.ev)):
                 in_set.add(s.ev)
-                targets.append((s.ev, st.probes.setdefault(s.ev, ProbeTarget())))
+                pair = (s.ev, st.probes.setdefault(s.ev, ProbeTarget()))
+                (lost if s.state == BAD and s.reason in LOSS_REASONS else targets).append(pair)
+        targets += self._one_per_path(peer, lost, now)
         for ev in [ev for ev in st.probes if ev not in in_set]:
             del st.probes[ev]
         for ev, target in targets:
@@ -59,24 +65,26 @@ class ProbeMixin(AgentCore):
                 budget[0] -= 1
 
     def _shared_paths(self) -> bool:
-        """Whether retired EVs share their path's probes: with path-aware retirement in SRv6
-        mode, where the EVs of one path (:func:`~mrckit.host.sweep.path_key`) take the same
-        links, so one probe answers for all of them."""
+        """Whether EVs retired for a loss share their path's probes: with path-aware
+        retirement in SRv6 mode, where the EVs of one path (:func:`~mrckit.host.sweep.path_key`)
+        take the same links, so one probe answers for all of them."""
         return self._config().path_retire
 
-    def _retired_to_probe(self, peer: ipaddress.IPv6Address, st: PeerState, now: int) -> list[tuple[int, ProbeTarget]]:
-        """The retired EVs to consider probing: all of them, or, when paths are shared, one
-        per path (the path's first retired EV) unless one of the path's is probed already or
-        was within the probe interval. A path retired whole (about 32 EVs) then costs one
-        probe per interval, not 32."""
+    def _one_per_path(self, peer: ipaddress.IPv6Address, group: list[tuple[int, ProbeTarget]],
+                      now: int) -> list[tuple[int, ProbeTarget]]:
+        """Which of ``group`` ((EV, target) pairs that come back together: the retired EVs,
+        or the set's EVs retired for a loss) to consider probing toward ``peer``: all, or,
+        when paths are shared, the first of each path unless one of the path's is probed
+        already or was within the probe interval. A path retired whole (about 32 EVs) then
+        costs one probe per interval, not 32."""
         if not self._shared_paths():
-            return list(st.retired.items())
+            return group
         interval = self._config().settings.probe_interval_ns
         same_leaf = self._same_leaf(peer)
-        busy = {path_key(ev, same_leaf) for ev, t in st.retired.items()
+        busy = {path_key(ev, same_leaf) for ev, t in group
                 if t.outstanding is not None or now - t.last_probe_ns < interval}
         out = []
-        for ev, t in st.retired.items():
+        for ev, t in group:
             key = path_key(ev, same_leaf)
             if key not in busy:
                 busy.add(key)
@@ -218,11 +226,10 @@ class ProbeMixin(AgentCore):
         EVs retired for loss (LOSS, PATH_LOSS, RTO_TIMEOUT) come back GOOD with it."""
         if not self._config().path_retire:
             return set()
-        lost = (Reason.LOSS, Reason.PATH_LOSS, Reason.RTO_TIMEOUT)
         out: set[int] = set()
         for j in path_siblings(evset, index, self._same_leaf(peer)):
             s = evset.slots[j]
-            if s.state == BAD and s.reason in lost:
+            if s.state == BAD and s.reason in LOSS_REASONS:
                 s.pending_ns = s.unacked_tx = 0
                 self._set_state(peer, s, GOOD, Reason.PROBE_OK, now, probe_ok=True)
                 st.probes.pop(s.ev, None)

@@ -267,10 +267,10 @@ def test_a_retired_path_shares_one_probe_and_comes_back_whole(agent):
     (they take the same links), and its successes bring them all back to the backups."""
     peer, now = pkt.ip(pkt.NIC_B), time.monotonic_ns()
     st, one, other = retire_paths(agent)
-    probed = [ev for ev, _ in agent._retired_to_probe(peer, st, now)]
+    probed = [ev for ev, _ in agent._one_per_path(peer, list(st.retired.items()), now)]
     assert probed == [one[0], other[0]]
     st.retired[one[0]].outstanding, st.retired[other[0]].last_probe_ns = 7, now
-    assert agent._retired_to_probe(peer, st, now) == []  # one in flight, one probed just now
+    assert agent._one_per_path(peer, list(st.retired.items()), now) == []  # one in flight, one probed just now
     for k in range(agent.cfg.settings.probe_successes):
         agent._probe_result(peer, one[0], ok=True, now=now + k)
     assert sorted(e.ev for e in agent.events.history if e.reason == "PROBE_OK") == sorted(one)
@@ -283,7 +283,22 @@ def test_per_ev_retirement_probes_every_retired_ev(agent):
     agent.cfg = dataclasses.replace(agent.cfg, settings=dataclasses.replace(agent.cfg.settings, retirement="ev"))
     peer, now = pkt.ip(pkt.NIC_B), time.monotonic_ns()
     st, one, other = retire_paths(agent)
-    assert [ev for ev, _ in agent._retired_to_probe(peer, st, now)] == one + other
+    assert [ev for ev, _ in agent._one_per_path(peer, list(st.retired.items()), now)] == one + other
     for k in range(agent.cfg.settings.probe_successes):
         agent._probe_result(peer, one[0], ok=True, now=now + k)
     assert sorted(st.retired) == sorted(one[1:] + other)
+
+
+def test_a_path_retired_in_the_set_shares_one_probe(agent):
+    """The set's EVs that one loss retired with their path (LOSS, PATH_LOSS) are probed once
+    per interval between them: the answer brings them all back (the test above)."""
+    dp = agent.dp
+    pkt.configure_host_a(dp, path_retire=True)
+    lose_one(dp, 5)
+    peer = pkt.ip(pkt.NIC_B)
+    st = agent.peers.setdefault(peer, agent._new_peer_state())
+    sent = []
+    agent._send_probe = lambda _peer, ev, target, now: sent.append(ev) or True
+    agent._probe_peer(peer, st, dp.peer_set(pkt.NIC_B), time.monotonic_ns(), [64])
+    bad = [r["ev"] for r in rows_of(dp) if r["state"] == EvState.ASSUMED_BAD]
+    assert len(bad) == 16 and len(sent) == 1 and sent[0] in bad
