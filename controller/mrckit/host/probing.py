@@ -44,14 +44,18 @@ class ProbeMixin(AgentCore):
         interval = self._config().settings.probe_interval_ns
         targets = self._one_per_path(peer, list(st.retired.items()), now)
         in_set = set()
-        lost: list[tuple[int, ProbeTarget]] = []  # in the set, ASSUMED_BAD for a loss
+        lost: list[tuple[int, ProbeTarget]] = []     # in the set, ASSUMED_BAD for a loss
+        watched: list[tuple[int, ProbeTarget]] = []  # DENIED, or across a denied link: reports only
         for i in range(evset.n):
             s = evset.slots[i]
             if s.state in (BAD, DENIED) or (s.state == GOOD and self._crosses_denied(peer, s.ev)):
                 in_set.add(s.ev)
                 pair = (s.ev, st.probes.setdefault(s.ev, ProbeTarget()))
-                (lost if s.state == BAD and s.reason in LOSS_REASONS else targets).append(pair)
-        targets += self._one_per_path(peer, lost, now)
+                if s.state == BAD:
+                    (lost if s.reason in LOSS_REASONS else targets).append(pair)
+                else:
+                    watched.append(pair)
+        targets += self._one_per_path(peer, lost, now) + self._one_per_path(peer, watched, now)
         for ev in [ev for ev in st.probes if ev not in in_set]:
             del st.probes[ev]
         for ev, target in targets:
@@ -65,18 +69,19 @@ class ProbeMixin(AgentCore):
                 budget[0] -= 1
 
     def _shared_paths(self) -> bool:
-        """Whether EVs retired for a loss share their path's probes: with path-aware
-        retirement in SRv6 mode, where the EVs of one path (:func:`~mrckit.host.sweep.path_key`)
-        take the same links, so one probe answers for all of them."""
+        """Whether the EVs of one path share its probes: with path-aware retirement in SRv6
+        mode, where the EVs of one path (:func:`~mrckit.host.sweep.path_key`) take the same
+        links, so one probe answers for all of them."""
         return self._config().path_retire
 
     def _one_per_path(self, peer: ipaddress.IPv6Address, group: list[tuple[int, ProbeTarget]],
                       now: int) -> list[tuple[int, ProbeTarget]]:
-        """Which of ``group`` ((EV, target) pairs that come back together: the retired EVs,
-        or the set's EVs retired for a loss) to consider probing toward ``peer``: all, or,
-        when paths are shared, the first of each path unless one of the path's is probed
-        already or was within the probe interval. A path retired whole (about 32 EVs) then
-        costs one probe per interval, not 32."""
+        """Which of ``group`` ((EV, target) pairs whose probes say the same of their path:
+        the retired EVs, the set's EVs retired for a loss, or the set's EVs DENIED or across a
+        denied link) to consider probing toward ``peer``: all, or, when paths are shared, the
+        first of each path unless one of the path's is probed already or was within the probe
+        interval. A path retired or denied whole (about 32 EVs) then costs one probe per
+        interval, not 32."""
         if not self._shared_paths():
             return group
         interval = self._config().settings.probe_interval_ns

@@ -302,3 +302,21 @@ def test_a_path_retired_in_the_set_shares_one_probe(agent):
     agent._probe_peer(peer, st, dp.peer_set(pkt.NIC_B), time.monotonic_ns(), [64])
     bad = [r["ev"] for r in rows_of(dp) if r["state"] == EvState.ASSUMED_BAD]
     assert len(bad) == 16 and len(sent) == 1 and sent[0] in bad
+
+
+def test_a_denied_path_shares_one_probe(agent):
+    """The controller reads probe results per path (PROBE_RESULT): one probe per interval
+    across a denied path serves all of its EVs."""
+    dp = agent.dp
+    send(dp, 1)
+    peer = pkt.ip(pkt.NIC_B)
+    st = agent.peers.setdefault(peer, agent._new_peer_state())
+    rows = rows_of(dp)
+    path = [i for i, r in enumerate(rows) if ev_unpack(r["ev"])[:2] == ev_unpack(rows[0]["ev"])[:2]]
+    for i in path:
+        dp.write_slot(pkt.NIC_B, i, state=EvState.DENIED)
+    sent = []
+    agent._send_probe = lambda _peer, ev, target, now: sent.append(ev) or True
+    agent._probe_peer(peer, st, dp.peer_set(pkt.NIC_B), time.monotonic_ns(), [64])
+    assert len(path) > 1 and sent == [rows[path[0]]["ev"]]
+    assert sorted(st.probes) == sorted(rows[i]["ev"] for i in path)  # all watched, one probed
