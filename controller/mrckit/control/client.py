@@ -30,6 +30,10 @@ RUN_DIR = Path("/run/mrckit/controller")
 RPC_TIMEOUT_S = 30.0
 """A report in EV-hash mode waits for the switches' group rewrites: allow for a loaded machine."""
 
+WATCH_HEADERS = (("mrc-watch", "1"),)
+"""The headers the controller's WatchTimeline sends first: a client that got them knows the
+controller answered, so a stream that breaks later means it stopped."""
+
 
 def check_name(name: str) -> str:
     """``name`` if it is usable as a controller name (it names files in the run folder).
@@ -126,14 +130,18 @@ class ControllerClient:
             MrcError: no controller answers (at the start).
         """
         stream = self.stub.WatchTimeline(pb.WatchTimelineRequest(replay=replay, ev_events=ev_events))
+        answered = False  # the controller sent its headers: it was there
         try:
+            answered = tuple(stream.initial_metadata() or ()) == WATCH_HEADERS
             for item in stream:
                 if item.WhichOneof("what") == "mark":
                     yield "mark", mark_from_proto(item.mark)
                 else:
                     yield "ev_event", (item.ev_event.host, item.ev_event.event)
         except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.CANCELLED:
+            # A controller that stops may close the connection before the stream's last
+            # status reaches us: once it had answered, that is the end, not an error.
+            if exc.code() == grpc.StatusCode.CANCELLED or (answered and exc.code() == grpc.StatusCode.UNAVAILABLE):
                 return
             raise self._error("timeline", exc) from None
         finally:

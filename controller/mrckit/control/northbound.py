@@ -17,7 +17,7 @@ import grpc
 from ..errors import MrcError
 from ..proto import controller_pb2 as pb
 from ..proto import controller_pb2_grpc as pbg
-from .client import ControllerClient, mark_to_proto, status_to_proto, unix_path
+from .client import WATCH_HEADERS, ControllerClient, mark_to_proto, status_to_proto, unix_path
 from .reports import LinkReport
 
 if TYPE_CHECKING:
@@ -96,6 +96,8 @@ class ControllerService(pbg.ControllerServicer):
     async def WatchTimeline(self, request, context):
         q = self.ctl.feed.subscribe(request.ev_events)
         try:
+            # Headers at once: the client tells a controller that stops mid-stream from none.
+            await context.send_initial_metadata(WATCH_HEADERS)
             if request.replay:
                 for m in self.ctl.timeline():
                     yield pb.TimelineEvent(mark=mark_to_proto(m.as_dict()))

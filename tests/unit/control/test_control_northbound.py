@@ -288,3 +288,47 @@ def test_mrc_controller_watch_follows_the_timeline_until_the_controller_stops(tm
             watch.communicate()
     assert watch.returncode == 0, err
     assert out.strip().splitlines()[-1] == "controller stopped"
+
+
+class _BreakingTimeline:
+    """A WatchTimeline that sends one mark, then breaks as a stopping server may
+    (UNAVAILABLE), after its headers when ``headers``."""
+
+    def __init__(self, headers: bool):
+        self.headers = headers
+
+    def WatchTimeline(self, request, context):
+        import grpc
+
+        from mrckit.control.client import WATCH_HEADERS, mark_to_proto
+        from mrckit.proto import controller_pb2 as pb
+
+        if self.headers:
+            context.send_initial_metadata(WATCH_HEADERS)
+            yield pb.TimelineEvent(mark=mark_to_proto({"kind": "link_down", "time_ns": 1, "links": [LINK], "detail": ""}))
+        context.abort(grpc.StatusCode.UNAVAILABLE, "server shutting down")
+
+
+@pytest.mark.parametrize("headers", [True, False])
+def test_watch_ends_when_a_controller_that_answered_goes_away(tmp_path, headers):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import grpc
+
+    from mrckit.proto import controller_pb2_grpc as pbg
+
+    server = grpc.server(ThreadPoolExecutor(2))
+    handler = _BreakingTimeline(headers)
+    pbg.add_ControllerServicer_to_server(type("S", (pbg.ControllerServicer,), {
+        "WatchTimeline": lambda self, req, ctx: handler.WatchTimeline(req, ctx)})(), server)
+    server.add_insecure_port(f"unix:{tmp_path}/w.sock")
+    server.start()
+    try:
+        with ControllerClient(f"unix:{tmp_path}/w.sock") as client:
+            if headers:
+                assert [kind for kind, _ in client.watch()] == ["mark"]  # then the end, no error
+            else:
+                with pytest.raises(MrcError, match="no controller answers"):
+                    list(client.watch())
+    finally:
+        server.stop(0)
