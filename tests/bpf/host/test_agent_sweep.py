@@ -197,9 +197,9 @@ def test_agent_floor_restores_least_recently_failed(agent):
     assert sum(1 for e in agent.events.history if e.reason == "FLOOR") == 22
 
 
-def test_probe_results_across_a_denied_link_are_published_per_path_and_on_change(agent):
-    from mrckit.host.probing import PROBE_REPORT_NS
-    from mrckit.host.state import ProbeTarget
+def deny_first_path(agent):
+    """Every slot toward B on the first slot's path (plane and T1) made DENIED. Returns the
+    peer, its state, and the EVs of that path in slot order."""
     dp = agent.dp
     send(dp, 1)
     peer = pkt.ip(pkt.NIC_B)
@@ -208,8 +208,23 @@ def test_probe_results_across_a_denied_link_are_published_per_path_and_on_change
     path = [i for i, r in enumerate(rows) if ev_unpack(r["ev"])[:2] == ev_unpack(rows[0]["ev"])[:2]]
     for i in path:
         dp.write_slot(pkt.NIC_B, i, state=EvState.DENIED)
-        st.probes[rows[i]["ev"]] = ProbeTarget()
-    evs = [rows[i]["ev"] for i in path]
+    return peer, st, [rows[i]["ev"] for i in path]
+
+
+def probes_sent(agent, peer, st):
+    """The EVs one probing pass toward ``peer`` sends probes on (nothing leaves the host)."""
+    sent = []
+    agent._send_probe = lambda _peer, ev, target, now: sent.append(ev) or True
+    agent._probe_peer(peer, st, agent.dp.peer_set(pkt.NIC_B), time.monotonic_ns(), [64])
+    return sent
+
+
+def test_probe_results_across_a_denied_link_are_published_per_path_and_on_change(agent):
+    from mrckit.host.probing import PROBE_REPORT_NS
+    from mrckit.host.state import ProbeTarget
+    peer, st, evs = deny_first_path(agent)
+    for ev in evs:
+        st.probes[ev] = ProbeTarget()
     t0 = time.monotonic_ns()
 
     def results():
@@ -297,9 +312,7 @@ def test_a_path_retired_in_the_set_shares_one_probe(agent):
     lose_one(dp, 5)
     peer = pkt.ip(pkt.NIC_B)
     st = agent.peers.setdefault(peer, agent._new_peer_state())
-    sent = []
-    agent._send_probe = lambda _peer, ev, target, now: sent.append(ev) or True
-    agent._probe_peer(peer, st, dp.peer_set(pkt.NIC_B), time.monotonic_ns(), [64])
+    sent = probes_sent(agent, peer, st)
     bad = [r["ev"] for r in rows_of(dp) if r["state"] == EvState.ASSUMED_BAD]
     assert len(bad) == 16 and len(sent) == 1 and sent[0] in bad
 
@@ -307,16 +320,6 @@ def test_a_path_retired_in_the_set_shares_one_probe(agent):
 def test_a_denied_path_shares_one_probe(agent):
     """The controller reads probe results per path (PROBE_RESULT): one probe per interval
     across a denied path serves all of its EVs."""
-    dp = agent.dp
-    send(dp, 1)
-    peer = pkt.ip(pkt.NIC_B)
-    st = agent.peers.setdefault(peer, agent._new_peer_state())
-    rows = rows_of(dp)
-    path = [i for i, r in enumerate(rows) if ev_unpack(r["ev"])[:2] == ev_unpack(rows[0]["ev"])[:2]]
-    for i in path:
-        dp.write_slot(pkt.NIC_B, i, state=EvState.DENIED)
-    sent = []
-    agent._send_probe = lambda _peer, ev, target, now: sent.append(ev) or True
-    agent._probe_peer(peer, st, dp.peer_set(pkt.NIC_B), time.monotonic_ns(), [64])
-    assert len(path) > 1 and sent == [rows[path[0]]["ev"]]
-    assert sorted(st.probes) == sorted(rows[i]["ev"] for i in path)  # all watched, one probed
+    peer, st, evs = deny_first_path(agent)
+    assert len(evs) > 1 and probes_sent(agent, peer, st) == [evs[0]]
+    assert sorted(st.probes) == sorted(evs)  # all watched, one probed
