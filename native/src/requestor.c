@@ -476,15 +476,21 @@ void mrcep_req_send_probe(struct mrc_req *r, int64_t now)
 }
 
 /* --- feedback ----------------------------------------------------------------------- */
+/* A slowest-RTT tracker after one RTT sample (ns): the sample, or the tracker less
+ * 1/2^shift of itself, whichever is larger (requestor.py, _slowest). */
+static inline int64_t slowest(int64_t tracker, int64_t sample, unsigned shift)
+{
+	int64_t decayed = tracker - (tracker >> shift);
+	return sample > decayed ? sample : decayed;
+}
+
 static int64_t ack(struct mrc_req *r, struct slot *s, int64_t now)
 {
 	int64_t size = s->size;
 	if (s->reason == MRCEP_RTX_NONE) {  /* Karn: only a first transmission gives an RTT sample */
-		int64_t decayed = r->max_rtt_ns - (r->max_rtt_ns >> MRCEP_RTT_MAX_DECAY_SHIFT);
 		int64_t sample = now - s->sent_at;
-		r->max_rtt_ns = sample > decayed ? sample : decayed;
-		decayed = r->rto_rtt_ns - (r->rto_rtt_ns >> MRCEP_RTO_RTT_DECAY_SHIFT);
-		r->rto_rtt_ns = sample > decayed ? sample : decayed;
+		r->max_rtt_ns = slowest(r->max_rtt_ns, sample, MRCEP_RTT_MAX_DECAY_SHIFT);
+		r->rto_rtt_ns = slowest(r->rto_rtt_ns, sample, MRCEP_RTO_RTT_DECAY_SHIFT);
 	}
 	order_remove(r, s);
 	if (!s->lost)

@@ -171,6 +171,12 @@ class _Packet:
         self.reason = ""
 
 
+def _slowest(tracker: int, sample: int, shift: int) -> int:
+    """A slowest-RTT tracker (ns) after one RTT ``sample`` (ns): the sample, or the tracker
+    less 1/2**``shift`` of itself, whichever is larger."""
+    return max(sample, tracker - (tracker >> shift))
+
+
 def _opcode(idx: int, npkts: int, imm: bool) -> int:
     if npkts == 1:
         return Opcode.WRITE_ONLY_IMM if imm else Opcode.WRITE_ONLY
@@ -399,8 +405,8 @@ class RequestorQp:
         pkt = self.outstanding.pop(psn)
         if not pkt.reason:  # Karn: only a first transmission gives an RTT sample
             sample = now - pkt.sent_at
-            self.max_rtt_ns = max(sample, self.max_rtt_ns - (self.max_rtt_ns >> RTT_MAX_DECAY_SHIFT))
-            self.rto_rtt_ns = max(sample, self.rto_rtt_ns - (self.rto_rtt_ns >> RTO_RTT_DECAY_SHIFT))
+            self.max_rtt_ns = _slowest(self.max_rtt_ns, sample, RTT_MAX_DECAY_SHIFT)
+            self.rto_rtt_ns = _slowest(self.rto_rtt_ns, sample, RTO_RTT_DECAY_SHIFT)
         self.order.pop(psn, None)
         if not pkt.lost:
             self.inflight -= pkt.size

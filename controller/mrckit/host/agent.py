@@ -50,7 +50,7 @@ from .maps import EvSet, EvSlot, Reason, state_name
 from .planestats import plane_rows, sum_planes
 from .ports import PortMixin, link_up
 from .probing import IPV6_FLOWINFO, ProbeMixin
-from .state import BAD, DENIED, GOOD, PeerState, ProbeTarget
+from .state import DENIED, GOOD, PeerState, ProbeTarget, went_bad
 from .sweep import SweepMixin, sweep_due
 
 log = logging.getLogger("mrckit.host")
@@ -345,24 +345,24 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         sweep should replace it now)."""
         dp = self._dataplane()
         sets: dict[str, EvSet | None] = {}  # a LOSS comes with its path's PATH_LOSSes: read once
-        went_bad = False
+        retired = False
         for e in dp.poll_events():
             if e.reason == Reason.WAKE:
                 self.counters["dataplane_wakes"] += 1
                 continue
             peer = str(ipaddress.IPv6Address(bytes(e.peer)))
-            bad = e.new_state == BAD and e.old_state != BAD
+            bad = went_bad(e.old_state, e.new_state)
             if bad and peer not in sets:
                 sets[peer] = dp.peer_set(peer)
-            went_bad |= bad
+            retired |= bad
             self._publish(make_event(peer, e.ev, e.old_state, e.new_state, Reason(e.reason).name,
                                      ts_ns=e.ts_ns, plane=ev_plane(e.ev)), sets.get(peer))
-        return went_bad
+        return retired
 
     def _publish(self, event: EvEvent, evset: EvSet | None = None) -> None:
         """Publish ``event``; a change to ASSUMED_BAD carries the failure report, read from
         ``evset`` (the peer's set in hand) or else from the map."""
-        if event.peer and event.new_state == BAD and event.old_state != BAD:
+        if event.peer and went_bad(event.old_state, event.new_state):
             event = self._failure_report(event, evset)
         if self.cfg is not None and self.cfg.opaque_evs:
             event = dataclasses.replace(event, opaque=True)

@@ -68,21 +68,16 @@ class ProbeMixin(AgentCore):
             if self._send_probe(peer, ev, target, now):
                 budget[0] -= 1
 
-    def _shared_paths(self) -> bool:
-        """Whether the EVs of one path share its probes: with path-aware retirement in SRv6
-        mode, where the EVs of one path (:func:`~mrckit.host.sweep.path_key`) take the same
-        links, so one probe answers for all of them."""
-        return self._config().path_retire
-
     def _one_per_path(self, peer: ipaddress.IPv6Address, group: list[tuple[int, ProbeTarget]],
                       now: int) -> list[tuple[int, ProbeTarget]]:
         """Which of ``group`` ((EV, target) pairs whose probes say the same of their path:
         the retired EVs, the set's EVs retired for a loss, or the set's EVs DENIED or across a
         denied link) to consider probing toward ``peer``: all, or, when paths are shared, the
         first of each path unless one of the path's is probed already or was within the probe
-        interval. A path retired or denied whole (about 32 EVs) then costs one probe per
-        interval, not 32."""
-        if not self._shared_paths():
+        interval. Paths are shared with path-aware retirement (SRv6 mode), where the EVs of
+        one path (:func:`~mrckit.host.sweep.path_key`) take the same links. A path retired or
+        denied whole (about 32 EVs) then costs one probe per interval, not 32."""
+        if not self._config().path_retire:
             return group
         interval = self._config().settings.probe_interval_ns
         same_leaf = self._same_leaf(peer)
@@ -172,9 +167,10 @@ class ProbeMixin(AgentCore):
                 self._report_probe(peer, st, ev, BAD, ok, now)
                 return
             back = [ev]
-            if self._shared_paths():  # the answers proved the path: its retired EVs come back
+            if self._config().path_retire:  # the answers proved the path: its retired EVs come back
                 same_leaf = self._same_leaf(peer)
-                back += [e for e in st.retired if e != ev and path_key(e, same_leaf) == path_key(ev, same_leaf)]
+                key = path_key(ev, same_leaf)
+                back += [e for e in st.retired if e != ev and path_key(e, same_leaf) == key]
             for e in back:
                 del st.retired[e]
                 st.backups.setdefault(ev_plane(e), []).append(e)

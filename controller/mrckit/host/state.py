@@ -9,6 +9,12 @@ from ..wire.constants import EvState
 GOOD, SKIP, BAD, DENIED = (int(s) for s in EvState)
 
 
+def went_bad(old: int, new: int) -> bool:
+    """Whether a change from state ``old`` to ``new`` retires an EV (design section 5: a
+    failure, which carries a failure report and is bad_ns's moment)."""
+    return new == BAD and old != BAD
+
+
 @dataclass
 class ProbeTarget:
     """A probed EV of one peer: consecutive answers and when it was last probed."""

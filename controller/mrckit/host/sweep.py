@@ -10,7 +10,7 @@ from ..wire.ev import ev_plane, ev_t1, ev_unpack
 from .core import AgentCore
 from .events import make_event
 from .maps import EvSet, EvSlot, Reason
-from .state import BAD, DENIED, GOOD, SKIP, PeerState, ProbeTarget
+from .state import BAD, DENIED, GOOD, SKIP, PeerState, ProbeTarget, went_bad
 
 
 class SweepMixin(AgentCore):
@@ -107,7 +107,7 @@ class SweepMixin(AgentCore):
         and publish the change."""
         old = slot.state
         slot.state, slot.reason, slot.skip_until_rot = state, min(int(reason), 255), 0
-        if state == BAD and old != BAD:
+        if went_bad(old, state):
             slot.bad_ns = now
         self._publish(make_event(str(peer), slot.ev, old, state, reason.name, ts_ns=now,
                                  plane=ev_plane(slot.ev), **extra), evset)

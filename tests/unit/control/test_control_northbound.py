@@ -6,16 +6,20 @@ unreachable (``unix:/nonexistent``): the reaction is still decided and recorded.
 import asyncio
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import grpc
 import pytest
 from click.testing import CliRunner
 
 from mrckit.cli import main
 from mrckit.control import Controller, ControllerClient, SwitchTarget, load_pipeline, read_status, report_link
-from mrckit.control.client import status_from_proto, status_to_proto
+from mrckit.control.client import WATCH_HEADERS, mark_to_proto, status_from_proto, status_to_proto
 from mrckit.control.status import saved_status_path
 from mrckit.errors import MrcError
+from mrckit.proto import controller_pb2 as pb
+from mrckit.proto import controller_pb2_grpc as pbg
 from mrckit.topology import generate_clos
 
 TOPO = generate_clos()
@@ -290,7 +294,7 @@ def test_mrc_controller_watch_follows_the_timeline_until_the_controller_stops(tm
     assert out.strip().splitlines()[-1] == "controller stopped"
 
 
-class _BreakingTimeline:
+class _BreakingTimeline(pbg.ControllerServicer):
     """A WatchTimeline that sends one mark, then breaks as a stopping server may
     (UNAVAILABLE), after its headers when ``headers``."""
 
@@ -298,11 +302,6 @@ class _BreakingTimeline:
         self.headers = headers
 
     def WatchTimeline(self, request, context):
-        import grpc
-
-        from mrckit.control.client import WATCH_HEADERS, mark_to_proto
-        from mrckit.proto import controller_pb2 as pb
-
         if self.headers:
             context.send_initial_metadata(WATCH_HEADERS)
             yield pb.TimelineEvent(mark=mark_to_proto({"kind": "link_down", "time_ns": 1, "links": [LINK], "detail": ""}))
@@ -311,16 +310,8 @@ class _BreakingTimeline:
 
 @pytest.mark.parametrize("headers", [True, False])
 def test_watch_ends_when_a_controller_that_answered_goes_away(tmp_path, headers):
-    from concurrent.futures import ThreadPoolExecutor
-
-    import grpc
-
-    from mrckit.proto import controller_pb2_grpc as pbg
-
     server = grpc.server(ThreadPoolExecutor(2))
-    handler = _BreakingTimeline(headers)
-    pbg.add_ControllerServicer_to_server(type("S", (pbg.ControllerServicer,), {
-        "WatchTimeline": lambda self, req, ctx: handler.WatchTimeline(req, ctx)})(), server)
+    pbg.add_ControllerServicer_to_server(_BreakingTimeline(headers), server)
     server.add_insecure_port(f"unix:{tmp_path}/w.sock")
     server.start()
     try:
