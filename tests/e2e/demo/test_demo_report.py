@@ -245,3 +245,16 @@ def test_transitions_table_shows_a_paths_evs_retired_together():
     console.print(render(report))
     line = next(x for x in console.export_text().splitlines() if "PATH_LOSS" in x and "ASSUMED_BAD" in x)
     assert [c.strip() for c in line.split("│") if c.strip()][-2:] == ["31", "32"]
+
+
+def test_a_read_that_the_agent_answered_after_the_restore_is_not_counted_as_during_the_fault():
+    # The sampler stamps a read when it begins; an agent slow to answer returns counts that
+    # include the dead path's first packets after the restore.
+    run = synthetic_run("down")
+    rec = run.recorder
+    i = next(i for i, s in enumerate(rec.samples) if s.t_ns > run.t_restore_ns)
+    rec.samples[i].t_ns = run.t_restore_ns - 1
+    rec.ev_read_end_ns[i] = run.t_restore_ns + 5 * 1_000_000
+    report = analyze(run)
+    assert report.failover.dead_path_packets_failover_to_restore == 0
+    assert _check(report, "failed_path_silent").ok

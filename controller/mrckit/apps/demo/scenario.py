@@ -272,11 +272,12 @@ def _failover(run: RunRecord) -> Failover:
 
 
 def _dead_path_packets(rec: Recorder, fault: FaultInfo, t_failover: int | None, t_restore_ns: int) -> int | None:
-    """Data packets the samples count on the failed path from failover to the restore. None
+    """Data packets the samples count on the failed path from failover to the restore: from
+    the first read begun after the failover to the last read ended before the restore. None
     without a failover, or when less than one sampling interval of the fault was left after it."""
     if t_failover is None:
         return None
-    a, b = rec.at(t_failover), rec.before(t_restore_ns)
+    a, b = rec.at(t_failover), rec.read_by(t_restore_ns)
     if a.t_ns >= b.t_ns:
         return None
     key = (fault.plane, fault.spine)

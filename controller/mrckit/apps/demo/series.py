@@ -151,3 +151,10 @@ class Recorder:
     def before(self, t_ns: int) -> Sample:
         """The last sample taken at or before ``t_ns`` (the first sample if none)."""
         return next((s for s in reversed(self.samples) if s.t_ns <= t_ns), self.samples[0])
+
+    def read_by(self, t_ns: int) -> Sample:
+        """The last sample whose EV-table read had ended by ``t_ns`` (the first sample if
+        none). Its packet counts hold nothing sent after ``t_ns``; those of :meth:`before`
+        can, when the read began before ``t_ns`` and the agent answered after it."""
+        ends = zip(reversed(self.samples), reversed(self.ev_read_end_ns))
+        return next((s for s, end in ends if end <= t_ns), self.samples[0])
