@@ -51,7 +51,7 @@ from .planestats import plane_rows, sum_planes
 from .ports import PortMixin, link_up
 from .probing import IPV6_FLOWINFO, ProbeMixin
 from .state import DENIED, GOOD, PeerState, ProbeTarget, went_bad
-from .sweep import SweepMixin, sweep_due
+from .sweep import SweepMixin, probe_due, sweep_due
 
 log = logging.getLogger("mrckit.host")
 
@@ -234,7 +234,12 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
                 if ring in ready:
                     urgent |= self._drain_dataplane_events()
                 if opened(self._udp).fileno() in ready:
+                    answered = self.counters["probes_ok"]
                     self._receive()
+                    if self.counters["probes_ok"] != answered and deadline is not None:
+                        # An answered probe frees its path for the next one a probe period on,
+                        # sooner than the expiry the schedule waited for.
+                        deadline = min(deadline, time.monotonic() + self._probe_period())
                 if opened(self._ipr).fileno() in ready:
                     self._link_messages()
                     urgent = True  # a port went up or down
@@ -263,8 +268,11 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
     def _probe_period(self) -> float:
         """The period in s of the sweeps that probe: the sweep period, or the probe interval
         when that is shorter."""
+        return self._probe_period_ns() / 1e9
+
+    def _probe_period_ns(self) -> int:
         s = self._config().settings
-        return min(s.sweep_period_ns, s.probe_interval_ns) / 1e9
+        return min(s.sweep_period_ns, s.probe_interval_ns)
 
     def _sweep_and_schedule(self) -> float | None:
         """Sweep, then the next sweep time (:meth:`_next_sweep`), or None after marking the
@@ -285,24 +293,32 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
 
     def _next_sweep(self) -> float | None:
         """The next sweep time (monotonic s), or None when no sweep can change anything by
-        the passing of time alone. Probing (or an EV to replace) sweeps every probe period;
-        otherwise the sweep waits for the earliest RTO verdict (:func:`~mrckit.host.sweep.
-        sweep_due`), but at least one sweep period: under traffic every EV's unacked send is
-        recent, so the agent sweeps about once an RTO instead of every probe interval."""
+        the passing of time alone: the earliest RTO verdict (:func:`~mrckit.host.sweep.
+        sweep_due`), but at least one sweep period away (under traffic every EV's unacked send
+        is recent, so the agent sweeps about once an RTO instead of every probe interval), and
+        the next probe that can go out or be judged lost (:func:`~mrckit.host.sweep.probe_due`),
+        at least one probe period away. A path that stays down is probed once per probe
+        expiry, not swept every probe interval."""
         now = time.monotonic_ns()
         settings = self._config().settings
-        due = now if self._outstanding else None
+        expiry = self._probe_expiry()
+        planes_up = {p for p, up in self._port_up.items() if up}
+        verdict = probe = None
         for peer, evset in self._dataplane().peer_sets():
-            t = sweep_due(evset, self.peers.get(peer), now, settings.rto_ns, settings.pinned_ev)
-            if t is not None and (due is None or t < due):
-                due = t
-                if due <= now:
-                    break
-        if due is None:
-            return None
-        if due <= now:
-            return now / 1e9 + self._probe_period()
-        return max(due / 1e9, now / 1e9 + self._sweep_period())
+            st = self.peers.get(peer)
+            verdict = _earliest(verdict, sweep_due(evset, st, now, settings.rto_ns, settings.pinned_ev))
+            if st is not None:
+                probe = _earliest(probe, probe_due(st, settings.probe_interval_ns, expiry, planes_up,
+                                                   self._path_of(peer)))
+        if self._outstanding:
+            probe = _earliest(probe, min(sent for _, _, sent in self._outstanding.values()) + expiry)
+        times = []
+        if verdict is not None:
+            times.append(now + self._probe_period_ns() if verdict <= now
+                         else max(verdict, now + settings.sweep_period_ns))
+        if probe is not None:
+            times.append(max(probe, now + self._probe_period_ns()))
+        return min(times) / 1e9 if times else None
 
     def _activity(self) -> tuple[int, int]:
         """What a send that elicits an ack, or an ack, moves over every live peer's EVs: (the
@@ -567,6 +583,11 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         if self.template is None:
             raise MrcError(NOT_CONFIGURED)
         return self.template
+
+
+def _earliest(a: int | None, b: int | None) -> int | None:
+    """The earlier of two times, None meaning never."""
+    return b if a is None else a if b is None else min(a, b)
 
 
 def _ifindex(ifname: str, host: str) -> int:

@@ -8,8 +8,9 @@ import ipaddress
 import logging
 import socket
 import time
+from collections.abc import Callable
 
-from ..wire.addressing import parse_nic_address
+from ..wire.addressing import HostLocation, parse_nic_address, path_links
 from ..wire.constants import EpOp, EpStatus
 from ..wire.ev import SALT_MASK, ev_from_flowinfo, ev_pack, ev_plane, ev_unpack
 from ..wire.headers import EpRequest, EpResponse, ep_request, ep_response, parse_ep, timestamp_units
@@ -46,9 +47,10 @@ class ProbeMixin(AgentCore):
         in_set = set()
         lost: list[tuple[int, ProbeTarget]] = []     # in the set, ASSUMED_BAD for a loss
         watched: list[tuple[int, ProbeTarget]] = []  # DENIED, or across a denied link: reports only
+        crosses_denied = self._denied_paths(peer)
         for i in range(evset.n):
             s = evset.slots[i]
-            if s.state in (BAD, DENIED) or (s.state == GOOD and self._crosses_denied(peer, s.ev)):
+            if s.state in (BAD, DENIED) or (s.state == GOOD and crosses_denied(s.ev)):
                 in_set.add(s.ev)
                 pair = (s.ev, st.probes.setdefault(s.ev, ProbeTarget()))
                 if s.state == BAD:
@@ -91,23 +93,33 @@ class ProbeMixin(AgentCore):
                 out.append((ev, t))
         return out
 
+    def _denied_paths(self, peer: ipaddress.IPv6Address) -> Callable[[int], bool]:
+        """:meth:`_crosses_denied` toward ``peer`` for one pass over its set, worked out once
+        per path (the EV without its salt): a set holds about 128 EVs on a few paths."""
+        if not self._denied_links:
+            return lambda ev: False
+        memo: dict[int, bool] = {}
+
+        def crosses(ev: int) -> bool:
+            path = ev & ~SALT_MASK
+            if path not in memo:
+                memo[path] = self._crosses_denied(peer, ev)
+            return memo[path]
+        return crosses
+
     def _crosses_denied(self, peer: ipaddress.IPv6Address, ev: int) -> bool:
         if not self._denied_links:
             return False
         return bool(self._links_of(peer, ev) & self._denied_links)
 
-    def _links_of(self, peer: ipaddress.IPv6Address, ev: int) -> set[str]:
+    def _links_of(self, peer: ipaddress.IPv6Address, ev: int) -> frozenset[str]:
         """The link names on the path of ``ev`` toward ``peer`` (design 3.3); none in ecmp
         mode, where the switches hash the EV and its path is unknown to the host."""
         cfg = self._config()
         if cfg.opaque_evs:
-            return set()
-        loc = parse_nic_address(peer)
+            return frozenset()
         plane, t1, _ = ev_unpack(ev)
-        links = {f"p{plane}/t0-{cfg.leaf}/down-{cfg.downlink}", f"p{plane}/t0-{loc.leaf}/down-{loc.downlink}"}
-        if loc.leaf != cfg.leaf:
-            links |= {f"p{plane}/t0-{cfg.leaf}/t1-{t1}", f"p{plane}/t0-{loc.leaf}/t1-{t1}"}
-        return links
+        return path_links(plane, t1, HostLocation(cfg.leaf, cfg.downlink), parse_nic_address(peer))
 
     def _send_probe(self, peer: ipaddress.IPv6Address, ev: int, target: ProbeTarget, now: int) -> bool:
         pid = self._next_probe_id
@@ -144,10 +156,23 @@ class ProbeMixin(AgentCore):
             return False
         return True
 
-    def _expire_probes(self, now: int) -> None:
+    def _probe_expiry(self) -> int:
+        """How long (ns) a probe waits for its answer before it counts as lost."""
         settings = self._config().settings
+        return max(settings.rto_ns, settings.probe_interval_ns)
+
+    def _path_of(self, peer: ipaddress.IPv6Address) -> Callable[[int], object] | None:
+        """What names an EV's path toward ``peer`` when the EVs of one path share their
+        probes (path-aware retirement, :meth:`_one_per_path`), else None (each EV its own)."""
+        if not self._config().path_retire:
+            return None
+        same_leaf = self._same_leaf(peer)
+        return lambda ev: path_key(ev, same_leaf)
+
+    def _expire_probes(self, now: int) -> None:
+        expiry = self._probe_expiry()
         for pid, (peer, ev, sent) in list(self._outstanding.items()):
-            if now - sent > max(settings.rto_ns, settings.probe_interval_ns):
+            if now - sent > expiry:
                 del self._outstanding[pid]
                 self.counters["probes_lost"] += 1
                 self._probe_result(peer, ev, ok=False, now=now)

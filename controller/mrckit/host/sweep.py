@@ -4,6 +4,7 @@ a backup EV of the same plane, and SKIP expiry. Mixed into :class:`~mrckit.host.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable, Container
 
 from ..wire.addressing import parse_nic_address
 from ..wire.ev import ev_plane, ev_t1, ev_unpack
@@ -143,13 +144,13 @@ class SweepMixin(AgentCore):
 
 
 def sweep_due(evset: EvSet, st: PeerState | None, now: int, rto: int, pinned: bool = False) -> int | None:
-    """When the agent's sweep can next change something for the peer of ``evset`` by the
+    """When the agent's sweep can next change a verdict on the EV set of one peer by the
     passing of time alone: a CLOCK_MONOTONIC time in ns (``now`` when it is due already), or
-    None when only a send, an ack or the API can (the agent may then block). ``rto`` is the
-    agent's RTO in ns. Due:
+    None when only a send, an ack or the API can (the agent may then block). Probes have
+    their own schedule (:func:`probe_due`). ``rto`` is the agent's RTO in ns. Due:
 
-    - now, while an EV is probed (retired, ASSUMED_BAD, DENIED or across a denied link:
-      ``st.probes`` and ``st.retired``) or is ASSUMED_BAD or DENIED and not probed yet;
+    - now, while an EV is ASSUMED_BAD or DENIED and not probed yet (``st.probes``): the sweep
+      replaces or probes it;
     - at ``pending_ns + rto`` for a GOOD EV with a send unacked for at most ``rto``: its RTO
       verdict cannot come sooner (one unacked for longer was judged by an earlier sweep; only
       a later ack can change that, and an ack wakes an idle agent);
@@ -158,15 +159,16 @@ def sweep_due(evset: EvSet, st: PeerState | None, now: int, rto: int, pinned: bo
 
     Pinned-EV mode has no sweep, so only probes count there.
     """
-    if st is not None and (st.probes or st.retired):
-        return now
     if pinned:
         return None
+    probed = st.probes if st is not None else {}
     due = None
     for i in range(evset.n):
         s = evset.slots[i]
         if s.state in (BAD, DENIED):
-            return now  # not probed yet: the sweep replaces or probes it
+            if s.ev not in probed:
+                return now
+            continue
         t = None
         if s.state == GOOD and s.pending_ns and now - s.pending_ns <= rto:
             t = s.pending_ns + rto
@@ -175,6 +177,26 @@ def sweep_due(evset: EvSet, st: PeerState | None, now: int, rto: int, pinned: bo
         if t is not None and (due is None or t < due):
             due = t
     return due
+
+
+def probe_due(st: PeerState, interval: int, expiry: int, planes_up: Container[int],
+              path_of: Callable[[int], object] | None = None) -> int | None:
+    """When the agent can next probe one of the EVs it probes toward a peer (``st.retired``
+    and ``st.probes``), in ns of CLOCK_MONOTONIC, or None when it can probe none: ``interval``
+    after a target's last probe, or, while that probe awaits its answer, ``expiry`` after it
+    (when the probe counts as lost). EVs whose plane is not in ``planes_up`` wait: a down
+    local port cannot carry a probe, and its coming up sweeps at once. ``path_of(ev)``, when
+    given, names the path of an EV (:func:`path_key`): the EVs of one path share their probes
+    (``ProbeMixin._one_per_path``), so a path is due once none of its EVs is busy. A time in
+    the past means now."""
+    busy: dict[object, int] = {}
+    for ev, t in (*st.retired.items(), *st.probes.items()):
+        if ev_plane(ev) not in planes_up:
+            continue
+        until = t.last_probe_ns + (expiry if t.outstanding is not None else interval)
+        key = path_of(ev) if path_of else ev
+        busy[key] = max(busy.get(key, until), until)
+    return min(busy.values(), default=None)
 
 
 def path_key(ev: int, same_leaf: bool) -> tuple[int, int]:

@@ -9,6 +9,7 @@
 - Link names: ``p<plane>/t0-<L>/t1-<t>`` (T0-T1) and ``p<plane>/t0-<L>/down-<D>`` (host link).
 """
 
+import functools
 import ipaddress
 import re
 from typing import NamedTuple
@@ -66,8 +67,10 @@ def _split(addr: ipaddress.IPv6Address | str) -> tuple[int, int, int]:
     return (value >> 80) & 0xFFFF, (value >> 64) & 0xFFFF, host - 1
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_nic_address(addr: ipaddress.IPv6Address | str) -> HostLocation:
-    """(leaf, downlink) of a NIC address.
+    """(leaf, downlink) of a NIC address. Cached: a host agent asks it of its peers for
+    every EV of every sweep.
 
     Raises:
         ValueError: not of the form ``2001:db8:100:L::H`` with L <= 1023 and 1 <= H <= 1023.
@@ -152,6 +155,22 @@ def host_link_name(plane: int, leaf: int, downlink: int) -> str:
     check_range("leaf", leaf, 0, 1023)
     check_range("downlink", downlink, 0, 1022)
     return str(LinkName(plane, leaf, "down", downlink))
+
+
+@functools.lru_cache(maxsize=65536)
+def path_links(plane: int, t1: int, src: HostLocation, dst: HostLocation) -> frozenset[str]:
+    """The names of the links (design 3.3) that the SRv6 path of plane ``plane`` and T1
+    ``t1`` takes from the host at ``src`` to the host at ``dst``: both host links, and both
+    T0-T1 links when the hosts sit under different leaves (under one leaf the path turns at
+    the T0 and ``t1`` is unused). Cached: a host agent asks it for every EV of every sweep.
+
+    Raises:
+        ValueError: a field out of range (see :func:`t1_link_name`).
+    """
+    links = {host_link_name(plane, src.leaf, src.downlink), host_link_name(plane, dst.leaf, dst.downlink)}
+    if src.leaf != dst.leaf:
+        links |= {t1_link_name(plane, src.leaf, t1), t1_link_name(plane, dst.leaf, t1)}
+    return frozenset(links)
 
 
 _LINK_RE = re.compile(r"p(\d+)/t0-(\d+)/(t1|down)-(\d+)")

@@ -323,3 +323,45 @@ def test_a_denied_path_shares_one_probe(agent):
     peer, st, evs = deny_first_path(agent)
     assert len(evs) > 1 and probes_sent(agent, peer, st) == [evs[0]]
     assert sorted(st.probes) == sorted(evs)  # all watched, one probed
+
+
+def probe_once(agent, peer, st):
+    """One probing pass toward ``peer`` whose probes count as sent (nothing leaves the host).
+    Returns the time of the pass and the EVs probed."""
+    sent, now = [], time.monotonic_ns()
+
+    def fake_send(_peer, ev, target, t):
+        target.last_probe_ns, target.outstanding = t, len(sent) + 1
+        agent._outstanding[len(sent) + 1] = (_peer, ev, t)
+        sent.append(ev)
+        return True
+
+    agent._send_probe = fake_send
+    agent._probe_peer(peer, st, agent.dp.peer_set(pkt.NIC_B), now, [64])
+    return now, sent
+
+
+def test_a_path_that_stays_down_is_swept_at_its_probe_expiry_not_every_probe_period(agent):
+    peer, st, evs = deny_first_path(agent)
+    sack_all_but(agent.dp, victim=None)  # no RTO verdict to come: only the probe schedule
+    t, sent = probe_once(agent, peer, st)
+    assert sent == [evs[0]]
+    assert agent._next_sweep() * 1e9 >= t + agent._probe_expiry()
+
+
+def test_an_answered_probe_brings_the_next_sweep_to_a_probe_period(looping):
+    from mrckit.wire.constants import EpOp, EpStatus
+    from mrckit.wire.headers import EpResponse
+    agent = looping
+    peer, st, evs = deny_first_path(agent)
+    sack_all_but(agent.dp, victim=None)
+    t, sent = probe_once(agent, peer, st)
+    deadline = agent._next_sweep()
+    answer = EpResponse(EpOp.EV_PROBE, EpStatus.OK, 1, sent[0], 0, 0)
+    agent._receive = lambda limit=64: agent._on_response(peer, answer)
+    sweeps = agent.counters["sweeps"]
+    got = agent._turn({agent._udp.fileno()}, agent.dp.events_fd(), deadline)
+    assert agent.counters["probes_ok"] == 1 and st.probes[sent[0]].outstanding is None
+    # The next sweep comes a probe period on, not at the expiry; a slow machine may have
+    # reached it inside this very turn.
+    assert agent.counters["sweeps"] == sweeps + 1 or got <= time.monotonic() + agent._probe_period() < deadline

@@ -1,16 +1,18 @@
-"""When the agent's sweep is next due (mrckit.host.sweep.sweep_due): now while it probes or
-has an EV to replace, at the earliest RTO verdict while sends are unacked, and never while
-only a send, an ack or the API can change a verdict, so an idle agent blocks (docs/host.md,
-"An idle agent")."""
+"""When the agent's sweep is next due (mrckit.host.sweep.sweep_due): now while it has an EV
+to replace or to start probing, at the earliest RTO verdict while sends are unacked, and never
+while only a send, an ack or the API can change a verdict, so an idle agent blocks; and when
+its next probe is due (probe_due): a probe interval after a path's last probe, or the probe's
+expiry while it awaits an answer (docs/host.md, "An idle agent")."""
 
 import pytest
 
 from mrckit.host.maps import EvSet, EvSlot
 from mrckit.host.state import PeerState, ProbeTarget
-from mrckit.host.sweep import sweep_due
+from mrckit.host.sweep import path_key, probe_due, sweep_due
 from mrckit.wire.constants import EvState
 
 RTO, NOW = 50_000_000, 10_000_000_000
+INTERVAL, EXPIRY = 1_000_000, RTO
 
 
 def evset(**slot) -> EvSet:
@@ -42,7 +44,32 @@ def test_the_earliest_verdict_is_due_first():
     assert sweep_due(s, PeerState(backups={}), NOW, RTO) == NOW + RTO // 2
 
 
-def test_probe_targets_need_the_sweep_even_when_pinned():
-    st = PeerState(backups={}, retired={0x10100009: ProbeTarget()})
-    assert sweep_due(evset(), st, NOW, RTO, pinned=True) == NOW
-    assert sweep_due(evset(state=EvState.DENIED), PeerState(backups={}), NOW, RTO, pinned=True) is None
+def test_a_probed_ev_waits_for_its_probe_schedule_not_the_sweep():
+    st = PeerState(backups={}, probes={0x10100002: ProbeTarget(last_probe_ns=NOW)})
+    assert sweep_due(evset(state=EvState.ASSUMED_BAD), st, NOW, RTO) is None
+    assert sweep_due(evset(state=EvState.DENIED), st, NOW, RTO, pinned=True) is None
+
+
+EV_A, EV_B, EV_OTHER = 0x10100001, 0x10100002, 0x10200003  # A and B: plane 1, T1 1
+
+
+@pytest.mark.parametrize("target, due", [
+    (ProbeTarget(), INTERVAL),                                      # never probed: now
+    (ProbeTarget(last_probe_ns=NOW - 10), NOW - 10 + INTERVAL),     # a probe interval on
+    (ProbeTarget(last_probe_ns=NOW - 10, outstanding=7), NOW - 10 + EXPIRY),  # its answer or loss
+])
+def test_probe_due_by_target(target, due):
+    assert probe_due(PeerState(backups={}, retired={EV_A: target}), INTERVAL, EXPIRY, {0, 1}) == due
+
+
+def test_no_probe_is_due_without_targets_or_on_a_down_plane():
+    assert probe_due(PeerState(backups={}), INTERVAL, EXPIRY, {0, 1}) is None
+    assert probe_due(PeerState(backups={}, retired={EV_A: ProbeTarget()}), INTERVAL, EXPIRY, {0}) is None
+
+
+def test_a_shared_path_is_due_once_none_of_its_evs_is_busy():
+    st = PeerState(backups={}, retired={EV_A: ProbeTarget(last_probe_ns=NOW, outstanding=3)},
+                   probes={EV_B: ProbeTarget(), EV_OTHER: ProbeTarget(last_probe_ns=NOW)})
+    assert probe_due(st, INTERVAL, EXPIRY, {1}) == INTERVAL  # each EV its own: B is due now
+    shared = probe_due(st, INTERVAL, EXPIRY, {1}, lambda ev: path_key(ev, False))
+    assert shared == NOW + INTERVAL  # B waits for A's answer; the other path is due first

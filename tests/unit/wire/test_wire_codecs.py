@@ -86,3 +86,12 @@ def test_addresses_by_hand():
     assert port_address(15, 0, 0) == ipaddress.IPv6Address("2001:db8:20f:0::1")
     assert parse_port_address("2001:db8:201:1::3") == (1, (1, 2))
     assert t1_link_name(1, 0, 2) == "p1/t0-0/t1-2" and host_link_name(1, 1, 2) == "p1/t0-1/down-2"
+
+
+def test_path_links_name_both_host_links_and_both_t1_links_across_leaves():
+    from mrckit.wire.addressing import HostLocation, path_links
+    a, b, c = HostLocation(0, 1), HostLocation(2, 0), HostLocation(0, 3)
+    assert path_links(1, 3, a, b) == {"p1/t0-0/down-1", "p1/t0-2/down-0", "p1/t0-0/t1-3", "p1/t0-2/t1-3"}
+    assert path_links(1, 3, a, c) == {"p1/t0-0/down-1", "p1/t0-0/down-3"}  # one leaf: no T1 on it
+    with pytest.raises(ValueError, match="t1=256"):
+        path_links(0, 256, a, b)
