@@ -26,6 +26,7 @@ are accepted and recorded, not applied (:data:`DENIALS_NOT_APPLIED`), and failur
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import logging
 import os
@@ -308,8 +309,8 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             st = self.peers.get(peer)
             verdict = _earliest(verdict, sweep_due(evset, st, now, settings.rto_ns, settings.pinned_ev))
             if st is not None:
-                probe = _earliest(probe, probe_due(st, settings.probe_interval_ns, expiry, planes_up,
-                                                   self._path_of(peer)))
+                interval_of = self._interval_of(self._denied_paths(peer))
+                probe = _earliest(probe, probe_due(st, interval_of, expiry, planes_up, self._path_of(peer)))
         if self._outstanding:
             probe = _earliest(probe, min(sent for _, _, sent in self._outstanding.values()) + expiry)
         times = []
@@ -532,8 +533,9 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         with self._lock:
             self._require()
             rows = []
+            only = ipaddress.IPv6Address(peer) if peer else None
             for p, evset in self._dataplane().peer_sets():
-                if peer and p != ipaddress.IPv6Address(peer):
+                if only is not None and p != only:
                     continue
                 st = self.peers.get(p)
                 rows += [self._row(p, i, evset.slots[i], st) for i in range(evset.n)]
@@ -547,7 +549,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             return str(peer)  # the DA: the switches choose the path by hashing the EV
         loc = parse_nic_address(peer)
         plane, t1, _ = ev_unpack(ev)
-        return str(path_da(plane, t1, cfg.leaf, loc.leaf, loc.downlink, cfg.locator))
+        return _path_text(plane, t1, cfg.leaf, loc.leaf, loc.downlink, cfg.locator)
 
     def _row(self, peer: ipaddress.IPv6Address, slot_index: int, s: EvSlot, st: PeerState | None) -> dict:
         plane, t1, _ = ev_unpack(s.ev)
@@ -583,6 +585,13 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         if self.template is None:
             raise MrcError(NOT_CONFIGURED)
         return self.template
+
+
+@functools.lru_cache(maxsize=65536)
+def _path_text(plane: int, t1: int, src_leaf: int, dst_leaf: int, dst_downlink: int, locator: int) -> str:
+    """:func:`~mrckit.wire.addressing.path_da` as text, cached: every EV table read (the
+    demo samples one every 50 ms) names the path of every EV."""
+    return str(path_da(plane, t1, src_leaf, dst_leaf, dst_downlink, locator))
 
 
 def _earliest(a: int | None, b: int | None) -> int | None:

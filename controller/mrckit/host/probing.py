@@ -42,12 +42,12 @@ class ProbeMixin(AgentCore):
 
     def _probe_peer(self, peer: ipaddress.IPv6Address, st: PeerState, evset: EvSet, now: int,
                     budget: list[int]) -> None:
-        interval = self._config().settings.probe_interval_ns
-        targets = self._one_per_path(peer, list(st.retired.items()), now)
+        crosses_denied = self._denied_paths(peer)
+        interval_of = self._interval_of(crosses_denied)
+        targets = self._one_per_path(peer, list(st.retired.items()), now, interval_of)
         in_set = set()
         lost: list[tuple[int, ProbeTarget]] = []     # in the set, ASSUMED_BAD for a loss
         watched: list[tuple[int, ProbeTarget]] = []  # DENIED, or across a denied link: reports only
-        crosses_denied = self._denied_paths(peer)
         for i in range(evset.n):
             s = evset.slots[i]
             if s.state in (BAD, DENIED) or (s.state == GOOD and crosses_denied(s.ev)):
@@ -57,13 +57,14 @@ class ProbeMixin(AgentCore):
                     (lost if s.reason in LOSS_REASONS else targets).append(pair)
                 else:
                     watched.append(pair)
-        targets += self._one_per_path(peer, lost, now) + self._one_per_path(peer, watched, now)
+        targets += (self._one_per_path(peer, lost, now, interval_of)
+                    + self._one_per_path(peer, watched, now, interval_of))
         for ev in [ev for ev in st.probes if ev not in in_set]:
             del st.probes[ev]
         for ev, target in targets:
             if budget[0] <= 0:
                 return
-            if target.outstanding is not None or now - target.last_probe_ns < interval:
+            if target.outstanding is not None or now - target.last_probe_ns < interval_of(ev):
                 continue
             if not self._port_up.get(ev_plane(ev), False):
                 continue  # a down local port cannot carry the probe
@@ -71,7 +72,7 @@ class ProbeMixin(AgentCore):
                 budget[0] -= 1
 
     def _one_per_path(self, peer: ipaddress.IPv6Address, group: list[tuple[int, ProbeTarget]],
-                      now: int) -> list[tuple[int, ProbeTarget]]:
+                      now: int, interval_of: Callable[[int], int] | None = None) -> list[tuple[int, ProbeTarget]]:
         """Which of ``group`` ((EV, target) pairs whose probes say the same of their path:
         the retired EVs, the set's EVs retired for a loss, or the set's EVs DENIED or across a
         denied link) to consider probing toward ``peer``: all, or, when paths are shared, the
@@ -81,10 +82,10 @@ class ProbeMixin(AgentCore):
         denied whole (about 32 EVs) then costs one probe per interval, not 32."""
         if not self._config().path_retire:
             return group
-        interval = self._config().settings.probe_interval_ns
+        interval_of = interval_of or self._interval_of(self._denied_paths(peer))
         same_leaf = self._same_leaf(peer)
         busy = {path_key(ev, same_leaf) for ev, t in group
-                if t.outstanding is not None or now - t.last_probe_ns < interval}
+                if t.outstanding is not None or now - t.last_probe_ns < interval_of(ev)}
         out = []
         for ev, t in group:
             key = path_key(ev, same_leaf)
@@ -92,6 +93,16 @@ class ProbeMixin(AgentCore):
                 busy.add(key)
                 out.append((ev, t))
         return out
+
+    def _interval_of(self, crosses_denied: Callable[[int], bool]) -> Callable[[int], int]:
+        """The probe interval of an EV (ns): ``probe_interval_ns``, or :data:`PROBE_REPORT_NS`
+        when its path crosses a denied link (``crosses_denied``, from :meth:`_denied_paths`).
+        The controller denied that link: it lifts the denial on a link report or on the
+        probes' results, which are published at most every ``PROBE_REPORT_NS`` per path
+        anyway, so probing faster would only cost the agent a sweep per probe."""
+        interval = self._config().settings.probe_interval_ns
+        slow = max(interval, PROBE_REPORT_NS)
+        return lambda ev: slow if crosses_denied(ev) else interval
 
     def _denied_paths(self, peer: ipaddress.IPv6Address) -> Callable[[int], bool]:
         """:meth:`_crosses_denied` toward ``peer`` for one pass over its set, worked out once

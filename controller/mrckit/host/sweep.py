@@ -179,11 +179,12 @@ def sweep_due(evset: EvSet, st: PeerState | None, now: int, rto: int, pinned: bo
     return due
 
 
-def probe_due(st: PeerState, interval: int, expiry: int, planes_up: Container[int],
+def probe_due(st: PeerState, interval_of: Callable[[int], int], expiry: int, planes_up: Container[int],
               path_of: Callable[[int], object] | None = None) -> int | None:
     """When the agent can next probe one of the EVs it probes toward a peer (``st.retired``
-    and ``st.probes``), in ns of CLOCK_MONOTONIC, or None when it can probe none: ``interval``
-    after a target's last probe, or, while that probe awaits its answer, ``expiry`` after it
+    and ``st.probes``), in ns of CLOCK_MONOTONIC, or None when it can probe none: the EV's
+    probe interval (``interval_of(ev)``, ns) after its last probe, or, while that probe
+    awaits its answer, ``expiry`` after it
     (when the probe counts as lost). EVs whose plane is not in ``planes_up`` wait: a down
     local port cannot carry a probe, and its coming up sweeps at once. ``path_of(ev)``, when
     given, names the path of an EV (:func:`path_key`): the EVs of one path share their probes
@@ -193,7 +194,7 @@ def probe_due(st: PeerState, interval: int, expiry: int, planes_up: Container[in
     for ev, t in (*st.retired.items(), *st.probes.items()):
         if ev_plane(ev) not in planes_up:
             continue
-        until = t.last_probe_ns + (expiry if t.outstanding is not None else interval)
+        until = t.last_probe_ns + (expiry if t.outstanding is not None else interval_of(ev))
         key = path_of(ev) if path_of else ev
         busy[key] = max(busy.get(key, until), until)
     return min(busy.values(), default=None)

@@ -346,7 +346,7 @@ def test_a_path_that_stays_down_is_swept_at_its_probe_expiry_not_every_probe_per
     sack_all_but(agent.dp, victim=None)  # no RTO verdict to come: only the probe schedule
     t, sent = probe_once(agent, peer, st)
     assert sent == [evs[0]]
-    assert agent._next_sweep() * 1e9 >= t + agent._probe_expiry()
+    assert agent._next_sweep() * 1e9 >= t + agent._probe_expiry() - 1_000  # float seconds: 1 us of rounding
 
 
 def test_an_answered_probe_brings_the_next_sweep_to_a_probe_period(looping):
@@ -365,3 +365,19 @@ def test_an_answered_probe_brings_the_next_sweep_to_a_probe_period(looping):
     # The next sweep comes a probe period on, not at the expiry; a slow machine may have
     # reached it inside this very turn.
     assert agent.counters["sweeps"] == sweeps + 1 or got <= time.monotonic() + agent._probe_period() < deadline
+
+
+def test_a_denied_path_is_probed_once_per_report_period(agent):
+    """The controller denied the link: the agent watches it at the pace it reports results
+    (PROBE_REPORT_NS), not every probe interval."""
+    from mrckit.host.probing import PROBE_REPORT_NS
+    peer, st, evs = deny_first_path(agent)
+    agent._denied_links = {min(ln for ln in agent._links_of(peer, evs[0]) if "/t0-0/t1-" in ln)}  # this path's alone
+    sack_all_but(agent.dp, victim=None)
+    t, sent = probe_once(agent, peer, st)
+    assert sent == [evs[0]]
+    agent._expire_probes(t + agent._probe_expiry() + 1)  # lost: the link is down
+    assert not agent._outstanding and st.probes[evs[0]].outstanding is None
+    assert agent._next_sweep() * 1e9 >= t + PROBE_REPORT_NS - 1_000  # float seconds: 1 us of rounding
+    later = t + 10 * agent.cfg.settings.probe_interval_ns
+    assert agent._one_per_path(peer, list(st.probes.items()), later) == []

@@ -13,6 +13,7 @@ from mrckit.wire.constants import EvState
 
 RTO, NOW = 50_000_000, 10_000_000_000
 INTERVAL, EXPIRY = 1_000_000, RTO
+EVERY = lambda ev: INTERVAL  # noqa: E731 - one interval for every EV
 
 
 def evset(**slot) -> EvSet:
@@ -59,17 +60,23 @@ EV_A, EV_B, EV_OTHER = 0x10100001, 0x10100002, 0x10200003  # A and B: plane 1, T
     (ProbeTarget(last_probe_ns=NOW - 10, outstanding=7), NOW - 10 + EXPIRY),  # its answer or loss
 ])
 def test_probe_due_by_target(target, due):
-    assert probe_due(PeerState(backups={}, retired={EV_A: target}), INTERVAL, EXPIRY, {0, 1}) == due
+    assert probe_due(PeerState(backups={}, retired={EV_A: target}), EVERY, EXPIRY, {0, 1}) == due
 
 
 def test_no_probe_is_due_without_targets_or_on_a_down_plane():
-    assert probe_due(PeerState(backups={}), INTERVAL, EXPIRY, {0, 1}) is None
-    assert probe_due(PeerState(backups={}, retired={EV_A: ProbeTarget()}), INTERVAL, EXPIRY, {0}) is None
+    assert probe_due(PeerState(backups={}), EVERY, EXPIRY, {0, 1}) is None
+    assert probe_due(PeerState(backups={}, retired={EV_A: ProbeTarget()}), EVERY, EXPIRY, {0}) is None
 
 
 def test_a_shared_path_is_due_once_none_of_its_evs_is_busy():
     st = PeerState(backups={}, retired={EV_A: ProbeTarget(last_probe_ns=NOW, outstanding=3)},
                    probes={EV_B: ProbeTarget(), EV_OTHER: ProbeTarget(last_probe_ns=NOW)})
-    assert probe_due(st, INTERVAL, EXPIRY, {1}) == INTERVAL  # each EV its own: B is due now
-    shared = probe_due(st, INTERVAL, EXPIRY, {1}, lambda ev: path_key(ev, False))
+    assert probe_due(st, EVERY, EXPIRY, {1}) == INTERVAL  # each EV its own: B is due now
+    shared = probe_due(st, EVERY, EXPIRY, {1}, lambda ev: path_key(ev, False))
     assert shared == NOW + INTERVAL  # B waits for A's answer; the other path is due first
+
+
+def test_each_ev_is_due_after_its_own_interval():
+    st = PeerState(backups={}, retired={EV_A: ProbeTarget(last_probe_ns=NOW), EV_OTHER: ProbeTarget(last_probe_ns=NOW)})
+    slow = lambda ev: 100 * INTERVAL if ev == EV_A else 10 * INTERVAL  # noqa: E731
+    assert probe_due(st, slow, EXPIRY, {1}) == NOW + 10 * INTERVAL
