@@ -309,7 +309,7 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
             st = self.peers.get(peer)
             verdict = _earliest(verdict, sweep_due(evset, st, now, settings.rto_ns, settings.pinned_ev))
             if st is not None:
-                interval_of = self._interval_of(self._denied_paths(peer))
+                interval_of = self._interval_of(self._denied_check(peer))
                 probe = _earliest(probe, probe_due(st, interval_of, expiry, planes_up, self._path_of(peer)))
         if self._outstanding:
             probe = _earliest(probe, min(sent for _, _, sent in self._outstanding.values()) + expiry)

@@ -42,7 +42,7 @@ class ProbeMixin(AgentCore):
 
     def _probe_peer(self, peer: ipaddress.IPv6Address, st: PeerState, evset: EvSet, now: int,
                     budget: list[int]) -> None:
-        crosses_denied = self._denied_paths(peer)
+        crosses_denied = self._denied_check(peer)
         interval_of = self._interval_of(crosses_denied)
         targets = self._one_per_path(peer, list(st.retired.items()), now, interval_of)
         in_set = set()
@@ -82,7 +82,7 @@ class ProbeMixin(AgentCore):
         denied whole (about 32 EVs) then costs one probe per interval, not 32."""
         if not self._config().path_retire:
             return group
-        interval_of = interval_of or self._interval_of(self._denied_paths(peer))
+        interval_of = interval_of or self._interval_of(self._denied_check(peer))
         same_leaf = self._same_leaf(peer)
         busy = {path_key(ev, same_leaf) for ev, t in group
                 if t.outstanding is not None or now - t.last_probe_ns < interval_of(ev)}
@@ -96,7 +96,8 @@ class ProbeMixin(AgentCore):
 
     def _interval_of(self, crosses_denied: Callable[[int], bool]) -> Callable[[int], int]:
         """The probe interval of an EV (ns): ``probe_interval_ns``, or :data:`PROBE_REPORT_NS`
-        when its path crosses a denied link (``crosses_denied``, from :meth:`_denied_paths`).
+        when its path crosses a denied link (``crosses_denied``, as :meth:`_denied_check`
+        gives it).
         The controller denied that link: it lifts the denial on a link report or on the
         probes' results, which are published at most every ``PROBE_REPORT_NS`` per path
         anyway, so probing faster would only cost the agent a sweep per probe."""
@@ -104,7 +105,7 @@ class ProbeMixin(AgentCore):
         slow = max(interval, PROBE_REPORT_NS)
         return lambda ev: slow if crosses_denied(ev) else interval
 
-    def _denied_paths(self, peer: ipaddress.IPv6Address) -> Callable[[int], bool]:
+    def _denied_check(self, peer: ipaddress.IPv6Address) -> Callable[[int], bool]:
         """:meth:`_crosses_denied` toward ``peer`` for one pass over its set, worked out once
         per path (the EV without its salt): a set holds about 128 EVs on a few paths."""
         if not self._denied_links:

@@ -184,12 +184,11 @@ def probe_due(st: PeerState, interval_of: Callable[[int], int], expiry: int, pla
     """When the agent can next probe one of the EVs it probes toward a peer (``st.retired``
     and ``st.probes``), in ns of CLOCK_MONOTONIC, or None when it can probe none: the EV's
     probe interval (``interval_of(ev)``, ns) after its last probe, or, while that probe
-    awaits its answer, ``expiry`` after it
-    (when the probe counts as lost). EVs whose plane is not in ``planes_up`` wait: a down
-    local port cannot carry a probe, and its coming up sweeps at once. ``path_of(ev)``, when
-    given, names the path of an EV (:func:`path_key`): the EVs of one path share their probes
-    (``ProbeMixin._one_per_path``), so a path is due once none of its EVs is busy. A time in
-    the past means now."""
+    awaits its answer, ``expiry`` (ns) after it, when the probe counts as lost. EVs whose
+    plane is not in ``planes_up`` wait: a down local port cannot carry a probe, and its
+    coming up sweeps at once. ``path_of(ev)``, when given, names the path of an EV
+    (:func:`path_key`): the EVs of one path share their probes (``ProbeMixin._one_per_path``),
+    so a path is due once none of its EVs is busy. A time in the past means now."""
     busy: dict[object, int] = {}
     for ev, t in (*st.retired.items(), *st.probes.items()):
         if ev_plane(ev) not in planes_up:
