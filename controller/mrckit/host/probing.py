@@ -80,15 +80,15 @@ class ProbeMixin(AgentCore):
         interval. Paths are shared with path-aware retirement (SRv6 mode), where the EVs of
         one path (:func:`~mrckit.host.sweep.path_key`) take the same links. A path retired or
         denied whole (about 32 EVs) then costs one probe per interval, not 32."""
-        if not self._config().path_retire:
+        path_of = self._path_of(peer)
+        if path_of is None:
             return group
         interval_of = interval_of or self._interval_of(self._denied_check(peer))
-        same_leaf = self._same_leaf(peer)
-        busy = {path_key(ev, same_leaf) for ev, t in group
+        busy = {path_of(ev) for ev, t in group
                 if t.outstanding is not None or now - t.last_probe_ns < interval_of(ev)}
         out = []
         for ev, t in group:
-            key = path_key(ev, same_leaf)
+            key = path_of(ev)
             if key not in busy:
                 busy.add(key)
                 out.append((ev, t))
@@ -204,10 +204,9 @@ class ProbeMixin(AgentCore):
                 self._report_probe(peer, st, ev, BAD, ok, now)
                 return
             back = [ev]
-            if self._config().path_retire:  # the answers proved the path: its retired EVs come back
-                same_leaf = self._same_leaf(peer)
-                key = path_key(ev, same_leaf)
-                back += [e for e in st.retired if e != ev and path_key(e, same_leaf) == key]
+            path_of = self._path_of(peer)
+            if path_of is not None:  # the answers proved the path: its retired EVs come back
+                back += [e for e in st.retired if e != ev and path_of(e) == path_of(ev)]
             for e in back:
                 del st.retired[e]
                 st.backups.setdefault(ev_plane(e), []).append(e)

@@ -211,12 +211,25 @@ def deny_first_path(agent):
     return peer, st, [rows[i]["ev"] for i in path]
 
 
+def probe_once(agent, peer, st):
+    """One probing pass toward ``peer`` whose probes count as sent (nothing leaves the host).
+    Returns the time of the pass and the EVs probed."""
+    sent, now = [], time.monotonic_ns()
+
+    def fake_send(_peer, ev, target, t):
+        target.last_probe_ns, target.outstanding = t, len(sent) + 1
+        agent._outstanding[len(sent) + 1] = (_peer, ev, t)
+        sent.append(ev)
+        return True
+
+    agent._send_probe = fake_send
+    agent._probe_peer(peer, st, agent.dp.peer_set(pkt.NIC_B), now, [64])
+    return now, sent
+
+
 def probes_sent(agent, peer, st):
     """The EVs one probing pass toward ``peer`` sends probes on (nothing leaves the host)."""
-    sent = []
-    agent._send_probe = lambda _peer, ev, target, now: sent.append(ev) or True
-    agent._probe_peer(peer, st, agent.dp.peer_set(pkt.NIC_B), time.monotonic_ns(), [64])
-    return sent
+    return probe_once(agent, peer, st)[1]
 
 
 def test_probe_results_across_a_denied_link_are_published_per_path_and_on_change(agent):
@@ -323,22 +336,6 @@ def test_a_denied_path_shares_one_probe(agent):
     peer, st, evs = deny_first_path(agent)
     assert len(evs) > 1 and probes_sent(agent, peer, st) == [evs[0]]
     assert sorted(st.probes) == sorted(evs)  # all watched, one probed
-
-
-def probe_once(agent, peer, st):
-    """One probing pass toward ``peer`` whose probes count as sent (nothing leaves the host).
-    Returns the time of the pass and the EVs probed."""
-    sent, now = [], time.monotonic_ns()
-
-    def fake_send(_peer, ev, target, t):
-        target.last_probe_ns, target.outstanding = t, len(sent) + 1
-        agent._outstanding[len(sent) + 1] = (_peer, ev, t)
-        sent.append(ev)
-        return True
-
-    agent._send_probe = fake_send
-    agent._probe_peer(peer, st, agent.dp.peer_set(pkt.NIC_B), now, [64])
-    return now, sent
 
 
 def test_a_path_that_stays_down_is_swept_at_its_probe_expiry_not_every_probe_period(agent):
