@@ -60,6 +60,7 @@ struct mrc_req {
 	uint64_t tx_seq, highest_acked_tx;
 	int64_t max_rtt_ns;  /* slowest recent RTT, for the SACK-gap rule (fast decay) */
 	int64_t rto_rtt_ns;  /* slowest RTT over a longer past, for the RTO floor (slow decay) */
+	int64_t last_timeout_ns;  /* the timer restarts here (requestor.py on_timer) */
 	uint32_t retries;
 	int rto_credit;  /* a timeout's resend goes out whatever the window (requestor.py) */
 	uint16_t msn, rqmsn, probe_id;
@@ -690,16 +691,18 @@ void mrcep_req_on_reply(struct mrc_req *r, const uint8_t *buf, uint32_t n, int64
 
 int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now)
 {
-	int64_t rto;
+	int64_t rto, due;
 	struct slot *s;
 	if (r->failed || r->ohead < 0)
 		return -1;
 	rto = rto_ns(r);
 	s = &r->ring[r->ohead];
-	if (now < s->sent_at + rto)
-		return s->sent_at + rto;
+	due = (s->sent_at > r->last_timeout_ns ? s->sent_at : r->last_timeout_ns) + rto;
+	if (now < due)
+		return due;
 	r->retries++;
 	r->stats.timeouts++;
+	r->last_timeout_ns = now;
 	if (exhausted(r)) {
 		char msg[96];
 		snprintf(msg, sizeof(msg), "retry counter exceeded: %u timeouts without progress", r->retries - 1);

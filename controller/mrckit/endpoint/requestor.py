@@ -219,6 +219,8 @@ class RequestorQp:
         self.max_rtt_ns = 0  # slowest recent RTT (ns), RTT_MAX_DECAY_SHIFT: the SACK-gap rule
         self.rto_rtt_ns = 0  # slowest RTT (ns), RTO_RTT_DECAY_SHIFT: the RTO floor
         self.retries = 0
+        # The timer restarts at each timeout: no timeout falls due sooner than an RTO after it.
+        self.last_timeout_ns = 0
         self.rto_credit = False  # a timeout's resend goes out whatever the window
         self.msn = 0
         self.rqmsn = 0
@@ -458,10 +460,15 @@ class RequestorQp:
             return None
         rto = self._rto_ns()
         oldest = next(iter(self.order.values()))
-        if now < oldest.sent_at + rto:
-            return oldest.sent_at + rto
+        due = max(oldest.sent_at, self.last_timeout_ns) + rto
+        if now < due:
+            return due
         self.retries += 1
         self.stats.timeouts += 1
+        # The timer restarts (RFC 6298 section 5.5-5.6). The packets sent with the one resent
+        # below are about as old as it: timed out one per turn, each would halve the window
+        # again and blame its EV's path, a dozen within a few hundred µs of one stall.
+        self.last_timeout_ns = now
         if self.retry.exhausted(self.retries):
             self.fail(f"retry counter exceeded: {self.retries - 1} timeouts without progress")
             return None

@@ -259,6 +259,30 @@ def test_a_timeout_resends_the_oldest_packet_only(impl):
     assert sum(link.req.stats.retransmits.values()) == 1
 
 
+def test_after_a_timeout_the_timer_restarts(impl):
+    """RFC 6298 section 5.5-5.6: the first window stalls past the RTO; after the timeout that
+    resends the oldest packet, the next oldest (as old, and as unacked) waits a whole RTO
+    from that timeout. Turns in between declare nothing: the window halves once and one EV
+    is blamed, not one per turn."""
+    link = Link(SIZE, impl=impl, retry=RetryConfig(timeout_exp=8))  # 262 µs
+    link.req.post(os.urandom(SIZE), 0, RKEY)
+    link.req.pump(link.now)
+    link.wire = []  # the window stalls
+    link.now += 1_000_000
+    deadline = link.req.on_timer(link.now)
+    cwnd = link.req.cc.cwnd
+    for _ in range(20):  # the loop's next turns, 10 µs apart
+        link.now += 10_000
+        link.req.pump(link.now)
+        assert link.req.on_timer(link.now) == deadline
+    assert (link.req.stats.timeouts, link.req.stats.retransmits["rto"], link.req.cc.cwnd) == (1, 1, cwnd)
+    assert deadline == link.now - 200_000 + 262_144
+    link.now = deadline
+    link.req.on_timer(link.now)
+    link.req.pump(link.now)
+    assert (link.req.stats.timeouts, link.req.stats.retransmits["rto"]) == (2, 2)
+
+
 def test_a_timeouts_resend_is_not_held_by_the_window(impl):
     """The window has shrunk to one packet while 32 unacked packets still count in flight: the
     timeout's one resend goes out anyway (RFC 5681 section 3.1), else nothing would ever leave
