@@ -48,7 +48,7 @@ from .dataplane import HostDataplane, PortSetting
 from .events import EventHub, EvEvent, make_event
 from .evset import Template, build_template
 from .maps import EvSet, EvSlot, Reason, state_name
-from .planestats import plane_rows, sum_planes
+from .planestats import SetReports, plane_rows, sum_planes
 from .ports import PortMixin, link_up
 from .probing import IPV6_FLOWINFO, ProbeMixin
 from .state import DENIED, GOOD, PeerState, ProbeTarget, went_bad
@@ -361,7 +361,8 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
         """Publish the dataplane's EV events. Returns whether one made an EV ASSUMED_BAD (the
         sweep should replace it now)."""
         dp = self._dataplane()
-        sets: dict[str, EvSet | None] = {}  # a LOSS comes with its path's PATH_LOSSes: read once
+        # A LOSS comes with its path's PATH_LOSSes: one read of the set reports them all.
+        reports: dict[str, SetReports | None] = {}
         retired = False
         for e in dp.poll_events():
             if e.reason == Reason.WAKE:
@@ -369,41 +370,43 @@ class HostAgent(SweepMixin, ProbeMixin, PortMixin):
                 continue
             peer = str(ipaddress.IPv6Address(bytes(e.peer)))
             bad = went_bad(e.old_state, e.new_state)
-            if bad and peer not in sets:
-                sets[peer] = dp.peer_set(peer)
+            if bad and peer not in reports:
+                reports[peer] = self._set_reports(peer)
             retired |= bad
-            self._publish(make_event(peer, e.ev, e.old_state, e.new_state, Reason(e.reason).name,
-                                     ts_ns=e.ts_ns, plane=ev_plane(e.ev)), sets.get(peer))
+            self._publish_with(make_event(peer, e.ev, e.old_state, e.new_state, Reason(e.reason).name,
+                                          ts_ns=e.ts_ns, plane=ev_plane(e.ev)), reports.get(peer))
         return retired
 
     def _publish(self, event: EvEvent, evset: EvSet | None = None) -> None:
         """Publish ``event``; a change to ASSUMED_BAD carries the failure report, read from
         ``evset`` (the peer's set in hand) or else from the map."""
+        reports = None
         if event.peer and went_bad(event.old_state, event.new_state):
-            event = self._failure_report(event, evset)
+            reports = self._set_reports(event.peer, evset)
+        self._publish_with(event, reports)
+
+    def _publish_with(self, event: EvEvent, reports: SetReports | None) -> None:
+        """Publish ``event``; a change to ASSUMED_BAD carries its failure report from
+        ``reports`` (none when the peer has no set)."""
+        if reports is not None and event.peer and went_bad(event.old_state, event.new_state):
+            counters, row = reports.report(event.ev, event.new_state)
+            event = dataclasses.replace(event, ev_counters=counters, plane_stats=row)
         if self.cfg is not None and self.cfg.opaque_evs:
             event = dataclasses.replace(event, opaque=True)
         self.counters[f"events_{event.reason.lower()}"] += 1
         self.events.publish(event)
 
-    def _failure_report(self, event: EvEvent, evset: EvSet | None = None) -> EvEvent:
-        """``event`` with the EV's counters and its plane's state toward the peer (the
-        evidence that replaces link guesses in ecmp mode), from ``evset`` or the map."""
+    def _set_reports(self, peer: str, evset: EvSet | None = None) -> SetReports | None:
+        """The failure reports of ``peer``'s set (``evset``, the set in hand, or else read from
+        the map): the EV's counters and its plane's state toward the peer, the evidence that
+        replaces link guesses in ecmp mode. None when the peer has no set."""
         if evset is None and self.dp is not None:
-            evset = self.dp.peer_set(event.peer)
+            evset = self.dp.peer_set(peer)
         if evset is None:
-            return event
-        slots = [evset.slots[i] for i in range(evset.n)]
-        slot = next((s for s in slots if s.ev == event.ev), None)
-        counters = None
-        if slot is not None:
-            counters = {k: int(getattr(slot, k)) for k in EV_COUNTERS}
-        st = self.peers.get(ipaddress.IPv6Address(event.peer))
-        plane = ev_plane(event.ev)
-        rows = plane_rows(event.peer, [s for s in slots if ev_plane(s.ev) == plane],
-                          [ev for ev in (st.retired if st else {}) if ev_plane(ev) == plane],
-                          self._port_up, override={event.ev: event.new_state})
-        return dataclasses.replace(event, ev_counters=counters, plane_stats=rows[0] if rows else None)
+            return None
+        st = self.peers.get(ipaddress.IPv6Address(peer))
+        return SetReports(peer, [evset.slots[i] for i in range(evset.n)], st.retired if st else {},
+                          self._port_up, EV_COUNTERS)
 
     # ================================================================ API ================
 

@@ -14,7 +14,7 @@ from mrckit.errors import MrcError
 from mrckit.host import probe as P
 from mrckit.host.config import AgentConfig, Port, from_proto, from_topology, to_proto
 from mrckit.host.evset import build_template
-from mrckit.host.planestats import plane_rows, sum_planes
+from mrckit.host.planestats import SetReports, plane_rows, sum_planes
 from mrckit.topology import compile_fabric, generate_clos
 from mrckit.wire.addressing import nic_address, port_address
 from mrckit.wire.constants import EpOp, EvState
@@ -103,3 +103,29 @@ def test_plane_rows_count_states_retired_and_traffic():
     total = sum_planes(rows + plane_rows("q", slots[:1], [], {0: True, 1: False}), {0: True, 1: False, 2: True})
     assert [(r["plane"], r["peer"], r["evs"], r["tx_packets"]) for r in total] == [
         (0, "", 3, 24), (1, "", 2, 8), (2, "", 0, 0)]
+
+
+def test_set_reports_give_each_event_the_row_plane_rows_gives_with_its_override():
+    # One read of a set reports a path's worth of events: every report is the row of the
+    # EV's plane with that EV (and only it) in its new state, and the counters of its slot.
+    states = (EvState.GOOD, EvState.SKIP, EvState.ASSUMED_BAD, EvState.DENIED)
+    slots = [_slot(ev_pack(p, t, salt), states[(p + t + salt) % 4], tx=salt + 1, acked=salt)
+             for p in (0, 1) for t in range(2) for salt in range(8)]
+    slots.append(_slot(ev_pack(1, 1, 3), EvState.GOOD, tx=99))  # an EV held twice
+    retired, port_up = [ev_pack(0, 3, 1), ev_pack(1, 2, 2)], {0: True, 1: False}
+    reports = SetReports("p", slots, retired, port_up, ("tx_packets", "acked"))
+    events = [(s.ev, new) for s in slots for new in states] + [(ev_pack(2, 0, 0), EvState.ASSUMED_BAD),
+                                                               (ev_pack(0, 3, 1), EvState.ASSUMED_BAD)]
+    for ev, new in events:
+        counters, row = reports.report(ev, new)
+        plane = ev >> 28
+        want = plane_rows("p", [s for s in slots if s.ev >> 28 == plane], [r for r in retired if r >> 28 == plane],
+                          port_up, override={ev: new})
+        first = next((s for s in slots if s.ev == ev), None)
+        assert row == (want[0] if want else None)
+        assert counters == (None if first is None else {"tx_packets": first.tx_packets, "acked": first.acked})
+    # plane 0 holds 4 EVs in each state; a SKIP one goes bad, and the next report starts afresh
+    bad = reports.report(ev_pack(0, 0, 1), EvState.ASSUMED_BAD)[1]
+    assert (bad["good"], bad["skip"], bad["assumed_bad"], bad["denied"], bad["retired"]) == (4, 3, 5, 4, 1)
+    again = reports.report(ev_pack(0, 0, 2), EvState.ASSUMED_BAD)[1]
+    assert (again["skip"], again["assumed_bad"]) == (4, 4)
