@@ -14,7 +14,11 @@ window, paces with an NSCC-style window (:mod:`.cc`) and recovers losses:
   lost (a RACK-style rule, RFC 8985 section 6.2, ours in detail: sprayed packets cross paths
   whose queueing differs, so neither PSN order nor one path's RTT says a packet is lost);
 - **RTO**: when the oldest transmission is older than 1.024 µs × 2^n, that one is
-  retransmitted (RFC 6298 section 5.4), whatever the window, and a PROBE is sent. The first ``linear_retries`` timeouts keep n; later
+  retransmitted (RFC 6298 section 5.4), whatever the window, and a PROBE is sent; the timer
+  restarts (section 5.5-5.6): the next timeout falls due 1.024 µs × 2^n after this one at
+  the earliest. Once that resend is acknowledged, the packets sent before it are lost as soon
+  as they are older than the slowest recent round trip, however few packets followed them
+  (the tail of a write on a dead path). The first ``linear_retries`` timeouts keep n; later
   ones double the timeout; after ``linear_retries + exp_retries`` consecutive timeouts without
   progress the QP goes to error (reference 3.5).
 
@@ -221,6 +225,7 @@ class RequestorQp:
         self.retries = 0
         # The timer restarts at each timeout: no timeout falls due sooner than an RTO after it.
         self.last_timeout_ns = 0
+        self.rto_acked_tx = 0  # the latest timeout resend acknowledged (its transmission number)
         self.rto_credit = False  # a timeout's resend goes out whatever the window
         self.msn = 0
         self.rqmsn = 0
@@ -415,10 +420,15 @@ class RequestorQp:
         self.stats.acked_bytes += pkt.size
         if pkt.tx_seq > self.highest_acked_tx:
             self.highest_acked_tx = pkt.tx_seq
+        if pkt.reason == "rto" and pkt.tx_seq > self.rto_acked_tx:
+            self.rto_acked_tx = pkt.tx_seq
         return pkt.size or 1
 
-    def _detect_losses(self, now: int) -> None:
-        limit = self.highest_acked_tx - self.reorder_packets
+    def _detect_losses(self, now: int, before_tx: int = 0) -> None:
+        """Mark lost, oldest first, the packets sent ``reorder_packets`` transmissions before
+        the latest one acknowledged, or before transmission ``before_tx``, once older than the
+        slowest recent RTT."""
+        limit = max(self.highest_acked_tx - self.reorder_packets, before_tx - 1)
         sent_before = now - self.max_rtt_ns - (self.max_rtt_ns >> 2)
         order = self.order
         while order:
@@ -458,6 +468,15 @@ class RequestorQp:
         """Run the RTO. Returns the next deadline in ns, or None when nothing is in flight."""
         if self.error is not None or not self.order:
             return None
+        # A timeout's resend came back while packets sent before it did not: they are lost
+        # once older than the slowest recent RTT, however few packets followed them (the
+        # tail of a write on a dead path, which the restarted timer would otherwise resend
+        # one RTO apart). Judged here, after the socket was drained, so the acks of a stall
+        # that arrived in one batch have all counted, and raised the RTT, first.
+        if self.rto_acked_tx:
+            self._detect_losses(now, self.rto_acked_tx)
+            if not self.order:
+                return None
         rto = self._rto_ns()
         oldest = next(iter(self.order.values()))
         due = max(oldest.sent_at, self.last_timeout_ns) + rto

@@ -9,6 +9,7 @@ import pytest
 from support.endpoint_harness import Faults, Link, RKEY, trimmed
 from mrckit.endpoint.requestor import RetryConfig
 from mrckit.wire.constants import BTH_FLAG_RTX, Dscp, Ecn, Opcode
+from mrckit.wire.headers import parse_bth
 
 SIZE = 1 << 20
 
@@ -281,6 +282,26 @@ def test_after_a_timeout_the_timer_restarts(impl):
     link.req.on_timer(link.now)
     link.req.pump(link.now)
     assert (link.req.stats.timeouts, link.req.stats.retransmits["rto"]) == (2, 2)
+
+
+def test_once_a_timeouts_resend_is_acked_the_packets_sent_before_it_go_at_once(impl):
+    """The tail of a write on a dead EV: 16 packets, every fourth on a silent EV, and no later
+    packet to pass the reorder threshold. The timeout resends the oldest lost one; once that
+    resend is acked, the three others sent before it are lost (reason sack_gap) and go out on
+    the next turn, not one restarted RTO apart."""
+    link = Link(SIZE, impl=impl, faults=Faults(silent_ev=0x20000003))
+    comp = link.req.post(os.urandom(16 * 2048), 0, RKEY)
+    link.step()
+    lost = [parse_bth(p).psn for p, _, ev in link.sent if ev == 0x20000003]
+    assert len(lost) == 4
+    while link.req.stats.timeouts == 0:
+        link.step()  # the timeout's step: the oldest lost packet resent, and acked
+    sent = len(link.sent)
+    link.step()
+    resent = sorted(parse_bth(p).psn for p, _, _ in link.sent[sent:] if parse_bth(p).flags & BTH_FLAG_RTX)
+    assert resent == lost[1:]
+    assert (link.req.stats.timeouts, link.req.stats.retransmits["sack_gap"]) == (1, 3)
+    link.run([comp])
 
 
 def test_a_timeouts_resend_is_not_held_by_the_window(impl):
