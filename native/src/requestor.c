@@ -5,7 +5,7 @@
  * packet sent REORDER_PACKETS transmissions later was acknowledged and the slowest recent
  * RTT passed) and by RTO (1.024 us x 2^timeout; linear, then exponential retries, then error;
  * a timeout resends the oldest packet only and restarts the timer, and once that resend is
- * acknowledged the packets sent before it are lost by time alone).
+ * acknowledged one later acknowledged transmission loses an old packet sent before it).
  *
  * Outstanding packets live in a ring indexed by PSN % MPR (the MPR window bounds them); the
  * unacknowledged, not-lost ones also form a list in send order (the "order" of the Python
@@ -63,6 +63,7 @@ struct mrc_req {
 	int64_t rto_rtt_ns;  /* slowest RTT over a longer past, for the RTO floor (slow decay) */
 	int64_t last_timeout_ns;  /* the timer restarts here (requestor.py on_timer) */
 	uint64_t rto_acked_tx;    /* the latest timeout resend acknowledged (its tx_seq) */
+	uint64_t window_acked_tx; /* the latest acknowledged that the window let out (not an RTO resend) */
 	uint32_t retries;
 	int rto_credit;  /* a timeout's resend goes out whatever the window (requestor.py) */
 	uint16_t msn, rqmsn, probe_id;
@@ -501,24 +502,24 @@ static int64_t ack(struct mrc_req *r, struct slot *s, int64_t now)
 	r->stats.acked_bytes += s->size;
 	if (s->tx_seq > r->highest_acked_tx)
 		r->highest_acked_tx = s->tx_seq;
-	if (s->reason == MRCEP_RTX_RTO && s->tx_seq > r->rto_acked_tx)
-		r->rto_acked_tx = s->tx_seq;
+	if (s->reason == MRCEP_RTX_RTO) {
+		if (s->tx_seq > r->rto_acked_tx)
+			r->rto_acked_tx = s->tx_seq;
+	} else if (s->tx_seq > r->window_acked_tx) {
+		r->window_acked_tx = s->tx_seq;
+	}
 	s->used = 0;
 	return size ? size : 1;
 }
 
-/* Mark lost, oldest first, the packets sent reorder_packets transmissions before the latest
- * one acknowledged, or before transmission before_tx, once older than the slowest recent RTT
- * (requestor.py _detect_losses). */
-static void detect_losses(struct mrc_req *r, int64_t now, uint64_t before_tx)
+/* Mark lost, oldest first, the packets last sent as transmission last_tx or earlier, once
+ * older than 5/4 of the slowest recent RTT (requestor.py _detect_losses). */
+static void detect_losses(struct mrc_req *r, int64_t now, int64_t last_tx)
 {
-	int64_t limit = (int64_t)r->highest_acked_tx - r->cfg.reorder_packets;
-	if ((int64_t)before_tx - 1 > limit)
-		limit = (int64_t)before_tx - 1;
 	int64_t sent_before = now - r->max_rtt_ns - (r->max_rtt_ns >> 2);
 	while (r->ohead >= 0) {
 		struct slot *s = &r->ring[r->ohead];
-		if ((int64_t)s->tx_seq > limit || s->sent_at > sent_before)
+		if ((int64_t)s->tx_seq > last_tx || s->sent_at > sent_before)
 			break;
 		mark_lost(r, s, MRCEP_RTX_SACK_GAP);
 	}
@@ -592,7 +593,7 @@ void mrcep_req_on_sack(struct mrc_req *r, const uint8_t *buf, int64_t now)
 		r->retries = 0;
 	if (!r->cfg.rc) {
 		mrc_cc_on_ack(&r->cc, acked, rtt, ecn, now);
-		detect_losses(r, now, 0);
+		detect_losses(r, now, (int64_t)r->highest_acked_tx - r->cfg.reorder_packets);
 	}
 	complete(r);
 }
@@ -704,9 +705,10 @@ int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now)
 	struct slot *s;
 	if (r->failed || r->ohead < 0)
 		return -1;
-	/* A timeout's resend came back while packets sent before it did not (requestor.py). */
+	/* A timeout's resend came back: before it, one later transmission that the window let
+	 * out, acknowledged, is enough to lose an old packet (requestor.py on_timer). */
 	if (r->rto_acked_tx) {
-		detect_losses(r, now, r->rto_acked_tx);
+		detect_losses(r, now, (int64_t)(r->rto_acked_tx < r->window_acked_tx ? r->rto_acked_tx : r->window_acked_tx) - 1);
 		if (r->ohead < 0)
 			return -1;
 	}

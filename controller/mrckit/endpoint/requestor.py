@@ -16,9 +16,9 @@ window, paces with an NSCC-style window (:mod:`.cc`) and recovers losses:
 - **RTO**: when the oldest transmission is older than 1.024 µs × 2^n, that one is
   retransmitted (RFC 6298 section 5.4), whatever the window, and a PROBE is sent; the timer
   restarts (section 5.5-5.6): the next timeout falls due 1.024 µs × 2^n after this one at
-  the earliest. Once that resend is acknowledged, the packets sent before it are lost as soon
-  as they are older than the slowest recent round trip, however few packets followed them
-  (the tail of a write on a dead path). The first ``linear_retries`` timeouts keep n; later
+  the earliest. Once that resend is acknowledged, a packet sent before it is lost when one
+  transmission sent after it (not the resend) was acknowledged, not ``reorder_packets``, and
+  it is older than the slowest recent round trip (the tail of a write on a dead path). The first ``linear_retries`` timeouts keep n; later
   ones double the timeout; after ``linear_retries + exp_retries`` consecutive timeouts without
   progress the QP goes to error (reference 3.5).
 
@@ -226,6 +226,8 @@ class RequestorQp:
         # The timer restarts at each timeout: no timeout falls due sooner than an RTO after it.
         self.last_timeout_ns = 0
         self.rto_acked_tx = 0  # the latest timeout resend acknowledged (its transmission number)
+        # The latest transmission acknowledged that the window let out (not a timeout's resend).
+        self.window_acked_tx = 0
         self.rto_credit = False  # a timeout's resend goes out whatever the window
         self.msn = 0
         self.rqmsn = 0
@@ -405,7 +407,7 @@ class RequestorQp:
         self.cc.on_ack(acked, rtt, ecn, now)
         if acked:
             self.retries = 0
-        self._detect_losses(now)
+        self._detect_losses(now, self.highest_acked_tx - self.reorder_packets)
         self._complete()
 
     def _ack(self, psn: int, now: int) -> int:
@@ -420,20 +422,20 @@ class RequestorQp:
         self.stats.acked_bytes += pkt.size
         if pkt.tx_seq > self.highest_acked_tx:
             self.highest_acked_tx = pkt.tx_seq
-        if pkt.reason == "rto" and pkt.tx_seq > self.rto_acked_tx:
-            self.rto_acked_tx = pkt.tx_seq
+        if pkt.reason == "rto":
+            self.rto_acked_tx = max(self.rto_acked_tx, pkt.tx_seq)
+        else:
+            self.window_acked_tx = max(self.window_acked_tx, pkt.tx_seq)
         return pkt.size or 1
 
-    def _detect_losses(self, now: int, before_tx: int = 0) -> None:
-        """Mark lost, oldest first, the packets sent ``reorder_packets`` transmissions before
-        the latest one acknowledged, or before transmission ``before_tx``, once older than the
-        slowest recent RTT."""
-        limit = max(self.highest_acked_tx - self.reorder_packets, before_tx - 1)
+    def _detect_losses(self, now: int, last_tx: int) -> None:
+        """Mark lost, oldest first, the packets last sent as transmission ``last_tx`` or
+        earlier, once older than 5/4 of the slowest recent RTT."""
         sent_before = now - self.max_rtt_ns - (self.max_rtt_ns >> 2)
         order = self.order
         while order:
             pkt = next(iter(order.values()))
-            if pkt.tx_seq > limit or pkt.sent_at > sent_before:
+            if pkt.tx_seq > last_tx or pkt.sent_at > sent_before:
                 break
             self._mark_lost(pkt, "sack_gap")
 
@@ -468,13 +470,14 @@ class RequestorQp:
         """Run the RTO. Returns the next deadline in ns, or None when nothing is in flight."""
         if self.error is not None or not self.order:
             return None
-        # A timeout's resend came back while packets sent before it did not: they are lost
-        # once older than the slowest recent RTT, however few packets followed them (the
-        # tail of a write on a dead path, which the restarted timer would otherwise resend
-        # one RTO apart). Judged here, after the socket was drained, so the acks of a stall
-        # that arrived in one batch have all counted, and raised the RTT, first.
+        # A timeout's resend came back: before it, one later transmission acked is enough,
+        # not reorder_packets, to lose a packet older than the slowest recent RTT (the tail
+        # of a write on a dead path, which the restarted timer would otherwise resend one
+        # RTO apart). The resend's own ack is no such evidence: sent whatever the window, it
+        # may have overtaken a whole window held up on a path whose forwarding waits for a
+        # core. Judged here, after the socket was drained, so every ack of a batch counts first.
         if self.rto_acked_tx:
-            self._detect_losses(now, self.rto_acked_tx)
+            self._detect_losses(now, min(self.rto_acked_tx, self.window_acked_tx) - 1)
             if not self.order:
                 return None
         rto = self._rto_ns()
