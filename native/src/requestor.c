@@ -58,7 +58,7 @@ struct mrc_req {
 	int64_t *heap;
 	uint32_t nheap, capheap;
 	int64_t inflight;
-	uint64_t tx_seq, highest_acked_tx;
+	uint64_t tx_seq;
 	int64_t max_rtt_ns;  /* slowest recent RTT, for the SACK-gap rule (fast decay) */
 	int64_t rto_rtt_ns;  /* slowest RTT over a longer past, for the RTO floor (slow decay) */
 	int64_t last_timeout_ns;  /* the timer restarts here (requestor.py on_timer) */
@@ -500,8 +500,6 @@ static int64_t ack(struct mrc_req *r, struct slot *s, int64_t now)
 	if (!s->lost)
 		r->inflight -= s->size;
 	r->stats.acked_bytes += s->size;
-	if (s->tx_seq > r->highest_acked_tx)
-		r->highest_acked_tx = s->tx_seq;
 	if (s->reason == MRCEP_RTX_RTO) {
 		if (s->tx_seq > r->rto_acked_tx)
 			r->rto_acked_tx = s->tx_seq;
@@ -593,7 +591,7 @@ void mrcep_req_on_sack(struct mrc_req *r, const uint8_t *buf, int64_t now)
 		r->retries = 0;
 	if (!r->cfg.rc) {
 		mrc_cc_on_ack(&r->cc, acked, rtt, ecn, now);
-		detect_losses(r, now, (int64_t)r->highest_acked_tx - r->cfg.reorder_packets);
+		detect_losses(r, now, (int64_t)r->window_acked_tx - r->cfg.reorder_packets);
 	}
 	complete(r);
 }

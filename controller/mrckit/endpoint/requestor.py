@@ -9,7 +9,8 @@ window, paces with an NSCC-style window (:mod:`.cc`) and recovers losses:
   the PSN is retransmitted at once; UNEXP_EVENT moves the QP to error;
 - **SACK gaps**: each SACK acknowledges its cumulative PSN, its 64-bit bitmap and its
   triggering PSN. A packet still unacknowledged when a packet *sent* ``reorder_packets`` or
-  more transmissions after it has been acknowledged, and outstanding for longer than the
+  more transmissions after it has been acknowledged (not a timeout's resend, which leaves
+  whatever the window and may overtake it), and outstanding for longer than the
   slowest recent round trip (5/4 of a slowly decaying maximum of the RTT samples), is declared
   lost (a RACK-style rule, RFC 8985 section 6.2, ours in detail: sprayed packets cross paths
   whose queueing differs, so neither PSN order nor one path's RTT says a packet is lost);
@@ -219,14 +220,15 @@ class RequestorQp:
         self.rtxq: list[int] = []
         self.inflight = 0
         self.tx_seq = 0
-        self.highest_acked_tx = 0
         self.max_rtt_ns = 0  # slowest recent RTT (ns), RTT_MAX_DECAY_SHIFT: the SACK-gap rule
         self.rto_rtt_ns = 0  # slowest RTT (ns), RTO_RTT_DECAY_SHIFT: the RTO floor
         self.retries = 0
         # The timer restarts at each timeout: no timeout falls due sooner than an RTO after it.
         self.last_timeout_ns = 0
         self.rto_acked_tx = 0  # the latest timeout resend acknowledged (its transmission number)
-        # The latest transmission acknowledged that the window let out (not a timeout's resend).
+        # The latest transmission acknowledged that the window let out: a timeout's resend
+        # is not (sent whatever the window, it may overtake a window held up on its way), so
+        # its ack says nothing of the packets sent before it.
         self.window_acked_tx = 0
         self.rto_credit = False  # a timeout's resend goes out whatever the window
         self.msn = 0
@@ -407,7 +409,7 @@ class RequestorQp:
         self.cc.on_ack(acked, rtt, ecn, now)
         if acked:
             self.retries = 0
-        self._detect_losses(now, self.highest_acked_tx - self.reorder_packets)
+        self._detect_losses(now, self.window_acked_tx - self.reorder_packets)
         self._complete()
 
     def _ack(self, psn: int, now: int) -> int:
@@ -420,8 +422,6 @@ class RequestorQp:
         if not pkt.lost:
             self.inflight -= pkt.size
         self.stats.acked_bytes += pkt.size
-        if pkt.tx_seq > self.highest_acked_tx:
-            self.highest_acked_tx = pkt.tx_seq
         if pkt.reason == "rto":
             self.rto_acked_tx = max(self.rto_acked_tx, pkt.tx_seq)
         else:

@@ -304,6 +304,37 @@ def test_once_a_timeouts_resend_is_acked_the_packets_sent_before_it_go_at_once(i
     link.run([comp])
 
 
+def test_a_timeouts_resend_that_overtakes_a_held_window_loses_nothing_else(impl):
+    """The window (32 packets) is held up on its way, none lost; the timeout's resend, sent
+    whatever the window, overtakes it and is acked. That ack is no evidence against the held
+    packets: the next turns resend nothing, and once the window arrives the write completes
+    with the one resend."""
+    link = Link(SIZE, impl=impl, retry=RetryConfig(timeout_exp=8))
+    data = os.urandom(32 * 2048)
+    comp = link.req.post(data, 0, RKEY)
+    link.req.pump(link.now)
+    held, link.wire = link.wire, []
+    link.now += 1_000_000
+    link.req.on_timer(link.now)
+    link.req.pump(link.now)
+    link.deliver(link.wire)  # the resend and the probe
+    link.wire = []
+    link.resp.flush()
+    link.feedback()
+    for _ in range(5):  # turns before the restarted timer falls due again
+        link.now += 10_000
+        link.req.on_timer(link.now)
+        link.req.pump(link.now)
+    assert [p for p, _, _ in link.wire if parse_bth(p).flags & BTH_FLAG_RTX] == []
+    assert sum(link.req.stats.retransmits.values()) == 1
+    link.deliver(held)
+    link.resp.flush()
+    link.feedback()
+    link.run([comp])
+    assert link.mr.sha256() == hashlib.sha256(data + bytes(SIZE - len(data))).hexdigest()
+    assert sum(link.req.stats.retransmits.values()) == 1
+
+
 def test_a_timeouts_resend_is_not_held_by_the_window(impl):
     """The window has shrunk to one packet while 32 unacked packets still count in flight: the
     timeout's one resend goes out anyway (RFC 5681 section 3.1), else nothing would ever leave
