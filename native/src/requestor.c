@@ -63,7 +63,7 @@ struct mrc_req {
 	int64_t rto_rtt_ns;  /* slowest RTT over a longer past, for the RTO floor (slow decay) */
 	int64_t last_timeout_ns;  /* the timer restarts here (requestor.py on_timer) */
 	uint64_t rto_acked_tx;    /* the latest timeout resend acknowledged (its tx_seq) */
-	uint64_t window_acked_tx; /* the latest acknowledged that the window let out (not an RTO resend) */
+	uint64_t window_acked_tx; /* the latest acked that the window let out (no RTO resend) */
 	uint32_t retries;
 	int rto_credit;  /* a timeout's resend goes out whatever the window (requestor.py) */
 	uint16_t msn, rqmsn, probe_id;
@@ -706,7 +706,8 @@ int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now)
 	/* A timeout's resend came back: before it, one later transmission that the window let
 	 * out, acknowledged, is enough to lose an old packet (requestor.py on_timer). */
 	if (r->rto_acked_tx) {
-		detect_losses(r, now, (int64_t)(r->rto_acked_tx < r->window_acked_tx ? r->rto_acked_tx : r->window_acked_tx) - 1);
+		uint64_t last = r->rto_acked_tx < r->window_acked_tx ? r->rto_acked_tx : r->window_acked_tx;
+		detect_losses(r, now, (int64_t)last - 1);
 		if (r->ohead < 0)
 			return -1;
 	}

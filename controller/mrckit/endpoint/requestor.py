@@ -19,9 +19,10 @@ window, paces with an NSCC-style window (:mod:`.cc`) and recovers losses:
   restarts (section 5.5-5.6): the next timeout falls due 1.024 µs × 2^n after this one at
   the earliest. Once that resend is acknowledged, a packet sent before it is lost when one
   transmission sent after it (not the resend) was acknowledged, not ``reorder_packets``, and
-  it is older than the slowest recent round trip (the tail of a write on a dead path). The first ``linear_retries`` timeouts keep n; later
-  ones double the timeout; after ``linear_retries + exp_retries`` consecutive timeouts without
-  progress the QP goes to error (reference 3.5).
+  it is older than the slowest recent round trip (the tail of a write on a dead path). The
+  first ``linear_retries`` timeouts keep n; later ones double the timeout; after
+  ``linear_retries + exp_retries`` consecutive timeouts without progress the QP goes to
+  error (reference 3.5).
 
 Retransmissions carry the rtx flag and DSCP TRIMMABLE_RETX, oldest PSN first; the host
 dataplane gives them a fresh EV. Data is sent ECT(0).
