@@ -64,7 +64,7 @@ class ProbeMixin(AgentCore):
         for ev, target in targets:
             if budget[0] <= 0:
                 return
-            if target.outstanding is not None or now - target.last_probe_ns < interval_of(ev):
+            if target.busy(now, interval_of(ev)):
                 continue
             if not self._port_up.get(ev_plane(ev), False):
                 continue  # a down local port cannot carry the probe
@@ -84,8 +84,7 @@ class ProbeMixin(AgentCore):
         if path_of is None:
             return group
         interval_of = interval_of or self._interval_of(self._denied_check(peer))
-        busy = {path_of(ev) for ev, t in group
-                if t.outstanding is not None or now - t.last_probe_ns < interval_of(ev)}
+        busy = {path_of(ev) for ev, t in group if t.busy(now, interval_of(ev))}
         out = []
         for ev, t in group:
             key = path_of(ev)

@@ -26,6 +26,11 @@ class ProbeTarget:
     last_tx_ns: int = 0
     acked: int = 0
 
+    def busy(self, now: int, interval: int) -> bool:
+        """Whether the EV cannot be probed at ``now`` (ns, CLOCK_MONOTONIC): its probe awaits
+        an answer, or it was probed less than ``interval`` ns ago."""
+        return self.outstanding is not None or now - self.last_probe_ns < interval
+
 
 @dataclass
 class PeerState:
