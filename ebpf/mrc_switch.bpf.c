@@ -74,6 +74,20 @@ struct queue_rate {
 	__u64 capacity;   /* packets the data queue holds; 0 = unbounded */
 };
 
+/* Everything the program reads about a port, one ARRAY value per port so that a packet costs
+ * one lookup for its egress port (and one for its ingress port's admin state). Each part has
+ * one writer: `config` the P4 table port_config (the P4Runtime server or the manager), `rate`
+ * the queue manager, `queue` this program, `down` the port's admin state. The map is mmapable
+ * and userspace writes its own part in place (mrckit.switch.port_state), never the whole value,
+ * so that no writer undoes another's part: a table write leaves a live queue as it is. */
+struct port_state {
+	struct port_config config;
+	struct vqueue queue;
+	struct queue_rate rate;
+	__u32 down; /* 0 = up, 1 = down */
+	__u32 pad;
+};
+
 struct ifindex_slot {
 	__u32 ifindex; /* 0: free slot */
 	__u32 port;
@@ -176,12 +190,16 @@ struct {
 	__type(value, struct ecmp_group);
 } ecmp_group SEC(".maps");
 
+/* The P4 table port_config is `config` of each entry: its size is the port count. */
+_Static_assert(MRC_PORT_CONFIG_SIZE == MRC_PORT_COUNT, "port_config is indexed by port");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MRC_PORT_CONFIG_SIZE);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MRC_PORT_COUNT);
 	__type(key, __u32);
-	__type(value, struct port_config);
-} port_config SEC(".maps");
+	__type(value, struct port_state);
+} port_state SEC(".maps");
 
 #define COUNTER_MAP(name, n)                              \
 	struct {                                          \
@@ -220,27 +238,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct ifindex_slot);
 } ifindex_slots SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MRC_PORT_COUNT);
-	__type(key, __u32);
-	__type(value, __u32); /* 0 = up, 1 = down */
-} port_admin SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MRC_PORT_COUNT);
-	__type(key, __u32);
-	__type(value, struct vqueue);
-} vqueue SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MRC_PORT_COUNT);
-	__type(key, __u32);
-	__type(value, struct queue_rate);
-} queue_rate SEC(".maps");
 
 static __always_inline void count(void *map, __u32 index, __u32 bytes)
 {
@@ -308,17 +305,14 @@ static __always_inline void vqueue_enqueue(struct vqueue *q, __u64 service_ns, _
  * the queue then needs no time at all. bpf_ktime_get_coarse_ns() would be cheaper, but it
  * lags by up to a tick (4 ms at HZ=250): an idle queue restarted at that time would look up
  * to tick/service packets shorter than it is, so thresholds would no longer mean packets. */
-static __always_inline struct vqueue *queue_check(__u32 port, const struct port_config *pc, __u64 *service_ns,
-						  __u64 *now, int *trim, int *ecn, int *full)
+static __always_inline struct vqueue *queue_check(struct port_state *st, __u64 *service_ns, __u64 *now,
+						  int *trim, int *ecn, int *full)
 {
-	struct queue_rate *rate = bpf_map_lookup_elem(&queue_rate, &port);
-	struct vqueue *q;
+	const struct port_config *pc = &st->config;
+	const struct queue_rate *rate = &st->rate;
+	struct vqueue *q = &st->queue;
 
-	if (!rate || (pc->trim_threshold == MRC_THRESHOLD_NONE && pc->ecn_threshold == MRC_THRESHOLD_NONE &&
-		      !rate->capacity))
-		return 0;
-	q = bpf_map_lookup_elem(&vqueue, &port);
-	if (!q)
+	if (pc->trim_threshold == MRC_THRESHOLD_NONE && pc->ecn_threshold == MRC_THRESHOLD_NONE && !rate->capacity)
 		return 0;
 	*service_ns = rate->service_ns;
 	if (*service_ns)
@@ -416,11 +410,13 @@ static __always_inline __u32 ingress_port(struct xdp_md *ctx, int *known)
 	return port ? *port : 0;
 }
 
+/* Whether port `port` is admin-down; a port outside the map counts as up (the caller's route
+ * or redirect fails on it instead). */
 static __always_inline int port_down(__u32 port)
 {
-	__u32 *down = bpf_map_lookup_elem(&port_admin, &port);
+	struct port_state *st = bpf_map_lookup_elem(&port_state, &port);
 
-	return down && *down;
+	return st && st->down;
 }
 
 /* Exact match of the 48-bit prefix in `key` against a table: slot cache first, hash on a
@@ -535,7 +531,8 @@ int mrc_switch(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 len = data_end - data;
-	struct port_config *pc;
+	struct port_state *st;
+	struct port_config *pc = 0;
 	struct mrc_pkt p;
 	struct ethhdr *eth;
 	struct ipv6hdr *ip6;
@@ -578,18 +575,18 @@ int mrc_switch(struct xdp_md *ctx)
 	/* No device behind the port: the route leads nowhere. */
 	if (bpf_redirect_map(&tx_ports, out_port, 0) != XDP_REDIRECT)
 		return drop(in_port, MRC_DROP_NO_ROUTE, len);
-	if (port_down(out_port))
+	/* One lookup gives the egress port's admin state, its port_config entry and its queue. */
+	st = bpf_map_lookup_elem(&port_state, &out_port);
+	if (st && st->down)
 		return drop(out_port, MRC_DROP_PORT_DOWN, len);
 
 	ip6->hop_limit -= 1;
-	pc = bpf_map_lookup_elem(&port_config, &out_port);
-	if (pc && pc->valid) {
+	if (st && st->config.valid) {
+		pc = &st->config;
 		__builtin_memcpy(eth->h_source, pc->src_mac, ETH_ALEN);
 		__builtin_memcpy(eth->h_dest, pc->dst_mac, ETH_ALEN);
+		q = queue_check(st, &service_ns, &now, &trim_congested, &ecn_congested, &full);
 	}
-
-	if (pc && pc->valid)
-		q = queue_check(out_port, pc, &service_ns, &now, &trim_congested, &ecn_congested, &full);
 
 	tclass = mrc_ipv6_tclass(ip6);
 	dscp = tclass >> 2;

@@ -5,7 +5,7 @@
  * octet) in a per-CPU array, records the last packet length per kind in a hash map, and
  * rewrites the destination MAC to the value in `cfg` (if set) so tests can check data out.
  * tc_count: the same counting for tc (ingress or egress), keyed by the same EtherType octet,
- * returning TC_ACT_OK.
+ * returning TC_ACT_OK. xdp_shared_bump: a program's own update of an mmapable array.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -59,6 +59,22 @@ struct {
 	__type(value, struct cfg_val);
 } cfg SEC(".maps");
 
+/* An mmapable array (mrckit.bpf.mmapped): userspace writes `config` and `limit` in place;
+ * xdp_shared_bump adds one to `hits` of entry 1, as a program updates its own field. */
+struct shared_val {
+	__u64 hits;
+	struct cfg_val config;
+	__u32 limit;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 3);
+	__type(key, __u32);
+	__type(value, struct shared_val);
+} shared SEC(".maps");
+
 static __always_inline void count(__u32 kind, __u32 len)
 {
 	struct pkt_stats *s = bpf_map_lookup_elem(&stats, &kind);
@@ -89,6 +105,17 @@ int xdp_count(struct xdp_md *ctx)
 		return XDP_PASS;
 	__builtin_memcpy(eth->h_dest, c->dmac, ETH_ALEN);
 	return c->verdict;
+}
+
+SEC("xdp")
+int xdp_shared_bump(struct xdp_md *ctx)
+{
+	__u32 key = 1;
+	struct shared_val *v = bpf_map_lookup_elem(&shared, &key);
+
+	if (v)
+		__sync_fetch_and_add(&v->hits, 1);
+	return XDP_PASS;
 }
 
 SEC("tc")

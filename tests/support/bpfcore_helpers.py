@@ -19,6 +19,11 @@ class CfgVal(ctypes.Structure):
     _fields_ = [("dmac", ctypes.c_uint8 * 6), ("flags", ctypes.c_uint16), ("verdict", ctypes.c_uint32)]
 
 
+class SharedVal(ctypes.Structure):
+    """Mirror of ``struct shared_val`` in ebpf/test_maps.bpf.c (the mmapable array ``shared``)."""
+    _fields_ = [("hits", ctypes.c_uint64), ("config", CfgVal), ("limit", ctypes.c_uint32)]
+
+
 def send_frames(ns: str, ifname: str, frames: list[bytes]) -> int:
     """Send raw Ethernet frames out of ``ifname`` inside ``ns`` with an AF_PACKET socket.
     Returns how many the device accepted: a frame dropped at tc egress fails with ENOBUFS."""

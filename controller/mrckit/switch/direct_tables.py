@@ -19,6 +19,7 @@ from ..topology.entries import TableEntry
 from ..wire import pipeline as P
 from . import tables as T
 from .errors import EntryExists, EntryNotFound
+from .port_state import PortField
 
 WRITE_MODES = ("insert", "modify", "upsert")
 """``DirectTables.write`` modes: P4Runtime INSERT, MODIFY, or either (the compiler's apply)."""
@@ -26,10 +27,11 @@ WRITE_MODES = ("insert", "modify", "upsert")
 
 class DirectTables:
     """Read and write the direct tables of one eBPF switch through its maps (``maps``: map
-    name -> ``Map``, as ``SwitchTables`` holds them)."""
+    name -> ``Map``, as ``SwitchTables`` holds them); table ``port_config`` is the ``config``
+    part of each port's ``port_state`` (``mrckit.switch.port_state``)."""
 
-    def __init__(self, maps: dict[str, Map]):
-        self.maps = maps
+    def __init__(self, maps: dict[str, Map], port_config: PortField):
+        self.maps, self.port_config = maps, port_config
 
     def write(self, entry: TableEntry, *, mode: str = "upsert") -> None:
         """Write one entry. ``mode``: "insert" (P4Runtime INSERT), "modify" or "upsert".
@@ -51,7 +53,7 @@ class DirectTables:
         if spec.name == P.PORT_CONFIG:
             if name == P.NO_ACTION:
                 raise MrcError("table port_config: entries take set_port; NoAction is only the default")
-            self.maps[P.PORT_CONFIG].update(key, T.encode_port_config(params))
+            self.port_config.update(key, T.encode_port_config(params))
         else:
             act = T.encode_usid_action(spec, name, params)
             self.maps[spec.name].update(T.usid_key(key), act)
@@ -80,7 +82,7 @@ class DirectTables:
         if not self._present(spec, key):
             raise EntryNotFound(f"table {spec.name}: no entry for key 0x{key:x}")
         if spec.name == P.PORT_CONFIG:
-            self.maps[P.PORT_CONFIG].update(key, T.PortConfig())
+            self.port_config.update(key, T.PortConfig())
         else:
             self.maps[spec.name].delete(T.usid_key(key))
             self._slot_removed(spec.name, key)
@@ -95,7 +97,7 @@ class DirectTables:
         (field,) = spec.keys
         out = []
         if spec.name == P.PORT_CONFIG:
-            for port, pc in self.maps[P.PORT_CONFIG].items():
+            for port, pc in self.port_config.items():
                 if pc.valid:
                     out.append(TableEntry(spec.name, {field.name: port}, P.SET_PORT, T.decode_port_config(pc)))
         else:
@@ -166,5 +168,5 @@ class DirectTables:
 
     def _present(self, spec: T.TableSpec, key: int) -> bool:
         if spec.name == P.PORT_CONFIG:
-            return bool(self.maps[P.PORT_CONFIG].lookup(key).valid)
+            return bool(self.port_config.lookup(key).valid)
         return self.maps[spec.name].lookup(T.usid_key(key)) is not None

@@ -41,6 +41,7 @@ from . import tables as T
 from .counters import Counters
 from .direct_tables import DirectTables
 from .ecmp_selector import EcmpSelector
+from .port_state import PORT_STATE, port_fields
 from .ports import Ports, check_port
 from .queues import Queues
 
@@ -58,14 +59,11 @@ MAP_TYPES: dict[str, tuple[type, type]] = {
     "my_usid_slots": (_u32, T.UsidSlot),
     "usid_fib_slots": (_u32, T.UsidSlot),
     "table_defaults": (_u32, T.TableAction),
-    "port_config": (_u32, T.PortConfig),
+    PORT_STATE: (_u32, T.PortState),
     **{name: (_u32, T.Counter) for name in P.COUNTER_NAMES},
     "tx_ports": (_u32, _u32),
     "ifindex_port": (_u32, _u32),
     "ifindex_slots": (_u32, T.IfindexSlot),
-    "port_admin": (_u32, _u32),
-    "vqueue": (_u32, T.VQueue),
-    "queue_rate": (_u32, T.QueueRate),
     "ipv6_fib": (T.Ipv6LpmKey, T.FibRef),
     "ipv6_fib_state": (_u32, _u32),
     "ecmp_member": (_u32, T.TableAction),
@@ -92,6 +90,8 @@ class SwitchTables:
         ports: ``Ports``: admin state and the port-to-interface wiring.
         queues: ``Queues``: the virtual queues' drain rates and depths.
         maps: map name -> ``Map``, every map of ``MAP_TYPES``.
+        port_state: the ``port_state`` map, mmapped (``MmapArray``); each manager writes its
+            own part of it (``mrckit.switch.port_state``).
 
     It works on a freshly loaded object or on the maps pinned under
     ``/sys/fs/bpf/mrckit/switch/<name>/`` (:meth:`open_pinned`), so the P4Runtime server and
@@ -99,6 +99,7 @@ class SwitchTables:
 
     Raises:
         MrcError: a map of ``MAP_TYPES`` is missing from ``maps``.
+        BpfError: ``port_state`` cannot be mmapped (a switch pinned by an older mrckit).
     """
 
     def __init__(self, maps: dict[str, Map], *, owned: bool = False):
@@ -106,11 +107,12 @@ class SwitchTables:
         if missing:
             raise MrcError(f"switch maps missing: {', '.join(sorted(missing))}")
         self.maps, self._owned = maps, owned
-        self.direct = DirectTables(maps)
+        self.port_state, parts = port_fields(maps[PORT_STATE])
+        self.direct = DirectTables(maps, parts.config)
         self.ecmp = EcmpSelector(maps)
         self.counters = Counters(maps)
-        self.ports = Ports(maps)
-        self.queues = Queues(maps)
+        self.ports = Ports(maps, parts.down)
+        self.queues = Queues(parts.rate, parts.queue)
 
     @classmethod
     def from_object(cls, obj: BpfObject) -> "SwitchTables":
@@ -136,7 +138,9 @@ class SwitchTables:
         return cls(maps, owned=True)
 
     def close(self) -> None:
-        """Close the map fds opened by :meth:`open_pinned` (no-op otherwise)."""
+        """Unmap ``port_state`` and close the map fds opened by :meth:`open_pinned` (the maps
+        of an object close with it). Idempotent."""
+        self.port_state.close()
         if self._owned:
             for m in self.maps.values():
                 m.close()
@@ -267,6 +271,8 @@ class EbpfSwitch:
                     except BpfError:
                         pass  # the interface is gone, and its attachment with it
         remove_pins(self.name)
+        if self.tables is not None:
+            self.tables.close()
         if self._obj is not None:
             self._obj.close()
             self._obj, self.tables = None, None

@@ -8,6 +8,7 @@ from ..bpf.maps import Map
 from ..errors import MrcError
 from ..wire import pipeline as P
 from . import tables as T
+from .port_state import PortField
 
 
 def check_port(port: int) -> int:
@@ -18,20 +19,21 @@ def check_port(port: int) -> int:
 
 
 class Ports:
-    """The ports of one eBPF switch, through its maps (``maps``: map name -> ``Map``, as
-    ``SwitchTables`` holds them)."""
+    """The ports of one eBPF switch: the wiring through its maps (``maps``: map name -> ``Map``,
+    as ``SwitchTables`` holds them), the admin state through the ``down`` part of each port's
+    ``port_state`` (``mrckit.switch.port_state``)."""
 
-    def __init__(self, maps: dict[str, Map]):
-        self.maps = maps
+    def __init__(self, maps: dict[str, Map], down: PortField):
+        self.maps, self.down = maps, down
 
     def set_up(self, port: int, up: bool) -> None:
         """Set the admin state of ``port``; a down port drops (reason port_down).
         Raises MrcError for a port outside 0..511."""
-        self.maps["port_admin"].update(check_port(port), 0 if up else 1)
+        self.down.update(check_port(port), 0 if up else 1)
 
     def is_up(self, port: int) -> bool:
         """The admin state of ``port``. Raises MrcError for a port outside 0..511."""
-        return self.maps["port_admin"].lookup(check_port(port)) == 0
+        return self.down.lookup(check_port(port)) == 0
 
     def bind(self, port: int, ifindex: int) -> None:
         """Wire switch ``port`` to interface ``ifindex``: the DEVMAP entry for redirects and the

@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from ..bpf.maps import Map
 from ..errors import MrcError
 from ..wire import pipeline as P
 from . import tables as T
+from .port_state import PortField
 from .ports import check_port
 
 DEFAULT_QUEUE_RATE_PPS = 1_000_000
@@ -24,11 +24,12 @@ MAX_QUEUE_CAPACITY = P.THRESHOLD_NONE - 1
 
 
 class Queues:
-    """The virtual queues of one eBPF switch, through its maps (``maps``: map name -> ``Map``,
-    as ``SwitchTables`` holds them). Every method raises MrcError for a port outside 0..511."""
+    """The virtual queues of one eBPF switch, through the ``rate`` (drain rate and capacity)
+    and ``queue`` parts of each port's ``port_state`` (``mrckit.switch.port_state``). Every
+    method raises MrcError for a port outside 0..511."""
 
-    def __init__(self, maps: dict[str, Map]):
-        self.maps = maps
+    def __init__(self, rate: PortField, queue: PortField):
+        self.rates, self.vqueues = rate, queue
 
     def set_rate(self, port: int, pps: int) -> None:
         """Set the drain rate of ``port``'s virtual queue in packets/s (0 = never drains).
@@ -39,11 +40,11 @@ class Queues:
         if not isinstance(pps, int) or not 0 <= pps <= MAX_QUEUE_RATE_PPS:
             raise MrcError(f"queue rate {pps!r} pps outside 0..{MAX_QUEUE_RATE_PPS}")
         port = check_port(port)
-        self.maps["queue_rate"].update(port, T.QueueRate.of(pps, self.capacity(port)))
+        self.rates.update(port, T.QueueRate.of(pps, self.capacity(port)))
 
     def rate(self, port: int) -> int:
         """The drain rate of ``port``'s virtual queue (packets/s)."""
-        return self.maps["queue_rate"].lookup(check_port(port)).rate_pps
+        return self.rates.lookup(check_port(port)).rate_pps
 
     def set_capacity(self, port: int, packets: int) -> None:
         """Let ``port``'s data queue hold ``packets`` whole data packets (0 = unbounded, the
@@ -56,16 +57,16 @@ class Queues:
         if not isinstance(packets, int) or not 0 <= packets <= MAX_QUEUE_CAPACITY:
             raise MrcError(f"queue capacity {packets!r} packets outside 0..{MAX_QUEUE_CAPACITY}")
         port = check_port(port)
-        self.maps["queue_rate"].update(port, T.QueueRate.of(self.rate(port), packets))
+        self.rates.update(port, T.QueueRate.of(self.rate(port), packets))
 
     def capacity(self, port: int) -> int:
         """The capacity of ``port``'s data queue in packets (0 = unbounded)."""
-        return self.maps["queue_rate"].lookup(check_port(port)).capacity
+        return self.rates.lookup(check_port(port)).capacity
 
     def depth(self, port: int) -> int:
         """The depth of ``port``'s virtual queue now, in packets (design section 4)."""
-        q = self.maps["vqueue"].lookup(check_port(port))
-        service_ns = self.maps["queue_rate"].lookup(check_port(port)).service_ns
+        q = self.vqueues.lookup(check_port(port))
+        service_ns = self.rates.lookup(check_port(port)).service_ns
         if service_ns == 0:
             return q.backlog
         left = q.busy_until_ns - time.monotonic_ns()  # bpf_ktime_get_ns() is CLOCK_MONOTONIC
@@ -74,9 +75,9 @@ class Queues:
     def reset(self, ports: Iterable[int] | None = None) -> None:
         """Empty the virtual queues of ``ports`` (default: all)."""
         for port in (range(P.PORT_COUNT) if ports is None else ports):
-            self.maps["vqueue"].update(check_port(port), T.VQueue())
+            self.vqueues.update(check_port(port), T.VQueue())
 
     def init_rates(self) -> None:
         """Every port's drain rate to ``DEFAULT_QUEUE_RATE_PPS``, on a fresh switch."""
         for port in range(P.PORT_COUNT):
-            self.maps["queue_rate"].update(port, T.QueueRate.of(DEFAULT_QUEUE_RATE_PPS))
+            self.rates.update(port, T.QueueRate.of(DEFAULT_QUEUE_RATE_PPS))

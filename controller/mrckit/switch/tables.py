@@ -72,6 +72,15 @@ class QueueRate(ctypes.Structure):
         return cls(pps, max(1, 1_000_000_000 // pps) if pps else 0, capacity)
 
 
+class PortState(ctypes.Structure):
+    """C ``struct port_state``: one port's ``port_config`` entry, virtual queue, drain rate and
+    admin state (``down``: 0 up, 1 down), one map value so that the program looks a port up
+    once. Each part has its own writer, which writes only that part (``mrckit.switch.port_state``)."""
+
+    _fields_ = [("config", PortConfig), ("queue", VQueue), ("rate", QueueRate),
+                ("down", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+
+
 class IfindexSlot(ctypes.Structure):
     """C ``struct ifindex_slot``: one entry of the direct-mapped ifindex -> port cache."""
 

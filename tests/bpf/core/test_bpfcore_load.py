@@ -7,8 +7,8 @@ from mrckit import bpf
 
 def test_load_lists_programs_and_maps(need_bpf):
     with bpf.BpfObject.open("test_maps") as obj:
-        assert obj.program_names() == ["xdp_count", "tc_count"]
-        assert sorted(obj.map_names()) == ["cfg", "layout_probe", "stats"]
+        assert obj.program_names() == ["xdp_count", "xdp_shared_bump", "tc_count"]
+        assert sorted(obj.map_names()) == ["cfg", "layout_probe", "shared", "stats"]
         obj.load()
         prog = obj.program("xdp_count")
         assert prog.section == "xdp"
@@ -24,7 +24,7 @@ def test_open_by_path_equals_open_by_name(need_bpf):
 
 def test_unknown_program_and_map_name_what_exists(need_bpf):
     with bpf.BpfObject.open("test_maps") as obj:
-        with pytest.raises(bpf.BpfError, match="no program 'nope'.*xdp_count, tc_count"):
+        with pytest.raises(bpf.BpfError, match="no program 'nope'.*xdp_count, xdp_shared_bump, tc_count"):
             obj.program("nope")
         with pytest.raises(bpf.BpfError, match="no map 'nope'.*cfg"):
             obj.map("nope")

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from support.bpfcore_helpers import CfgVal, PktStats
+from support.bpfcore_helpers import CfgVal, PktStats, SharedVal
 from mrckit import bpf
 
 U32 = ctypes.c_uint32
@@ -167,3 +167,44 @@ def test_pin_root_pins_on_first_load_and_reuses_after(pin_dir):
             obj.load().program("xdp_hits").test_run(bytes(60), repeat=3)
             assert obj.map("hits", value_type=ctypes.c_uint64).lookup(0) == expected
     assert os.listdir(pin_dir) == ["hits"]
+
+
+# --- mmapable arrays (mrckit.bpf.mmapped) ---------------------------------------------------
+def test_mmapped_field_writes_change_only_their_field_and_meet_the_programs(loaded):
+    from mrckit.bpf.mmapped import MmapArray
+
+    m = loaded.map("shared", key_type=U32, value_type=SharedVal)
+    assert bpf.btf_struct_layout("test_maps", "shared_val").size == ctypes.sizeof(SharedVal)
+    arr = MmapArray(m, SharedVal)
+    try:
+        for _ in range(3):
+            loaded.program("xdp_shared_bump").test_run(bytes(64))
+        arr.write(1, "config", cfg_val(7))
+        arr.write(1, "limit", U32(99))
+        loaded.program("xdp_shared_bump").test_run(bytes(64))
+        kernel = m.lookup(1)  # bpf_map_lookup_elem: the same memory, seen through the kernel
+        assert (kernel.hits, bytes(kernel.config), kernel.limit) == (4, bytes(cfg_val(7)), 99)
+        assert arr.read(1, "hits").value == 4 and bytes(arr.read(1, "config")) == bytes(cfg_val(7))
+        assert bytes(m.lookup(0)) == bytes(m.lookup(2)) == bytes(ctypes.sizeof(SharedVal))
+    finally:
+        arr.close()
+
+
+def test_mmapped_array_refuses_what_it_cannot_map_or_name(loaded):
+    from mrckit.bpf.mmapped import MmapArray
+
+    with pytest.raises(bpf.BpfError, match="layout_probe: not an mmapable array"):
+        MmapArray(loaded.map("layout_probe"), SharedVal)
+    with pytest.raises(bpf.BpfError, match="shared: value type CfgVal is 12 bytes, the map's values are 24"):
+        MmapArray(loaded.map("shared"), CfgVal)
+    arr = MmapArray(loaded.map("shared"), SharedVal)
+    with pytest.raises(bpf.BpfError, match=r"shared: index 3 outside 0\.\.2"):
+        arr.read(3, "hits")
+    with pytest.raises(bpf.BpfError, match="SharedVal has no field 'nope'"):
+        arr.write(0, "nope", U32(1))
+    with pytest.raises(bpf.BpfError, match="field 'limit' takes c_uint, not c_ulong"):
+        arr.write(0, "limit", ctypes.c_uint64(1))
+    arr.close()
+    arr.close()  # idempotent
+    with pytest.raises(bpf.BpfError, match="shared: the mapping is closed"):
+        arr.read(0, "hits")

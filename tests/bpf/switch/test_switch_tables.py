@@ -27,7 +27,7 @@ def test_ctypes_layouts_match_btf():
                          ("port_config", T.PortConfig), ("counter", T.Counter), ("vqueue", T.VQueue),
                          ("usid_slot", T.UsidSlot), ("queue_rate", T.QueueRate),
                          ("ifindex_slot", T.IfindexSlot), ("ipv6_lpm_key", T.Ipv6LpmKey),
-                         ("fib_ref", T.FibRef), ("ecmp_group", T.EcmpGroup)):
+                         ("fib_ref", T.FibRef), ("ecmp_group", T.EcmpGroup), ("port_state", T.PortState)):
         layout = btf_struct_layout("mrc_switch", cname)
         assert layout.size == ctypes.sizeof(ctype), cname
         mine = {f[0]: (getattr(ctype, f[0]).offset, getattr(ctype, f[0]).size) for f in ctype._fields_}
@@ -110,6 +110,31 @@ def test_counters_and_settings_validation(switch):
         t.ports.set_up(512, True)
     t.queues.set_rate(5, 1000)
     assert t.queues.rate(5) == 1000
+
+
+def test_each_writer_of_port_state_changes_only_its_part(switch):
+    """port_config entries, drain rates, capacities and admin states share one map value per
+    port with the program's virtual queue: no write of one part touches another."""
+    t, port = switch.tables, 7
+    neighbour = bytes(t.maps["port_state"].lookup(port + 1))
+    live = T.VQueue(busy_until_ns=123_456_789, backlog=0)
+    t.port_state.write(port, "queue", live)  # as the program leaves a busy queue
+    params = {"src_mac": 0x020000000001, "dst_mac": 0x020000000002, "faces_host": 1,
+              "trim_threshold": 8, "ecn_threshold": 4}
+    t.direct.write(TableEntry.exact("port_config", port, "set_port", params))
+    t.queues.set_rate(port, 2000)
+    t.queues.set_capacity(port, 64)
+    t.ports.set_up(port, False)
+    kernel = t.maps["port_state"].lookup(port)  # what the program reads
+    assert bytes(kernel.queue) == bytes(live)
+    assert T.decode_port_config(kernel.config) == params and kernel.config.valid == 1
+    assert (kernel.rate.rate_pps, kernel.rate.service_ns, kernel.rate.capacity) == (2000, 500_000, 64)
+    assert kernel.down == 1
+    t.direct.delete(TableEntry.exact("port_config", port, "set_port", params))
+    t.ports.set_up(port, True)
+    kernel = t.maps["port_state"].lookup(port)
+    assert (bytes(kernel.queue), kernel.config.valid, kernel.rate.rate_pps, kernel.down) == (bytes(live), 0, 2000, 0)
+    assert bytes(t.maps["port_state"].lookup(port + 1)) == neighbour
 
 
 def test_slot_cache_follows_the_table(switch):

@@ -91,7 +91,7 @@ class EbpfBackend:
 
     def identity(self) -> str:
         """Kernel ids of the table maps: new maps (a re-created switch) get new ids."""
-        return ",".join(str(self.tables.maps[n].id) for n in ("my_usid", "usid_fib", "port_config"))
+        return ",".join(str(self.tables.maps[n].id) for n in ("my_usid", "usid_fib", "port_state"))
 
     def write_entry(self, entry: TableEntry, modify: bool) -> None:
         if entry.target is not None:
