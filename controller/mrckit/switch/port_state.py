@@ -30,12 +30,12 @@ PORT_STATE = "port_state"
 """The map's name in the object and under the switch's pin folder."""
 
 
-
 class PortField:
     """One field of every port's ``port_state`` value, keyed by port (0..max_entries-1).
 
     ``lookup`` returns a copy (an ``int`` for an integer field), ``update`` writes the field
-    and nothing else, ``items`` walks every port. Errors are MrcError, naming the view.
+    and nothing else, ``items`` walks every port. Errors are MrcError, naming the part
+    (``port_state.rate``...).
     """
 
     def __init__(self, name: str, array: MmapArray, field: str, ctype: type):
@@ -85,7 +85,6 @@ def port_fields(port_state: Map) -> tuple[MmapArray, PortFields]:
             older mrckit: tear it down and set it up again).
     """
     array = MmapArray(port_state, T.PortState)
-    return array, PortFields(config=PortField("port_config", array, "config", T.PortConfig),
-                             queue=PortField("vqueue", array, "queue", T.VQueue),
-                             rate=PortField("queue_rate", array, "rate", T.QueueRate),
-                             down=PortField("port_admin", array, "down", ctypes.c_uint32))
+    part = lambda field, ctype: PortField(f"{PORT_STATE}.{field}", array, field, ctype)  # noqa: E731
+    return array, PortFields(config=part("config", T.PortConfig), queue=part("queue", T.VQueue),
+                             rate=part("rate", T.QueueRate), down=part("down", ctypes.c_uint32))
