@@ -14,6 +14,7 @@ from .btf import FieldLayout, StructLayout, btf_struct_layout, ctypes_layout, la
 from .errors import BpfError
 from .fs import BPFFS, PIN_ROOT, bpffs_mounted, ensure_bpffs, pin_path, unpin
 from .maps import Map, sum_values
+from .mmapped import MmapArray
 from .objects import (OBJ_DIR, BpfObject, ObjectMap, Program, RunResult, XdpMd, object_path, prog_map_ids,
                       run_stats_enabled)
 from .ringbuf import RingBuffer
@@ -24,7 +25,7 @@ TC_ACT_OK, TC_ACT_SHOT, TC_ACT_REDIRECT = 0, 2, 7
 
 __all__ = [
     "BPF_ANY", "BPF_EXIST", "BPF_F_TEST_RUN_ON_CPU", "BPF_F_TEST_XDP_LIVE_FRAMES", "BPF_NOEXIST",
-    "BPFFS", "PIN_ROOT", "OBJ_DIR", "BpfError", "BpfObject", "FieldLayout", "Map", "ObjectMap",
+    "BPFFS", "PIN_ROOT", "OBJ_DIR", "BpfError", "BpfObject", "FieldLayout", "Map", "MmapArray", "ObjectMap",
     "Program", "RingBuffer", "RunResult", "StructLayout", "XdpInfo", "XdpMd", "btf_struct_layout",
     "bpffs_mounted", "ctypes_layout", "ensure_bpffs", "ifindex_of", "layout_mismatches", "libbpf_version", "object_path",
     "pin_path", "possible_cpus", "prog_map_ids", "run_stats_enabled", "sum_values", "tc_attach", "tc_detach",

@@ -9,8 +9,8 @@ and capacity (``Queues``), the admin state (``Ports``) and the queue itself (the
 leaves a live queue alone and two processes (the P4Runtime server and the manager) never undo
 each other's writes.
 
-:class:`PortField` gives each part the ``lookup``/``update``/``items`` of a map keyed by port,
-keyed by port; :class:`PortFields` holds the four, one per writer.
+:class:`PortField` gives each part the ``lookup``/``update``/``items`` of a map keyed by port;
+:class:`PortFields` holds the four, one per writer.
 """
 
 from __future__ import annotations
