@@ -124,18 +124,20 @@ class SwitchTables:
         """The maps pinned for switch ``name``; close the result when done.
 
         Raises:
-            MrcError: the switch is not set up (no pins), naming the folder.
+            MrcError: the switch is not set up (no pins), naming the folder, or its pins are
+                another mrckit version's (:func:`check_pins`).
         """
         folder = switch_pin_dir(name)
+        check_pins(name)
         maps: dict[str, Map] = {}
         try:
             for map_name, (k, v) in MAP_TYPES.items():
                 maps[map_name] = Map.from_pin(os.path.join(folder, map_name), key_type=k, value_type=v)
+            return cls(maps, owned=True)
         except BpfError as exc:
             for m in maps.values():
                 m.close()
             raise MrcError(f"switch {name} is not set up: {exc}") from None
-        return cls(maps, owned=True)
 
     def close(self) -> None:
         """Unmap ``port_state`` and close the map fds opened by :meth:`open_pinned` (the maps
@@ -199,9 +201,11 @@ class EbpfSwitch:
         Raises:
             MrcError / BpfError: namespace or interface missing, verifier refusal (with log),
             attach refused, the server exited or stayed silent (with its last log lines).
-            Whatever was done is undone before the error propagates.
+            Whatever was done is undone before the error propagates. Pins of another
+            mrckit version (:func:`check_pins`) are refused before anything is done.
         """
         ensure_bpffs()
+        check_pins(self.name)
         try:
             obj, tables = self._load()
             tables.direct.apply(self.entries)
@@ -330,6 +334,26 @@ def _server_options(p4runtime) -> "ServerOptions | None":
     from .p4runtime.process import ServerOptions
 
     return ServerOptions(p4runtime) if isinstance(p4runtime, str) else p4runtime
+
+
+def check_pins(name: str) -> None:
+    """Refuse a pin folder of switch ``name`` that holds another set of maps than
+    ``MAP_TYPES`` (a switch set up by another mrckit version): reusing it would attach a program
+    that reads maps nobody writes. A missing folder is fine (a fresh switch).
+
+    Raises:
+        MrcError: naming the maps that differ and the way out.
+    """
+    folder = switch_pin_dir(name)
+    if not os.path.isdir(folder):
+        return
+    pinned, mine = set(os.listdir(folder)), set(MAP_TYPES)
+    if pinned == mine:
+        return
+    differ = [f"{what} {', '.join(sorted(names))}" for what, names in
+              (("unknown", pinned - mine), ("missing", mine - pinned)) if names]
+    raise MrcError(f"switch {name}: the maps pinned in {folder} are not this mrckit's ({'; '.join(differ)}): "
+                   "set up by another version, or a set-up cut short; tear it down (mrc fabric down) and set it up again")
 
 
 def remove_pins(name: str) -> None:

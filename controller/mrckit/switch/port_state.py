@@ -52,8 +52,12 @@ class PortField:
 
     def update(self, port: int, value: Any) -> None:
         """Write the field of ``port`` (a ctypes value of its type, or an int for an integer
-        field). Raises MrcError for a port outside the map or a value of another type."""
+        field). Raises MrcError for a port outside the map, an int that does not fit the
+        field, or a value of another type."""
         if self._simple and isinstance(value, int):
+            bits = 8 * ctypes.sizeof(self._ctype)
+            if not 0 <= value < 1 << bits:
+                raise MrcError(f"{self.name}: {value} does not fit its {bits} bits")
             value = self._ctype(value)
         try:
             self._array.write(port, self._field, value)

@@ -201,6 +201,28 @@ def test_setup_reuses_pins_and_teardown_is_idempotent(fabric):
     assert os.path.isdir(BPFFS)
 
 
+def test_pins_of_another_layout_are_refused_and_left_as_they_are(fabric):
+    """A switch whose pin folder holds another version's maps (here: port_config where
+    port_state should be) is neither reused nor torn down by a set-up: one line says why."""
+    sw, hosts, name = fabric
+    first = EbpfSwitch(name, sw, {0: "p0"}).setup()
+    folder = switch_pin_dir(name)
+    os.rename(os.path.join(folder, "port_state"), os.path.join(folder, "port_config"))
+    pins = sorted(os.listdir(folder))
+    with netns.enter(sw):
+        attached = xdp_query("p0").prog_id
+    stale = r"not this mrckit's \(unknown port_config; missing port_state\).*tear it down"
+    with pytest.raises(MrcError, match=stale):
+        EbpfSwitch(name, sw, {0: "p0"}).setup()
+    with pytest.raises(MrcError, match=stale):
+        SwitchTables.open_pinned(name)
+    assert sorted(os.listdir(folder)) == pins
+    with netns.enter(sw):
+        assert xdp_query("p0").prog_id == attached != 0
+    first.teardown()
+    assert name not in pinned_switches()
+
+
 def test_frame_over_the_egress_mtu_is_dropped_and_counted_not_counted_sent(fabric):
     """Port 1 and h1 have a smaller MTU than the rest. A veth would drop the oversize frame in
     its transmit path, after the switch counted it in tx_port; the switch drops it as
