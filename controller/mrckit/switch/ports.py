@@ -12,8 +12,9 @@ from .port_state import PortField
 
 
 def check_port(port: int) -> int:
-    """Return ``port`` if it is a switch port (0..511), else raise MrcError naming it."""
-    if not isinstance(port, int) or not 0 <= port < P.PORT_COUNT:
+    """Return ``port`` if it is a switch port (0..511), else raise MrcError naming it (a bool,
+    an int to Python, is not a port)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < P.PORT_COUNT:
         raise MrcError(f"switch port {port!r} outside 0..{P.PORT_COUNT - 1}")
     return port
 

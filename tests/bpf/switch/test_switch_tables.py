@@ -108,6 +108,8 @@ def test_counters_and_settings_validation(switch):
         t.queues.set_rate(0, -1)
     with pytest.raises(MrcError):
         t.ports.set_up(512, True)
+    with pytest.raises(MrcError, match="switch port True outside"):
+        t.ports.set_up(True, False)
     with pytest.raises(MrcError, match="port_state.down: -1 does not fit its 32 bits"):
         t.ports.down.update(0, -1)
     with pytest.raises(MrcError, match=r"port_state.rate: map port_state: index 512 outside 0\.\.511"):
