@@ -704,8 +704,9 @@ int64_t mrcep_req_on_timer(struct mrc_req *r, int64_t now)
 	if (r->failed || r->ohead < 0)
 		return -1;
 	/* A timeout's resend came back: before it, one later transmission that the window let
-	 * out, acknowledged, is enough to lose an old packet (requestor.py on_timer). */
-	if (r->rto_acked_tx) {
+	 * out, acknowledged, is enough to lose an old packet (requestor.py on_timer). A SACK-gap
+	 * rule like the one in on_sack: the RC baseline has neither, it goes back N. */
+	if (!r->cfg.rc && r->rto_acked_tx) {
 		uint64_t last = r->rto_acked_tx < r->window_acked_tx ? r->rto_acked_tx : r->window_acked_tx;
 		detect_losses(r, now, (int64_t)last - 1);
 		if (r->ohead < 0)
